@@ -1,0 +1,742 @@
+/* HDF5 output in the H5MD 1.1 layout described in h5_out.h, plus the XDMF sidecar.
+ *
+ * Every object is addressed by its absolute path from the file, so error messages can name it.
+ * HDF5's own error printing is off; failures are reported as "writing PATH: WHAT failed: WHY",
+ * WHY being the system's reason when HDF5 recorded one ("No space left on device"). */
+#include "h5_out.h"
+#include "err.h"
+
+#include <hdf5.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#ifndef MIZU_VERSION
+#define MIZU_VERSION "unknown"
+#endif
+#ifndef MIZU_GIT_REV
+#define MIZU_GIT_REV "unknown"
+#endif
+
+#if defined(__clang__)
+#define MZ_COMPILER "clang " __VERSION__
+#elif defined(__GNUC__)
+#define MZ_COMPILER "gcc " __VERSION__
+#else
+#define MZ_COMPILER "unknown"
+#endif
+
+#define TIME_CHUNK 1024            /* frames per chunk of step/time (8 KiB) */
+#define MAX_CHUNK_BYTES 0xffffffffu /* HDF5's limit on one chunk */
+
+struct mz_h5_out {
+    char *path, *xdmf_path;
+    char *h5_ref;      /* the .h5 file's basename, XML-escaped, as the sidecar names it */
+    size_t n;
+    unsigned fields;
+    hid_t file, step, time;
+    hid_t value[MZ_FIELD_COUNT];
+    long frames;       /* complete frames in the file */
+    FILE *xdmf;
+    long xdmf_tail;    /* offset of the sidecar's closing tags: the next frame goes there */
+};
+
+/* ---- error reporting ---- */
+
+typedef struct h5_reason {
+    char text[256];
+    int have_errno_text;
+} h5_reason;
+
+/* HDF5's file drivers put strerror's text in their message as "error message = '...'". */
+static herr_t reason_walk(unsigned depth, const H5E_error2_t *e, void *data)
+{
+    static const char key[] = "error message = '";
+    h5_reason *r = data;
+    const char *m = e->desc ? strstr(e->desc, key) : NULL;
+    if (m && !r->have_errno_text) {
+        m += sizeof key - 1;
+        snprintf(r->text, sizeof r->text, "%.*s", (int)strcspn(m, "'"), m);
+        r->have_errno_text = 1;
+    } else if (depth == 0 && e->desc && !r->text[0]) {
+        snprintf(r->text, sizeof r->text, "%s", e->desc);
+    }
+    return 0;
+}
+
+/* Report a failed HDF5 call. Call it before any other HDF5 call: each one clears the stack. */
+static void h5_fail(const char *path, const char *fmt, ...) MZ_PRINTF(2, 3);
+static void h5_fail(const char *path, const char *fmt, ...)
+{
+    char what[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    h5_reason r = {{0}, 0};
+    H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, reason_walk, &r);
+    if (r.text[0])
+        mz_error("writing %s: %s failed: %s", path, what, r.text);
+    else
+        mz_error("writing %s: %s failed", path, what);
+}
+
+/* ---- small HDF5 helpers ---- */
+
+/* Close an id this module created (never a predefined type). */
+static void close_id(hid_t id)
+{
+    if (id < 0)
+        return;
+    switch (H5Iget_type(id)) {
+    case H5I_GROUP:
+    case H5I_DATASET: H5Oclose(id); break;
+    case H5I_DATASPACE: H5Sclose(id); break;
+    case H5I_DATATYPE: H5Tclose(id); break;
+    case H5I_ATTR: H5Aclose(id); break;
+    case H5I_GENPROP_LST: H5Pclose(id); break;
+    default: break;
+    }
+}
+
+/* Creation property list without timestamps: identical runs give identical bytes. */
+static hid_t untimed_plist(hid_t cls)
+{
+    hid_t p = H5Pcreate(cls);
+    if (p >= 0 && H5Pset_obj_track_times(p, 0) < 0) {
+        H5Pclose(p);
+        return -1;
+    }
+    return p;
+}
+
+/* Fixed-length UTF-8 string type of len characters plus the NUL (h5py reads it as bytes). */
+static hid_t str_type(size_t len)
+{
+    hid_t t = H5Tcopy(H5T_C_S1);
+    if (t >= 0 && (H5Tset_size(t, len + 1) < 0 || H5Tset_cset(t, H5T_CSET_UTF8) < 0 ||
+                   H5Tset_strpad(t, H5T_STR_NULLTERM) < 0)) {
+        H5Tclose(t);
+        return -1;
+    }
+    return t;
+}
+
+static int make_groups(const mz_h5_out *o, const char *const *names)
+{
+    hid_t gcpl = untimed_plist(H5P_GROUP_CREATE);
+    for (; *names; names++) {
+        hid_t g = gcpl < 0 ? -1 : H5Gcreate2(o->file, *names, H5P_DEFAULT, gcpl, H5P_DEFAULT);
+        if (g < 0) {
+            h5_fail(o->path, "creating group %s", *names);
+            close_id(gcpl);
+            return -1;
+        }
+        H5Gclose(g);
+    }
+    close_id(gcpl);
+    return 0;
+}
+
+/* Attribute OBJ@NAME holding n values (n 0: one scalar), replacing any earlier one. */
+static int put_attr(const mz_h5_out *o, const char *obj, const char *name, hid_t ftype,
+                    hid_t mtype, size_t n, const void *v)
+{
+    hsize_t dim = n;
+    hid_t space = n ? H5Screate_simple(1, &dim, NULL) : H5Screate(H5S_SCALAR), a = -1;
+    int ok = space >= 0 && ftype >= 0 && mtype >= 0;
+    if (ok && H5Aexists_by_name(o->file, obj, name, H5P_DEFAULT) > 0)
+        ok = H5Adelete_by_name(o->file, obj, name, H5P_DEFAULT) >= 0;
+    if (ok)
+        a = H5Acreate_by_name(o->file, obj, name, ftype, space, H5P_DEFAULT, H5P_DEFAULT,
+                              H5P_DEFAULT);
+    ok = a >= 0 && H5Awrite(a, mtype, v) >= 0;
+    if (!ok)
+        h5_fail(o->path, "writing attribute %s@%s", obj, name);
+    close_id(a);
+    close_id(space);
+    return ok ? 0 : -1;
+}
+
+static int put_str_attr(const mz_h5_out *o, const char *obj, const char *name, const char *s)
+{
+    s = s ? s : "";
+    hid_t t = str_type(strlen(s));
+    int rc = put_attr(o, obj, name, t, t, 0, s);
+    close_id(t);
+    return rc;
+}
+
+static int put_int_attr(const mz_h5_out *o, const char *obj, const char *name, int64_t v)
+{
+    return put_attr(o, obj, name, H5T_STD_I64LE, H5T_NATIVE_INT64, 0, &v);
+}
+
+/* Dataset NAME of n values (n 0 with scalar: one value), contiguous. */
+static int put_dataset(const mz_h5_out *o, const char *name, hid_t ftype, hid_t mtype,
+                       int scalar, size_t n, const void *v)
+{
+    hsize_t dim = n;
+    hid_t space = scalar ? H5Screate(H5S_SCALAR) : H5Screate_simple(1, &dim, NULL);
+    hid_t dcpl = untimed_plist(H5P_DATASET_CREATE), d = -1;
+    if (space >= 0 && dcpl >= 0 && ftype >= 0 && mtype >= 0)
+        d = H5Dcreate2(o->file, name, ftype, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    int ok = d >= 0 && H5Dwrite(d, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) >= 0;
+    if (!ok)
+        h5_fail(o->path, "writing %s", name);
+    close_id(d);
+    close_id(dcpl);
+    close_id(space);
+    return ok ? 0 : -1;
+}
+
+static int put_str(const mz_h5_out *o, const char *name, const char *s)
+{
+    s = s ? s : "";
+    hid_t t = str_type(strlen(s));
+    int rc = put_dataset(o, name, t, t, 1, 0, s);
+    close_id(t);
+    return rc;
+}
+
+/* A list of strings as a [n] dataset of fixed-length strings as long as the longest. */
+static int put_str_list(const mz_h5_out *o, const char *name, const char *const *s, size_t n)
+{
+    size_t w = 0;
+    for (size_t i = 0; i < n; i++)
+        w = s[i] && strlen(s[i]) > w ? strlen(s[i]) : w;
+    char *buf = xcalloc(n ? n : 1, w + 1);
+    for (size_t i = 0; i < n; i++)
+        if (s[i])
+            memcpy(buf + i * (w + 1), s[i], strlen(s[i]));
+    hid_t t = str_type(w);
+    int rc = put_dataset(o, name, t, t, 0, n, buf);
+    close_id(t);
+    free(buf);
+    return rc;
+}
+
+/* ---- file layout ---- */
+
+static int write_h5md(const mz_h5_out *o)
+{
+    static const char *const groups[] = {"/h5md", "/h5md/author", "/h5md/creator",
+                                         "/h5md/modules", "/h5md/modules/units", NULL};
+    static const int32_t version[2] = {1, 1}, units_version[2] = {1, 0};
+    const char *user = getenv("USER");
+    if (!user || !*user)
+        user = "unknown";
+    return make_groups(o, groups) ||
+                   put_attr(o, "/h5md", "version", H5T_STD_I32LE, H5T_NATIVE_INT32, 2, version) ||
+                   put_str_attr(o, "/h5md/author", "name", user) ||
+                   put_str_attr(o, "/h5md/creator", "name", "mizu") ||
+                   put_str_attr(o, "/h5md/creator", "version", MIZU_VERSION) ||
+                   put_attr(o, "/h5md/modules/units", "version", H5T_STD_I32LE,
+                            H5T_NATIVE_INT32, 2, units_version) ||
+                   put_str_attr(o, "/h5md/modules/units", "system", "SI")
+               ? -1
+               : 0;
+}
+
+static int write_particles(const mz_h5_out *o, const mz_h5_meta *m, const uint32_t *body)
+{
+    static const char *const groups[] = {"/particles", "/particles/all", "/particles/all/box",
+                                         NULL};
+    static const char boundary[3][5] = {"none", "none", "none"};
+    double edges[3];
+    for (int k = 0; k < 3; k++)
+        edges[k] = m->domain_max[k] - m->domain_min[k];
+    hid_t t = str_type(4);
+    int rc = make_groups(o, groups) ||
+             put_int_attr(o, "/particles/all/box", "dimension", 3) ||
+             put_attr(o, "/particles/all/box", "boundary", t, t, 3, boundary) ||
+             put_dataset(o, "/particles/all/box/edges", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 0,
+                         3, edges);
+    close_id(t);
+    if (rc)
+        return -1;
+    /* Rows are in id order, so id is 0..n-1; it is written for H5MD readers that look for it. */
+    int32_t *id = xmalloc(o->n * sizeof *id);
+    for (size_t i = 0; i < o->n; i++)
+        id[i] = (int32_t)i;
+    rc = put_dataset(o, "/particles/all/id", H5T_STD_I32LE, H5T_NATIVE_INT32, 0, o->n, id);
+    free(id);
+    if (rc)
+        return -1;
+    uint32_t *zeros = body ? NULL : xcalloc(o->n, sizeof *zeros);
+    rc = put_dataset(o, "/particles/all/body", H5T_STD_I32LE, H5T_NATIVE_UINT32, 0, o->n,
+                     body ? body : zeros);
+    free(zeros);
+    return rc;
+}
+
+static int write_parameters(const mz_h5_out *o, const mz_h5_meta *m)
+{
+    static const char *const groups[] = {"/parameters", "/parameters/scene", "/parameters/build",
+                                         "/parameters/run", NULL};
+    unsigned maj = 0, min = 0, rel = 0;
+    char hdf5[64];
+    H5get_libversion(&maj, &min, &rel);
+    snprintf(hdf5, sizeof hdf5, "%u.%u.%u", maj, min, rel);
+    return make_groups(o, groups) || put_str(o, "/parameters/scene/given", m->scene_given) ||
+                   put_str(o, "/parameters/scene/effective", m->scene_effective) ||
+                   put_str_list(o, "/parameters/scene/overrides", m->overrides,
+                                m->overrides ? m->n_overrides : 0) ||
+                   put_str(o, "/parameters/scene/path", m->scene_path) ||
+                   put_str(o, "/parameters/build/version", MIZU_VERSION) ||
+                   put_str(o, "/parameters/build/git_revision", MIZU_GIT_REV) ||
+                   put_str(o, "/parameters/build/compiler", MZ_COMPILER) ||
+                   put_str(o, "/parameters/build/hdf5", hdf5) ||
+                   put_str(o, "/parameters/build/device", m->device) ||
+                   put_str(o, "/parameters/build/platform", m->platform) ||
+                   put_str(o, "/parameters/build/driver", m->driver) ||
+                   put_str(o, "/parameters/build/kernel_build_options",
+                           m->kernel_build_options) ||
+                   put_int_attr(o, "/parameters/run", "complete", 0) ||
+                   put_int_attr(o, "/parameters/run", "frames_written", 0) ||
+                   put_str_attr(o, "/parameters/run", "status", "running")
+               ? -1
+               : 0;
+}
+
+/* A dataset that grows by one row a frame: dims [0, rest...], maxdims [unlimited, rest...],
+ * chunk [rows0, rest...] (the particle dimension cut down only past HDF5's 4 GiB chunk limit). */
+static hid_t new_series(const mz_h5_out *o, const char *name, hid_t ftype, int rank,
+                        hsize_t rows0, int gzip_level)
+{
+    hsize_t dims[3] = {0, o->n, 3}, maxd[3] = {H5S_UNLIMITED, o->n, 3};
+    hsize_t chunk[3] = {rows0, o->n, 3};
+    size_t row_bytes = rank == 3 ? 12 : 4;
+    if (rank > 1 && o->n > MAX_CHUNK_BYTES / row_bytes)
+        chunk[1] = MAX_CHUNK_BYTES / row_bytes;
+    hid_t space = H5Screate_simple(rank, dims, maxd), dcpl = untimed_plist(H5P_DATASET_CREATE);
+    hid_t d = -1;
+    int ok = space >= 0 && dcpl >= 0 && H5Pset_chunk(dcpl, rank, chunk) >= 0;
+    if (ok && gzip_level > 0)
+        ok = H5Pset_shuffle(dcpl) >= 0 && H5Pset_deflate(dcpl, (unsigned)gzip_level) >= 0;
+    if (ok)
+        d = H5Dcreate2(o->file, name, ftype, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    if (d < 0)
+        h5_fail(o->path, "creating %s", name);
+    close_id(dcpl);
+    close_id(space);
+    return d;
+}
+
+static int create_fields(mz_h5_out *o, int gzip_level)
+{
+    char name[128];
+    for (int f = 0; f < MZ_FIELD_COUNT; f++) {
+        if (!(o->fields & MZ_FIELD_BIT(f)))
+            continue;
+        const mz_field_info *fi = &mz_field_infos[f];
+        const char *const group[] = {name, NULL};
+        snprintf(name, sizeof name, "/particles/all/%s", fi->name);
+        if (make_groups(o, group))
+            return -1;
+        snprintf(name, sizeof name, "/particles/all/%s/value", fi->name);
+        o->value[f] = new_series(o, name, H5T_IEEE_F32LE, fi->components == 3 ? 3 : 2, 1,
+                                 gzip_level);
+        if (o->value[f] < 0 || put_str_attr(o, name, "unit", fi->unit))
+            return -1;
+        if (f == MZ_FIELD_POSITION) {
+            o->step = new_series(o, "/particles/all/position/step", H5T_STD_I64LE, 1,
+                                 TIME_CHUNK, 0);
+            o->time = new_series(o, "/particles/all/position/time", H5T_IEEE_F64LE, 1,
+                                 TIME_CHUNK, 0);
+            if (o->step < 0 || o->time < 0 ||
+                put_str_attr(o, "/particles/all/position/time", "unit", "s"))
+                return -1;
+            continue;
+        }
+        /* H5MD lets fields sampled together share step and time: hard links to position's. */
+        for (int k = 0; k < 2; k++) {
+            const char *which = k ? "time" : "step";
+            char src[64];
+            snprintf(src, sizeof src, "/particles/all/position/%s", which);
+            snprintf(name, sizeof name, "/particles/all/%s/%s", fi->name, which);
+            if (H5Lcreate_hard(o->file, src, H5L_SAME_LOC, name, H5P_DEFAULT, H5P_DEFAULT) < 0) {
+                h5_fail(o->path, "linking %s", name);
+                return -1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* ---- XDMF sidecar ---- */
+
+static const char xdmf_head[] =
+    "<?xml version=\"1.0\" ?>\n"
+    "<!DOCTYPE Xdmf SYSTEM \"Xdmf.dtd\" []>\n"
+    "<Xdmf Version=\"2.0\">\n"
+    " <Domain>\n"
+    "  <Grid Name=\"particles\" GridType=\"Collection\" CollectionType=\"Temporal\">\n";
+static const char xdmf_close[] = "  </Grid>\n </Domain>\n</Xdmf>\n";
+
+static char *xml_escape(const char *s)
+{
+    mz_str b = {0};
+    str_addf(&b, "%s", "");
+    for (; *s; s++) {
+        switch (*s) {
+        case '&': str_addf(&b, "&amp;"); break;
+        case '<': str_addf(&b, "&lt;"); break;
+        case '>': str_addf(&b, "&gt;"); break;
+        case '"': str_addf(&b, "&quot;"); break;
+        default: str_addf(&b, "%c", *s);
+        }
+    }
+    return b.s;
+}
+
+/* Frame f of DSET ([frames, n, 3] or [frames, n]) as a HyperSlab DataItem. */
+static void xdmf_slab(const mz_h5_out *o, long f, const char *dset, int comp)
+{
+    char shape[48];
+    int three = comp == 3;
+    snprintf(shape, sizeof shape, three ? "%zu 3" : "%zu", o->n);
+    fprintf(o->xdmf,
+            "      <DataItem ItemType=\"HyperSlab\" Dimensions=\"1 %s\" Type=\"HyperSlab\">\n"
+            "       <DataItem Dimensions=\"3 %d\" Format=\"XML\">%ld 0%s 1 1%s 1 %s</DataItem>\n"
+            "       <DataItem Dimensions=\"%ld %s\" NumberType=\"Float\" Precision=\"4\" "
+            "Format=\"HDF\">%s:%s</DataItem>\n"
+            "      </DataItem>\n",
+            shape, three ? 3 : 2, f, three ? " 0" : "", three ? " 1" : "", shape, f + 1, shape,
+            o->h5_ref, dset);
+}
+
+static void xdmf_grid(const mz_h5_out *o, long f, long step, double time)
+{
+    FILE *x = o->xdmf;
+    fprintf(x,
+            "   <Grid Name=\"frame %ld\" GridType=\"Uniform\">\n"
+            "    <Time Value=\"%.17g\"/>\n"
+            "    <Information Name=\"step\" Value=\"%ld\"/>\n"
+            "    <Topology TopologyType=\"Polyvertex\" NumberOfElements=\"%zu\" "
+            "NodesPerElement=\"1\"/>\n"
+            "    <Geometry GeometryType=\"XYZ\">\n",
+            f, time, step, o->n);
+    xdmf_slab(o, f, "/particles/all/position/value", 3);
+    fprintf(x, "    </Geometry>\n");
+    for (int k = 0; k < MZ_FIELD_COUNT; k++) {
+        const mz_field_info *fi = &mz_field_infos[k];
+        if (k == MZ_FIELD_POSITION || !(o->fields & MZ_FIELD_BIT(k)))
+            continue;
+        char dset[96];
+        snprintf(dset, sizeof dset, "/particles/all/%s/value", fi->name);
+        fprintf(x, "    <Attribute Name=\"%s\" AttributeType=\"%s\" Center=\"Node\">\n",
+                fi->name, fi->components == 3 ? "Vector" : "Scalar");
+        xdmf_slab(o, f, dset, fi->components);
+        fprintf(x, "    </Attribute>\n");
+    }
+    fprintf(x,
+            "    <Attribute Name=\"body\" AttributeType=\"Scalar\" Center=\"Node\">\n"
+            "     <DataItem Dimensions=\"%zu\" NumberType=\"Int\" Precision=\"4\" "
+            "Format=\"HDF\">%s:/particles/all/body</DataItem>\n"
+            "    </Attribute>\n"
+            "   </Grid>\n",
+            o->n, o->h5_ref);
+}
+
+/* Write frame f's grid (f < 0: none) where the closing tags were, then the closing tags again:
+ * O(1) a frame, and the file is whole XML after every call. On failure the tail offset stays,
+ * so the next frame overwrites whatever was half written (the failed frame is left out). */
+static int xdmf_append(mz_h5_out *o, long f, long step, double time)
+{
+    FILE *x = o->xdmf;
+    errno = 0;
+    if (fseek(x, o->xdmf_tail, SEEK_SET) != 0)
+        goto fail;
+    if (o->xdmf_tail == 0)
+        fputs(xdmf_head, x);
+    if (f >= 0)
+        xdmf_grid(o, f, step, time);
+    long tail = ftell(x);
+    fputs(xdmf_close, x);
+    if (tail < 0 || fflush(x) != 0 || ferror(x) || ftruncate(fileno(x), ftell(x)) != 0)
+        goto fail;
+    o->xdmf_tail = tail;
+    return 0;
+fail:
+    mz_error("writing %s: %s", o->xdmf_path, strerror(errno ? errno : EIO));
+    clearerr(x);
+    return -1;
+}
+
+char *h5_out_xdmf_path(const char *h5_path)
+{
+    /* Like Python's os.path.splitext: the last dot of the basename, leading dots aside. */
+    const char *base = strrchr(h5_path, '/');
+    base = base ? base + 1 : h5_path;
+    while (*base == '.')
+        base++;
+    const char *dot = strrchr(base, '.');
+    size_t keep = dot ? (size_t)(dot - h5_path) : strlen(h5_path);
+    char *x = xmalloc(keep + sizeof ".xdmf");
+    memcpy(x, h5_path, keep);
+    memcpy(x + keep, ".xdmf", sizeof ".xdmf");
+    return x;
+}
+
+/* ---- create, write, close ---- */
+
+static int check_args(const char *path, const char *xdmf, size_t n, int gzip_level)
+{
+    if (n == 0)
+        mz_error("writing %s: there are no particles to write", path);
+    else if (n > INT32_MAX)
+        mz_error("writing %s: %zu particles is more than the %d the file's int32 ids allow",
+                 path, n, INT32_MAX);
+    else if (gzip_level < 0 || gzip_level > 9)
+        mz_error("writing %s: gzip level %d is not in 0..9", path, gzip_level);
+    else if (gzip_level > 0 && H5Zfilter_avail(H5Z_FILTER_DEFLATE) <= 0)
+        mz_error("writing %s: this HDF5 library has no gzip (deflate) filter", path);
+    else if (!strcmp(path, xdmf))
+        mz_error("writing %s: the output must not be named .xdmf (the sidecar is)", path);
+    else
+        return 0;
+    return -1;
+}
+
+/* Close everything; remove the files too when creation failed half way. */
+static void discard(mz_h5_out *o, int remove_files)
+{
+    for (int f = 0; f < MZ_FIELD_COUNT; f++)
+        close_id(o->value[f]);
+    close_id(o->step);
+    close_id(o->time);
+    if (o->file >= 0)
+        H5Fclose(o->file);
+    if (o->xdmf)
+        fclose(o->xdmf);
+    if (remove_files) {
+        remove(o->path);
+        remove(o->xdmf_path);
+    }
+    free(o->path);
+    free(o->xdmf_path);
+    free(o->h5_ref);
+    free(o);
+}
+
+mz_h5_out *h5_out_create(const char *path, size_t n, unsigned fields, int gzip_level,
+                         const mz_h5_meta *meta, const uint32_t *body)
+{
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    char *xdmf = h5_out_xdmf_path(path);
+    if (check_args(path, xdmf, n, gzip_level)) {
+        free(xdmf);
+        return NULL;
+    }
+    /* HDF5's own reason for a failed create is poor; open(2) gives the system's. */
+    int fd = open(path, O_WRONLY | O_CREAT, 0666);
+    if (fd < 0) {
+        mz_error("cannot create %s: %s", path, strerror(errno));
+        free(xdmf);
+        return NULL;
+    }
+    close(fd);
+    mz_h5_out *o = xcalloc(1, sizeof *o);
+    o->path = xstrdup(path);
+    o->xdmf_path = xdmf;
+    const char *base = strrchr(path, '/');
+    o->h5_ref = xml_escape(base ? base + 1 : path);
+    o->n = n;
+    o->fields = fields | MZ_FIELD_BIT(MZ_FIELD_POSITION);
+    o->file = o->step = o->time = -1;
+    for (int f = 0; f < MZ_FIELD_COUNT; f++)
+        o->value[f] = -1;
+    static const mz_h5_meta no_meta;
+    meta = meta ? meta : &no_meta;
+
+    o->xdmf = fopen(xdmf, "w");
+    if (!o->xdmf) {
+        mz_error("cannot create %s: %s", xdmf, strerror(errno));
+        discard(o, 1);
+        return NULL;
+    }
+    /* No file lock, so that `mizu info`, h5py and ParaView can read the file during the run. */
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    if (fapl >= 0 && H5Pset_file_locking(fapl, 0, 1) >= 0)
+        o->file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    if (o->file < 0)
+        h5_fail(path, "creating the HDF5 file");
+    close_id(fapl);
+    if (o->file < 0 || write_h5md(o) || write_particles(o, meta, body) ||
+        write_parameters(o, meta) || create_fields(o, gzip_level)) {
+        discard(o, 1);
+        return NULL;
+    }
+    if (H5Fflush(o->file, H5F_SCOPE_GLOBAL) < 0) {
+        h5_fail(path, "flushing");
+        discard(o, 1);
+        return NULL;
+    }
+    if (xdmf_append(o, -1, 0, 0.0)) {
+        discard(o, 1);
+        return NULL;
+    }
+    return o;
+}
+
+/* Grow series d by one row and write row `row` from v. */
+static int append_row(const mz_h5_out *o, hid_t d, const char *name, hid_t mtype,
+                      const void *v)
+{
+    hsize_t dims[3], start[3] = {0}, count[3];
+    hid_t fs = H5Dget_space(d), ms = -1;
+    int rank = fs < 0 ? -1 : H5Sget_simple_extent_dims(fs, dims, NULL);
+    close_id(fs);
+    fs = -1;
+    if (rank < 1 || rank > 3)
+        goto fail;
+    for (int k = 0; k < rank; k++)
+        count[k] = dims[k];
+    start[0] = dims[0];
+    count[0] = 1;
+    dims[0]++;
+    if (H5Dset_extent(d, dims) < 0 || (fs = H5Dget_space(d)) < 0 ||
+        H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL) < 0 ||
+        (ms = H5Screate_simple(rank, count, NULL)) < 0 ||
+        H5Dwrite(d, mtype, ms, fs, H5P_DEFAULT, v) < 0)
+        goto fail;
+    close_id(ms);
+    close_id(fs);
+    return 0;
+fail:
+    h5_fail(o->path, "writing frame %ld of %s", o->frames, name);
+    close_id(ms);
+    close_id(fs);
+    return -1;
+}
+
+/* After a failed frame: shrink every series back to the complete frames, so that readers never
+ * see a half-written one. Best effort: the disk may still be full. */
+static void roll_back(mz_h5_out *o)
+{
+    hid_t sets[MZ_FIELD_COUNT + 2] = {o->step, o->time};
+    for (int f = 0; f < MZ_FIELD_COUNT; f++)
+        sets[f + 2] = o->value[f];
+    for (int k = 0; k < MZ_FIELD_COUNT + 2; k++) {
+        hsize_t dims[3];
+        hid_t s = sets[k] < 0 ? -1 : H5Dget_space(sets[k]);
+        if (s >= 0 && H5Sget_simple_extent_dims(s, dims, NULL) > 0 &&
+            dims[0] > (hsize_t)o->frames) {
+            dims[0] = (hsize_t)o->frames;
+            H5Dset_extent(sets[k], dims);
+        }
+        close_id(s);
+    }
+    int64_t fw = o->frames;
+    hid_t a = H5Aopen_by_name(o->file, "/parameters/run", "frames_written", H5P_DEFAULT,
+                              H5P_DEFAULT);
+    if (a >= 0)
+        H5Awrite(a, H5T_NATIVE_INT64, &fw);
+    close_id(a);
+    H5Fflush(o->file, H5F_SCOPE_GLOBAL);
+}
+
+/* Refuse a frame that cannot fit: a write failing half way leaves the file's end-of-file
+ * record ahead of its data, which HDF5 then refuses to open as "truncated". */
+static int check_space(const mz_h5_out *o)
+{
+    unsigned long long need = 1 << 20;
+    for (int f = 0; f < MZ_FIELD_COUNT; f++)
+        if (o->fields & MZ_FIELD_BIT(f))
+            need += 4ull * (unsigned)mz_field_infos[f].components * o->n;
+    struct statvfs s;
+    if (statvfs(o->path, &s) != 0)
+        return 0; /* no answer: let the write itself tell */
+    unsigned long long avail = (unsigned long long)s.f_bavail * s.f_frsize;
+    if (avail >= need)
+        return 0;
+    mz_error("writing %s: not enough disk space for frame %ld (%llu bytes free, %llu needed)",
+             o->path, o->frames, avail, need);
+    return -1;
+}
+
+int h5_out_write_frame(mz_h5_out *o, long step, double time,
+                       const float *const data[MZ_FIELD_COUNT])
+{
+    for (int f = 0; f < MZ_FIELD_COUNT; f++)
+        if ((o->fields & MZ_FIELD_BIT(f)) && !data[f]) {
+            mz_error("writing %s: frame %ld has no %s data", o->path, o->frames,
+                     mz_field_infos[f].name);
+            return -1;
+        }
+    if (check_space(o))
+        return -1;
+    int64_t step64 = step;
+    for (int f = 0; f < MZ_FIELD_COUNT; f++) {
+        char name[96];
+        snprintf(name, sizeof name, "/particles/all/%s/value", mz_field_infos[f].name);
+        if ((o->fields & MZ_FIELD_BIT(f)) &&
+            append_row(o, o->value[f], name, H5T_NATIVE_FLOAT, data[f]))
+            goto fail;
+    }
+    if (append_row(o, o->step, "/particles/all/position/step", H5T_NATIVE_INT64, &step64) ||
+        append_row(o, o->time, "/particles/all/position/time", H5T_NATIVE_DOUBLE, &time) ||
+        put_int_attr(o, "/parameters/run", "frames_written", o->frames + 1))
+        goto fail;
+    /* The flush makes the frame durable: a killed run keeps every frame before it. */
+    if (H5Fflush(o->file, H5F_SCOPE_GLOBAL) < 0) {
+        h5_fail(o->path, "flushing frame %ld", o->frames);
+        goto fail;
+    }
+    o->frames++;
+    /* The sidecar only ever names frames already on disk. */
+    return xdmf_append(o, o->frames - 1, step, time);
+fail:
+    roll_back(o);
+    return -1;
+}
+
+long h5_out_frames(const mz_h5_out *o)
+{
+    return o ? o->frames : 0;
+}
+
+const char *h5_out_path(const mz_h5_out *o)
+{
+    return o->path;
+}
+
+int h5_out_close(mz_h5_out *o, bool complete, const char *status)
+{
+    if (!o)
+        return 0;
+    int rc = 0;
+    if (put_int_attr(o, "/parameters/run", "complete", complete ? 1 : 0) ||
+        put_str_attr(o, "/parameters/run", "status", status))
+        rc = -1;
+    if (H5Fflush(o->file, H5F_SCOPE_GLOBAL) < 0) {
+        h5_fail(o->path, "flushing");
+        rc = -1;
+    }
+    for (int f = 0; f < MZ_FIELD_COUNT; f++)
+        close_id(o->value[f]);
+    close_id(o->step);
+    close_id(o->time);
+    o->step = o->time = -1;
+    for (int f = 0; f < MZ_FIELD_COUNT; f++)
+        o->value[f] = -1;
+    if (H5Fclose(o->file) < 0) {
+        h5_fail(o->path, "closing");
+        rc = -1;
+    }
+    o->file = -1;
+    if (fclose(o->xdmf) != 0) {
+        mz_error("writing %s: %s", o->xdmf_path, strerror(errno));
+        rc = -1;
+    }
+    o->xdmf = NULL;
+    discard(o, 0);
+    return rc;
+}

@@ -1,0 +1,61 @@
+/* Output: HDF5 in the H5MD 1.1 layout, plus an XDMF sidecar for ParaView/VisIt.
+ *
+ *   /h5md                       attrs version=[1,1]; groups author (name), creator (name, version)
+ *   /particles/all/box          attrs dimension=3, boundary=["none","none","none"]; edges [3]
+ *   /particles/all/id           [N] int32, particle ids (output rows are in id order: row i = id i)
+ *   /particles/all/body         [N] int32, index of the scene body that made each particle
+ *   /particles/all/<field>/     step [F] int64, time [F] float64,
+ *                               value [F, N, 3] or [F, N] float32, extendible along F,
+ *                               one chunk per frame, attr unit
+ *   /parameters/scene/          given (the scene text), effective (every key as used),
+ *                               overrides (the --set arguments), path
+ *   /parameters/build/          version, git_revision, compiler, hdf5, device, platform, driver,
+ *                               kernel_build_options (scalar strings)
+ *   /parameters/run             attrs complete (0 until a clean close), frames_written, status
+ *
+ * The file is flushed after every frame, so a killed run leaves a readable file of the frames
+ * written so far; `complete` = 0 tells a reader the run did not finish. OUT.xdmf beside OUT.h5
+ * is kept valid after every frame. Dataset creation times are not recorded, so two identical
+ * runs write byte-identical files. */
+#ifndef MZ_H5_OUT_H
+#define MZ_H5_OUT_H
+#include "fields.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct mz_h5_meta {
+    const char *scene_path;
+    const char *scene_given;
+    const char *scene_effective;
+    const char *const *overrides;
+    size_t n_overrides;
+    const char *device, *platform, *driver, *kernel_build_options;
+    double domain_min[3], domain_max[3];
+} mz_h5_meta;
+
+typedef struct mz_h5_out mz_h5_out;
+
+/* Create or truncate PATH (and PATH's .xdmf) for n particles and the fields in the mask
+ * (MZ_FIELD_BIT). gzip_level 0: no compression. body: n body indices in id order.
+ * NULL after reporting why (mz_error), leaving no file behind. */
+mz_h5_out *h5_out_create(const char *path, size_t n, unsigned fields, int gzip_level,
+                         const mz_h5_meta *meta, const uint32_t *body);
+
+/* Append one frame. data[f] for each field in the mask: components × n floats in id order.
+ * Flushes the file and updates the sidecar. 0, or -1 after reporting (the frames before stay). */
+int h5_out_write_frame(mz_h5_out *o, long step, double time,
+                       const float *const data[MZ_FIELD_COUNT]);
+
+long h5_out_frames(const mz_h5_out *o);
+const char *h5_out_path(const mz_h5_out *o);
+
+/* Record the outcome (complete: the run finished; status: a short line such as "finished" or
+ * "stopped by SIGTERM at frame 12"), flush and close. 0, or -1 after reporting. */
+int h5_out_close(mz_h5_out *o, bool complete, const char *status);
+
+/* The sidecar's path for an output path: "out.h5" -> "out.xdmf". Caller frees. */
+char *h5_out_xdmf_path(const char *h5_path);
+
+#endif

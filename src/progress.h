@@ -1,0 +1,23 @@
+/* Progress on stderr: a live line on a terminal, one plain line per 10% otherwise (batch logs). */
+#ifndef MZ_PROGRESS_H
+#define MZ_PROGRESS_H
+#include <stdbool.h>
+
+typedef struct mz_progress {
+    bool enabled, tty;
+    long total;        /* frames */
+    double t_start;    /* wall clock at start */
+    double t_last;     /* last terminal redraw */
+    int last_tenth;    /* last 10% mark printed */
+    double particles;  /* for particle-steps/s */
+    int substeps;
+} mz_progress;
+
+double now_seconds(void); /* monotonic wall clock */
+
+void progress_start(mz_progress *p, bool enabled, long total_frames, double particles,
+                    int substeps);
+void progress_update(mz_progress *p, long frame, double sim_time);
+void progress_finish(mz_progress *p);
+
+#endif

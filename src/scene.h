@@ -1,0 +1,110 @@
+/* The scene as plain structs: what the JSON says, validated, defaults filled in, SI units, y up.
+ * cJSON never leaks past scene_parse.c; solvers and builders read only these. */
+#ifndef MZ_SCENE_H
+#define MZ_SCENE_H
+#include "err.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#define MZ_SCENE_VERSION 1
+
+typedef enum mz_solver_kind {
+    MZ_SOLVER_BALLISTIC, /* gravity and the domain walls; particles do not see each other */
+    MZ_SOLVER_COUNT
+} mz_solver_kind;
+
+typedef enum mz_boundary_kind {
+    MZ_BOUNDARY_PENALTY, /* spring-damper walls (stiffness, damping, acceleration limit) */
+    MZ_BOUNDARY_CLAMP,   /* positions projected back inside, normal velocity removed */
+    MZ_BOUNDARY_COUNT
+} mz_boundary_kind;
+
+typedef enum mz_compression { MZ_COMPRESSION_NONE, MZ_COMPRESSION_GZIP } mz_compression;
+
+typedef struct mz_box {
+    double min[3], max[3];
+} mz_box;
+
+typedef struct mz_points {
+    double (*p)[3];
+    size_t n;
+} mz_points;
+
+typedef struct mz_simulation {
+    double fps;        /* output frames per simulated second */
+    int frames;
+    int substeps;      /* solver steps per frame */
+    int iterations;    /* constraint iterations per substep (position-based solvers) */
+    double gravity[3];
+    int dimensions;    /* 2: z fixed at 0 */
+} mz_simulation;
+
+typedef struct mz_boundary {
+    int type; /* mz_boundary_kind */
+    double stiffness, damping, acceleration_limit;
+} mz_boundary;
+
+typedef struct mz_domain {
+    double min[3], max[3];
+    mz_boundary boundary;
+} mz_domain;
+
+typedef struct mz_fluid {
+    char *name;
+    int solver;          /* mz_solver_kind */
+    bool has_box;
+    mz_box box;          /* filled on a lattice of `spacing`, particles at cell centres */
+    mz_points positions; /* or explicit particles */
+    mz_points velocities;/* optional, one per position */
+    double spacing, rest_density, mass, viscosity;
+    double velocity[3];
+} mz_fluid;
+
+typedef struct mz_output {
+    char *path;
+    int every;        /* write every N-th frame */
+    unsigned fields;  /* MZ_FIELD_BIT mask */
+    int compression;  /* mz_compression */
+    int level;        /* gzip level */
+} mz_output;
+
+typedef struct mz_scene {
+    int version;
+    mz_simulation sim;
+    mz_domain domain;
+    mz_fluid *fluids;
+    size_t n_fluids;
+    mz_output output;
+
+    char *path;           /* as given on the command line */
+    char *dir;            /* inputs named in the scene resolve against this */
+    char *given_json;     /* the file's text, verbatim */
+    char *effective_json; /* every key after --set and defaults, as mizu used it */
+    char **overrides;     /* the --set arguments, in order */
+    size_t n_overrides;
+} mz_scene;
+
+extern const char *const mz_solver_names[MZ_SOLVER_COUNT + 1];
+
+/* Read, override, validate. Returns 0, or -1 with every problem found in *diag (messages name
+ * the JSON path: "fluids[0].spacing must be > 0 (got -0.01)"; syntax errors "line:column: ..."). */
+int scene_load(const char *path, const char *const *overrides, size_t n_overrides,
+               mz_scene *scene, mz_diag *diag);
+/* Same from text in memory (tests); name is used for nothing but dir. */
+int scene_load_text(const char *text, size_t len, const char *name,
+                    const char *const *overrides, size_t n_overrides, mz_scene *scene,
+                    mz_diag *diag);
+void scene_free(mz_scene *scene);
+
+/* Seconds of simulated time per frame and per substep. */
+double scene_frame_dt(const mz_scene *s);
+double scene_substep_dt(const mz_scene *s);
+
+/* `mizu keys`: every key with type, default, bounds, unit and meaning. */
+void scene_print_keys(FILE *out);
+/* Every documented key path ("fluids[].spacing"), for the docs tests. NULL-terminated, static. */
+const char *const *scene_key_paths(void);
+
+#endif

@@ -1,0 +1,427 @@
+/* JSON scene → mz_scene: the key tables, --set overrides, and the checks that span keys. */
+#include "build.h"
+#include "fields.h"
+#include "scene.h"
+#include "schema.h"
+
+#include <cJSON.h>
+#include <ctype.h>
+#include <errno.h>
+#include <libgen.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const mz_solver_names[MZ_SOLVER_COUNT + 1] = {"ballistic", 0};
+static const char *const boundary_names[] = {"penalty", "clamp", 0};
+static const char *const compression_names[] = {"none", "gzip", 0};
+
+#define OFF(T, f) offsetof(T, f)
+
+static const mz_key simulation_keys[] = {
+    {.name = "fps", .type = K_NUMBER, .offset = OFF(mz_simulation, fps), .def = "60",
+     .flags = K_MIN_GT, .min = 0, .unit = "1/s", .doc = "output frames per simulated second"},
+    {.name = "frames", .type = K_INT, .offset = OFF(mz_simulation, frames), .def = "240",
+     .flags = K_MIN, .min = 1, .doc = "frames to simulate (--frames overrides)"},
+    {.name = "substeps", .type = K_INT, .offset = OFF(mz_simulation, substeps), .def = "4",
+     .flags = K_MIN | K_MAX, .min = 1, .max = 100000, .doc = "solver steps per frame"},
+    {.name = "iterations", .type = K_INT, .offset = OFF(mz_simulation, iterations), .def = "2",
+     .flags = K_MIN | K_MAX, .min = 1, .max = 1000,
+     .doc = "constraint iterations per substep (position-based solvers)"},
+    {.name = "gravity", .type = K_VEC3, .offset = OFF(mz_simulation, gravity),
+     .def = "[0, -9.81, 0]", .unit = "m/s^2", .doc = "gravitational acceleration (y is up)"},
+    {.name = "dimensions", .type = K_INT, .offset = OFF(mz_simulation, dimensions), .def = "3",
+     .flags = K_MIN | K_MAX, .min = 2, .max = 3,
+     .doc = "3, or 2 for planar runs: z is held at 0 and 2D kernel constants are used"},
+    {0}};
+static const mz_schema simulation_schema = {"simulation", simulation_keys, sizeof(mz_simulation)};
+
+static const mz_key boundary_keys[] = {
+    {.name = "type", .type = K_ENUM, .offset = OFF(mz_boundary, type), .def = "\"penalty\"",
+     .names = boundary_names,
+     .doc = "penalty: spring-damper walls acting on a particle's radius; clamp: positions "
+            "projected inside, velocity into the wall removed"},
+    {.name = "stiffness", .type = K_NUMBER, .offset = OFF(mz_boundary, stiffness),
+     .def = "10000", .flags = K_MIN_GT, .min = 0, .unit = "1/s^2",
+     .doc = "penalty wall: acceleration per metre of penetration"},
+    {.name = "damping", .type = K_NUMBER, .offset = OFF(mz_boundary, damping), .def = "256",
+     .flags = K_MIN, .min = 0, .unit = "1/s",
+     .doc = "penalty wall: acceleration per m/s of speed into the wall"},
+    {.name = "acceleration_limit", .type = K_NUMBER,
+     .offset = OFF(mz_boundary, acceleration_limit), .def = "200", .flags = K_MIN_GT, .min = 0,
+     .unit = "m/s^2",
+     .doc = "cap on the magnitude of a particle's acceleration from walls and particle forces "
+            "(gravity excluded)"},
+    {0}};
+static const mz_schema boundary_schema = {"boundary", boundary_keys, sizeof(mz_boundary)};
+
+static const mz_key domain_keys[] = {
+    {.name = "min", .type = K_VEC3, .offset = OFF(mz_domain, min), .flags = K_REQUIRED,
+     .unit = "m", .doc = "lower corner of the simulation box"},
+    {.name = "max", .type = K_VEC3, .offset = OFF(mz_domain, max), .flags = K_REQUIRED,
+     .unit = "m", .doc = "upper corner of the simulation box"},
+    {.name = "boundary", .type = K_OBJECT, .offset = OFF(mz_domain, boundary),
+     .sub = &boundary_schema, .doc = "how the box's walls act on particles"},
+    {0}};
+static const mz_schema domain_schema = {"domain", domain_keys, sizeof(mz_domain)};
+
+static const mz_key box_keys[] = {
+    {.name = "min", .type = K_VEC3, .offset = OFF(mz_box, min), .flags = K_REQUIRED,
+     .unit = "m", .doc = "lower corner"},
+    {.name = "max", .type = K_VEC3, .offset = OFF(mz_box, max), .flags = K_REQUIRED,
+     .unit = "m", .doc = "upper corner"},
+    {0}};
+static const mz_schema box_schema = {"box", box_keys, sizeof(mz_box)};
+
+static const mz_key fluid_keys[] = {
+    {.name = "name", .type = K_STRING, .offset = OFF(mz_fluid, name),
+     .doc = "label for messages and the output file"},
+    {.name = "solver", .type = K_ENUM, .offset = OFF(mz_fluid, solver), .def = "\"ballistic\"",
+     .names = mz_solver_names,
+     .doc = "ballistic: particles feel gravity and the domain walls, not each other"},
+    {.name = "box", .type = K_OBJECT, .offset = OFF(mz_fluid, box), .sub = &box_schema,
+     .aux_offset = OFF(mz_fluid, has_box),
+     .doc = "fill this box with particles on a cubic lattice of `spacing`, at cell centres"},
+    {.name = "positions", .type = K_POINTS, .offset = OFF(mz_fluid, positions), .unit = "m",
+     .doc = "explicit particles (instead of box)"},
+    {.name = "velocities", .type = K_POINTS, .offset = OFF(mz_fluid, velocities),
+     .unit = "m/s", .doc = "initial velocity of each explicit particle (one per position)"},
+    {.name = "spacing", .type = K_NUMBER, .offset = OFF(mz_fluid, spacing),
+     .flags = K_REQUIRED | K_MIN_GT, .min = 0, .unit = "m",
+     .doc = "particle spacing; a particle's contact radius is half of it"},
+    {.name = "rest_density", .type = K_NUMBER, .offset = OFF(mz_fluid, rest_density),
+     .def = "1000", .flags = K_MIN_GT, .min = 0, .unit = "kg/m^3", .doc = "rest density"},
+    {.name = "mass", .type = K_NUMBER, .offset = OFF(mz_fluid, mass), .def = "0",
+     .flags = K_MIN, .min = 0, .unit = "kg",
+     .doc = "mass of one particle; 0: rest_density x spacing^dimensions"},
+    {.name = "velocity", .type = K_VEC3, .offset = OFF(mz_fluid, velocity), .def = "[0, 0, 0]",
+     .unit = "m/s", .doc = "initial velocity of every particle (velocities overrides)"},
+    {0}};
+static const mz_schema fluid_schema = {"fluid", fluid_keys, sizeof(mz_fluid)};
+
+static const mz_key output_keys[] = {
+    {.name = "path", .type = K_STRING, .offset = OFF(mz_output, path),
+     .doc = "HDF5 file to write, relative to the working directory (-o overrides; default: "
+            "the scene's name with .h5)"},
+    {.name = "every", .type = K_INT, .offset = OFF(mz_output, every), .def = "1",
+     .flags = K_MIN, .min = 1, .doc = "write every N-th frame (frame 0 is always written)"},
+    {.name = "fields", .type = K_FLAGS, .offset = OFF(mz_output, fields),
+     .def = "[\"position\", \"velocity\"]", .names = mz_field_names,
+     .doc = "per-particle fields to write (position is always written)"},
+    {.name = "compression", .type = K_ENUM, .offset = OFF(mz_output, compression),
+     .def = "\"none\"", .names = compression_names,
+     .doc = "none, or gzip (deflate; smaller files, slower writes)"},
+    {.name = "level", .type = K_INT, .offset = OFF(mz_output, level), .def = "4",
+     .flags = K_MIN | K_MAX, .min = 1, .max = 9, .doc = "gzip level"},
+    {0}};
+static const mz_schema output_schema = {"output", output_keys, sizeof(mz_output)};
+
+static const mz_key scene_keys[] = {
+    {.name = "mizu_scene", .type = K_INT, .offset = OFF(mz_scene, version), .flags = K_REQUIRED,
+     .doc = "scene format version: 1"},
+    {.name = "simulation", .type = K_OBJECT, .offset = OFF(mz_scene, sim),
+     .sub = &simulation_schema, .doc = "time stepping and global forces"},
+    {.name = "domain", .type = K_OBJECT, .offset = OFF(mz_scene, domain),
+     .sub = &domain_schema, .flags = K_REQUIRED, .doc = "the simulation box and its walls"},
+    {.name = "fluids", .type = K_LIST, .offset = OFF(mz_scene, fluids),
+     .aux_offset = OFF(mz_scene, n_fluids), .sub = &fluid_schema,
+     .doc = "particle blocks and lists, each run by one solver"},
+    {.name = "output", .type = K_OBJECT, .offset = OFF(mz_scene, output),
+     .sub = &output_schema, .doc = "what is written, and where"},
+    {0}};
+static const mz_schema scene_schema = {"scene", scene_keys, sizeof(mz_scene)};
+
+static const char *const axis_names[3] = {"x", "y", "z"};
+
+static bool box_ok(const double *min, const double *max, int dim, const char *path, mz_diag *d)
+{
+    for (int a = 0; a < dim; a++)
+        if (!(max[a] > min[a])) {
+            diag_add(d, "%s: max must exceed min on every axis (%s: min %g, max %g)", path,
+                     axis_names[a], min[a], max[a]);
+            return false;
+        }
+    return true;
+}
+
+static bool inside(const mz_domain *dom, const double *p, int dim)
+{
+    for (int a = 0; a < dim; a++)
+        if (p[a] < dom->min[a] || p[a] > dom->max[a])
+            return false;
+    return true;
+}
+
+/* Checks that span keys; run only on a scene whose keys each read cleanly. */
+static void validate(mz_scene *s, mz_diag *d)
+{
+    int dim = s->sim.dimensions;
+    if (s->version != MZ_SCENE_VERSION)
+        diag_add(d, "mizu_scene must be %d (this mizu reads scene format %d; got %d)",
+                 MZ_SCENE_VERSION, MZ_SCENE_VERSION, s->version);
+    bool domain_ok = box_ok(s->domain.min, s->domain.max, dim, "domain", d);
+    for (size_t i = 0; i < s->n_fluids; i++) {
+        mz_fluid *f = &s->fluids[i];
+        char path[64];
+        snprintf(path, sizeof path, "fluids[%zu]", i);
+        if (f->has_box == (f->positions.n > 0)) {
+            diag_add(d, "%s: give exactly one of box or positions", path);
+            continue;
+        }
+        if (f->velocities.n && f->velocities.n != f->positions.n)
+            diag_add(d, "%s.velocities: %zu given for %zu positions", path, f->velocities.n,
+                     f->positions.n);
+        if (f->has_box) {
+            char bp[80];
+            snprintf(bp, sizeof bp, "%s.box", path);
+            if (!box_ok(f->box.min, f->box.max, dim, bp, d))
+                continue;
+            size_t dims[3];
+            build_lattice_dims(f, dim, dims);
+            for (int a = 0; a < dim; a++)
+                if (dims[a] == 0)
+                    diag_add(d, "%s is thinner than spacing %g on the %s axis", bp, f->spacing,
+                             axis_names[a]);
+            for (int a = 0; domain_ok && a < dim; a++)
+                if (f->box.min[a] < s->domain.min[a] || f->box.max[a] > s->domain.max[a]) {
+                    diag_add(d, "%s must lie inside the domain (%s: box %g..%g, domain %g..%g)",
+                             bp, axis_names[a], f->box.min[a], f->box.max[a],
+                             s->domain.min[a], s->domain.max[a]);
+                    break;
+                }
+        }
+        for (size_t k = 0; domain_ok && k < f->positions.n; k++)
+            if (!inside(&s->domain, f->positions.p[k], dim)) {
+                diag_add(d, "%s.positions[%zu] lies outside the domain", path, k);
+                break;
+            }
+    }
+    unsigned produced = MZ_FIELD_BIT(MZ_FIELD_POSITION) | MZ_FIELD_BIT(MZ_FIELD_VELOCITY);
+    unsigned extra = s->output.fields & ~produced;
+    for (int f = 0; f < MZ_FIELD_COUNT; f++)
+        if (extra & MZ_FIELD_BIT(f))
+            diag_add(d, "output.fields: %s is not produced by the ballistic solver",
+                     mz_field_names[f]);
+    s->output.fields |= MZ_FIELD_BIT(MZ_FIELD_POSITION);
+    if (d->count)
+        return;
+    size_t n = build_particle_count(s);
+    if (n == 0)
+        diag_add(d, "the scene makes no particles (add a fluid with a box or positions)");
+    else if (n > MZ_MAX_PARTICLES)
+        diag_add(d, "the scene makes %zu particles; at most %zu are supported", n,
+                 MZ_MAX_PARTICLES);
+}
+
+/* --set PATH=VALUE on the JSON tree, before validation. PATH: key(.key|[index])*. */
+static void apply_override(cJSON *root, const char *arg, mz_diag *d)
+{
+    const char *eq = strchr(arg, '=');
+    if (!eq || eq == arg) {
+        diag_add(d, "--set %s: expected PATH=VALUE, e.g. fluids[0].spacing=0.02", arg);
+        return;
+    }
+    char *path = xstrdup(arg);
+    path[eq - arg] = '\0';
+    const char *text = eq + 1;
+    cJSON *value = cJSON_Parse(text);
+    if (!value)
+        value = cJSON_CreateString(text); /* bare words are strings: output.compression=gzip */
+    cJSON *node = root;
+    const char *p = path;
+    bool ok = true;
+    while (ok && *p) {
+        char key[256];
+        size_t k = 0;
+        while (*p && *p != '.' && *p != '[' && k < sizeof key - 1)
+            key[k++] = *p++;
+        key[k] = '\0';
+        if (!k || !cJSON_IsObject(node)) {
+            diag_add(d, "--set %s: bad path (expected names joined by '.' and [index])", path);
+            ok = false;
+            break;
+        }
+        bool last = !*p;
+        cJSON *child = cJSON_GetObjectItemCaseSensitive(node, key);
+        if (last) {
+            if (child)
+                cJSON_ReplaceItemInObjectCaseSensitive(node, key, value);
+            else
+                cJSON_AddItemToObject(node, key, value);
+            value = NULL;
+            break;
+        }
+        if (!child) {
+            if (*p == '[') {
+                diag_add(d, "--set %s: %s is not in the scene", path, key);
+                ok = false;
+                break;
+            }
+            child = cJSON_AddObjectToObject(node, key);
+        }
+        node = child;
+        while (ok && *p == '[') {
+            char *end;
+            long idx = strtol(p + 1, &end, 10);
+            if (end == p + 1 || *end != ']' || idx < 0) {
+                diag_add(d, "--set %s: bad index in path", path);
+                ok = false;
+                break;
+            }
+            int size = cJSON_IsArray(node) ? cJSON_GetArraySize(node) : -1;
+            if (idx >= size) {
+                if (size < 0)
+                    diag_add(d, "--set %s: %s is not an array", path, key);
+                else
+                    diag_add(d, "--set %s: %s has %d element%s", path, key, size,
+                             size == 1 ? "" : "s");
+                ok = false;
+                break;
+            }
+            p = end + 1;
+            if (!*p) {
+                cJSON_ReplaceItemInArray(node, (int)idx, value);
+                value = NULL;
+            } else {
+                node = cJSON_GetArrayItem(node, (int)idx);
+            }
+        }
+        if (*p == '.')
+            p++;
+    }
+    cJSON_Delete(value);
+    free(path);
+}
+
+static void line_col(const char *text, size_t off, int *line, int *col)
+{
+    *line = 1;
+    *col = 1;
+    for (size_t i = 0; i < off; i++) {
+        if (text[i] == '\n') {
+            (*line)++;
+            *col = 1;
+        } else {
+            (*col)++;
+        }
+    }
+}
+
+static void syntax_error(const char *text, size_t len, size_t off, mz_diag *d)
+{
+    int line, col;
+    line_col(text, off, &line, &col);
+    if (off >= len) {
+        diag_add(d, "%d:%d: invalid JSON: unexpected end of file", line, col);
+        return;
+    }
+    char near[24];
+    size_t k = 0;
+    for (size_t i = off; i < len && k < 20 && text[i] != '\n'; i++)
+        near[k++] = isprint((unsigned char)text[i]) ? text[i] : '?';
+    near[k] = '\0';
+    diag_add(d, "%d:%d: invalid JSON near '%s'", line, col, near);
+}
+
+int scene_load_text(const char *text, size_t len, const char *name,
+                    const char *const *overrides, size_t n_overrides, mz_scene *s, mz_diag *d)
+{
+    memset(s, 0, sizeof *s);
+    s->path = xstrdup(name);
+    char *tmp = xstrdup(name);
+    s->dir = xstrdup(dirname(tmp));
+    free(tmp);
+    s->given_json = xmalloc(len + 1);
+    memcpy(s->given_json, text, len);
+    s->given_json[len] = '\0';
+    s->overrides = xcalloc(n_overrides, sizeof *s->overrides);
+    for (size_t i = 0; i < n_overrides; i++)
+        s->overrides[s->n_overrides++] = xstrdup(overrides[i]);
+
+    size_t start = 0;
+    while (start < len && isspace((unsigned char)text[start]))
+        start++;
+    if (start == len) {
+        diag_add(d, "empty file (expected a JSON object)");
+        return -1;
+    }
+    /* cJSON clamps an error's offset to the last byte; parsing a copy with one byte of padding
+     * tells "ends too early" (offset at the padding) from an error at the last character. */
+    char *padded = xmalloc(len + 2);
+    memcpy(padded, text, len);
+    padded[len] = '\n';
+    padded[len + 1] = '\0';
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithLengthOpts(padded, len + 1, &end, 0);
+    size_t off = end ? (size_t)(end - padded) : len;
+    free(padded);
+    if (root) {
+        while (off < len && isspace((unsigned char)text[off]))
+            off++;
+        if (off < len) {
+            cJSON_Delete(root);
+            root = NULL;
+        }
+    }
+    if (!root) {
+        syntax_error(text, len, off, d);
+        return -1;
+    }
+    for (size_t i = 0; i < n_overrides; i++)
+        apply_override(root, overrides[i], d);
+    if (!d->count)
+        schema_read(&scene_schema, root, s, "", d);
+    cJSON_Delete(root);
+    if (!d->count)
+        validate(s, d);
+    if (d->count)
+        return -1;
+    cJSON *eff = schema_write(&scene_schema, s);
+    s->effective_json = cJSON_Print(eff);
+    cJSON_Delete(eff);
+    return 0;
+}
+
+int scene_load(const char *path, const char *const *overrides, size_t n_overrides,
+               mz_scene *s, mz_diag *d)
+{
+    size_t len = 0;
+    char *text = read_file(path, &len);
+    if (!text) {
+        memset(s, 0, sizeof *s);
+        diag_add(d, "cannot read the scene: %s", strerror(errno));
+        return -1;
+    }
+    int rc = scene_load_text(text, len, path, overrides, n_overrides, s, d);
+    free(text);
+    return rc;
+}
+
+void scene_free(mz_scene *s)
+{
+    schema_free(&scene_schema, s);
+    free(s->path);
+    free(s->dir);
+    free(s->given_json);
+    free(s->effective_json);
+    for (size_t i = 0; i < s->n_overrides; i++)
+        free(s->overrides[i]);
+    free(s->overrides);
+    memset(s, 0, sizeof *s);
+}
+
+double scene_frame_dt(const mz_scene *s) { return 1.0 / s->sim.fps; }
+double scene_substep_dt(const mz_scene *s) { return 1.0 / (s->sim.fps * s->sim.substeps); }
+
+void scene_print_keys(FILE *out) { schema_print(&scene_schema, "", out); }
+
+const char *const *scene_key_paths(void)
+{
+    static char **paths;
+    static size_t n;
+    if (!paths) {
+        schema_paths(&scene_schema, "", &paths, &n);
+        paths = xrealloc(paths, (n + 1) * sizeof *paths);
+        paths[n] = NULL;
+    }
+    return (const char *const *)paths;
+}

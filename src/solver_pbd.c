@@ -1,0 +1,103 @@
+/* Position-based solvers (Müller et al. 2006; XPBD, Macklin et al. 2016), one substep:
+ *
+ *   predict    v += dt·(g + walls), x* = x + dt·v        (pinned: w = 0, never move)
+ *   iterations × [ constraint projection ... , domain ]  (ballistic: no constraints)
+ *   update     v += (x* − x_pred)/dt, x = x*
+ *
+ * The stage enum and the names below are the --profile rows, in the order they run. */
+#include "cl_prog.h"
+#include "err.h"
+#include "sim.h"
+
+#include <stdlib.h>
+
+enum pbd_stage { STAGE_PREDICT, STAGE_DOMAIN, STAGE_UPDATE };
+static const char *const pbd_stages[] = {"predict", "domain", "update", NULL};
+
+typedef struct pbd_state {
+    cl_program program;
+    cl_kernel predict, domain, update;
+} pbd_state;
+
+/* The walls as the kernels see them (layout matches mz_walls in kernels/walls.clh). */
+typedef struct walls_arg {
+    cl_float4 min, max;
+    cl_float stiffness, damping, accel_limit, pad;
+} walls_arg;
+
+static cl_float4 f4(const double v[3])
+{
+    return (cl_float4){{(float)v[0], (float)v[1], (float)v[2], 0.0f}};
+}
+
+static int pbd_init(mz_sim *sim)
+{
+    const mz_scene *s = sim->scene;
+    pbd_state *st = xcalloc(1, sizeof *st);
+    sim->state = st;
+    char defines[64];
+    snprintf(defines, sizeof defines, "-DMZ_DIM=%d", s->sim.dimensions);
+    st->program = cl_prog_build(sim->cl, "pbd_integrate.cl", defines);
+    if (!st->program)
+        return -1;
+    st->predict = cl_prog_kernel(st->program, "predict");
+    st->domain = cl_prog_kernel(st->program, "domain");
+    st->update = cl_prog_kernel(st->program, "update");
+    if (!st->predict || !st->domain || !st->update)
+        return -1;
+
+    const mz_boundary *b = &s->domain.boundary;
+    walls_arg walls = {f4(s->domain.min), f4(s->domain.max), (float)b->stiffness,
+                       (float)b->damping, (float)b->acceleration_limit, 0.0f};
+    cl_float4 gravity = f4(s->sim.gravity);
+    if (s->sim.dimensions == 2)
+        gravity.s[2] = 0.0f;
+    cl_int penalty = b->type == MZ_BOUNDARY_PENALTY;
+    cl_int by_radius = !penalty;
+    cl_float dt = 0.0f; /* set per substep */
+    bool ok = KARGS(st->predict, "predict", A(sim->n_u), A(dt), A(gravity), A(walls), A(penalty),
+                    A(sim->pos), A(sim->vel), A(sim->pred), A(sim->inv_mass)) &&
+              KARGS(st->domain, "domain", A(sim->n_u), A(walls.min), A(walls.max),
+                    A(by_radius), A(sim->pred)) &&
+              KARGS(st->update, "update", A(sim->n_u), A(dt), A(sim->pos), A(sim->vel),
+                    A(sim->pred));
+    return ok ? 0 : -1;
+}
+
+static int pbd_substep(mz_sim *sim, double dt_seconds)
+{
+    pbd_state *st = sim->state;
+    cl_float dt = (cl_float)dt_seconds;
+    if (!cl_ok(clSetKernelArg(st->predict, 1, sizeof dt, &dt), "clSetKernelArg(predict, dt)") ||
+        !cl_ok(clSetKernelArg(st->update, 1, sizeof dt, &dt), "clSetKernelArg(update, dt)"))
+        return -1;
+    bool ok = sim_launch(sim, st->predict, sim->n, STAGE_PREDICT, "predict");
+    /* Constraint projection joins here, before the domain, once solvers have constraints. */
+    ok = ok && sim_launch(sim, st->domain, sim->n, STAGE_DOMAIN, "domain");
+    ok = ok && sim_launch(sim, st->update, sim->n, STAGE_UPDATE, "update");
+    return ok ? 0 : -1;
+}
+
+static void pbd_release(mz_sim *sim)
+{
+    pbd_state *st = sim->state;
+    if (!st)
+        return;
+    cl_kernel ks[] = {st->predict, st->domain, st->update};
+    for (size_t i = 0; i < sizeof ks / sizeof *ks; i++)
+        if (ks[i])
+            clReleaseKernel(ks[i]);
+    if (st->program)
+        clReleaseProgram(st->program);
+    free(st);
+    sim->state = NULL;
+}
+
+const mz_solver mz_solver_pbd = {
+    .name = "position based",
+    .stages = pbd_stages,
+    .extra_bytes_per_particle = 0,
+    .init = pbd_init,
+    .substep = pbd_substep,
+    .release = pbd_release,
+};

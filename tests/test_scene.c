@@ -1,0 +1,227 @@
+/* Scene parsing: valid scenes, --set overrides, and a table of bad inputs with exact messages. */
+#include "test_util.h"
+
+#include "build.h"
+#include "scene.h"
+
+#include <cJSON.h>
+#include <math.h>
+#include <time.h>
+
+#define DATA "tests/data/"
+
+/* Load, expecting failure; the messages joined by '\n'. */
+static char *load_errors(const char *path, const char *const *sets, size_t n_sets)
+{
+    mz_scene s;
+    mz_diag d = {0};
+    int rc = scene_load(path, sets, n_sets, &s, &d);
+    assert_int_equal(rc, -1);
+    mz_str all = {0};
+    for (size_t i = 0; i < d.count; i++)
+        str_addf(&all, "%s%s", i ? "\n" : "", d.msgs[i]);
+    diag_free(&d);
+    scene_free(&s);
+    return all.s;
+}
+
+static const struct bad_case {
+    const char *file;
+    const char *expected;
+} bad_cases[] = {
+    {"bad_negative_spacing.json", "fluids[0].spacing must be > 0 (got -0.01)"},
+    {"bad_types.json", "simulation.fps must be a number (got \"60\")\n"
+                       "simulation.frames must be an integer (got 1.5)\n"
+                       "simulation.gravity must be an array of 3 numbers (got an array of 2)\n"
+                       "output.fields must be an array of names (got \"position\")"},
+    {"bad_nan_strings.json", "simulation.fps must be a number (got \"NaN\")\n"
+                             "simulation.gravity[1] must be a number (got \"-Infinity\")"},
+    {"bad_huge_number.json", "simulation.fps must be a finite number (got inf)"},
+    {"bad_unknown_key.json", "simulation.fpz: unknown key (expected one of: fps, frames, "
+                             "substeps, iterations, gravity, dimensions)"},
+    {"bad_duplicate_key.json", "simulation.fps: duplicate key (given 2 times)"},
+    {"bad_truncated.json", "2:14: invalid JSON: unexpected end of file"},
+    {"bad_syntax.json", "2:29: invalid JSON near ' \"frames\": 10},'"},
+    {"bad_empty.json", "empty file (expected a JSON object)"},
+    {"bad_not_object.json", "the scene must be an object (got an array of 3)"},
+    {"bad_enum.json", "domain.boundary.type must be one of \"penalty\", \"clamp\" (got \"bouncy\")"},
+    {"bad_box_inverted.json",
+     "fluids[0].box: max must exceed min on every axis (y: min 0.5, max 0.3)"},
+    {"bad_outside_domain.json",
+     "fluids[0].box must lie inside the domain (x: box 0.1..1.3, domain 0..1)"},
+    {"bad_version.json", "mizu_scene must be 1 (this mizu reads scene format 1; got 2)"},
+    {"bad_no_particles.json", "the scene makes no particles (add a fluid with a box or positions)"},
+    {"bad_missing_required.json",
+     "domain is required (the simulation box and its walls)\n"
+     "fluids[0].spacing is required (particle spacing; a particle's contact radius is half of it)"},
+    {"no_such_file.json", "cannot read the scene: No such file or directory"},
+};
+
+static void test_bad_table(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof bad_cases / sizeof *bad_cases; i++) {
+        char path[256];
+        snprintf(path, sizeof path, DATA "%s", bad_cases[i].file);
+        char *got = load_errors(path, NULL, 0);
+        if (strcmp(got, bad_cases[i].expected))
+            fail_msg("%s:\n  expected: %s\n  got:      %s", bad_cases[i].file,
+                     bad_cases[i].expected, got);
+        free(got);
+    }
+}
+
+static void test_valid_defaults(void **state)
+{
+    (void)state;
+    mz_scene s;
+    mz_diag d = {0};
+    assert_int_equal(scene_load(DATA "good_minimal.json", NULL, 0, &s, &d), 0);
+    assert_int_equal(d.count, 0);
+    assert_int_equal(s.version, 1);
+    assert_true(s.sim.fps == 60.0);
+    assert_int_equal(s.sim.frames, 240);
+    assert_int_equal(s.sim.substeps, 4);
+    assert_int_equal(s.sim.dimensions, 3);
+    assert_true(s.sim.gravity[1] == -9.81);
+    assert_int_equal(s.domain.boundary.type, MZ_BOUNDARY_PENALTY);
+    assert_true(s.domain.boundary.stiffness == 10000.0);
+    assert_int_equal(s.n_fluids, 1);
+    assert_true(s.fluids[0].has_box);
+    /* 0.2 / 0.05 = 4 cells per axis despite round-off. */
+    assert_int_equal(build_particle_count(&s), 64);
+    assert_true(fabs(build_particle_mass(&s.fluids[0], 3) - 0.125) < 1e-15);
+    assert_string_equal(s.dir, "tests/data");
+    /* The effective scene is complete JSON that loads again to the same values. */
+    cJSON *eff = cJSON_Parse(s.effective_json);
+    assert_non_null(eff);
+    cJSON *fps = cJSON_GetObjectItem(cJSON_GetObjectItem(eff, "simulation"), "fps");
+    assert_true(cJSON_IsNumber(fps) && fps->valuedouble == 60.0);
+    cJSON_Delete(eff);
+    mz_scene again;
+    assert_int_equal(scene_load_text(s.effective_json, strlen(s.effective_json), "x.json", NULL,
+                                     0, &again, &d),
+                     0);
+    assert_string_equal(again.effective_json, s.effective_json);
+    scene_free(&again);
+    scene_free(&s);
+}
+
+static void test_overrides(void **state)
+{
+    (void)state;
+    const char *sets[] = {"fluids[0].spacing=0.1", "simulation.gravity=[0,-1,0]",
+                          "output.compression=gzip", "domain.boundary.type=\"clamp\""};
+    mz_scene s;
+    mz_diag d = {0};
+    assert_int_equal(scene_load(DATA "good_minimal.json", sets, 4, &s, &d), 0);
+    assert_true(s.fluids[0].spacing == 0.1);
+    assert_true(s.sim.gravity[1] == -1.0);
+    assert_int_equal(s.output.compression, MZ_COMPRESSION_GZIP);
+    assert_int_equal(s.domain.boundary.type, MZ_BOUNDARY_CLAMP);
+    assert_int_equal(build_particle_count(&s), 8);
+    assert_int_equal(s.n_overrides, 4);
+    assert_string_equal(s.overrides[0], "fluids[0].spacing=0.1");
+    assert_non_null(strstr(s.effective_json, "\"clamp\""));
+    assert_non_null(strstr(s.given_json, "\"spacing\": 0.05"));
+    scene_free(&s);
+}
+
+static void test_bad_overrides(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *set, *expected;
+    } cases[] = {
+        {"fluids[3].spacing=1", "--set fluids[3].spacing: fluids has 1 element"},
+        {"fluids[0].spacing=-1", "fluids[0].spacing must be > 0 (got -1)"},
+        {"simulation.fpz=1", "simulation.fpz: unknown key (expected one of: fps, frames, "
+                             "substeps, iterations, gravity, dimensions)"},
+        {"nothing", "--set nothing: expected PATH=VALUE, e.g. fluids[0].spacing=0.02"},
+        {"colliders[0].radius=1", "--set colliders[0].radius: colliders is not in the scene"},
+        {"simulation.fps=fast", "simulation.fps must be a number (got \"fast\")"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        const char *set = cases[i].set;
+        char *got = load_errors(DATA "good_minimal.json", &set, 1);
+        if (strcmp(got, cases[i].expected))
+            fail_msg("--set %s:\n  expected: %s\n  got:      %s", set, cases[i].expected, got);
+        free(got);
+    }
+}
+
+/* Random bytes must fail fast with a position, never crash. */
+static void test_garbage(void **state)
+{
+    (void)state;
+    size_t n = 10u << 20;
+    char *junk = malloc(n);
+    uint64_t x = 88172645463325252ull;
+    for (size_t i = 0; i < n; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        junk[i] = (char)(x >> 56);
+    }
+    mz_scene s;
+    mz_diag d = {0};
+    clock_t t0 = clock();
+    assert_int_equal(scene_load_text(junk, n, "junk.json", NULL, 0, &s, &d), -1);
+    assert_true((double)(clock() - t0) / CLOCKS_PER_SEC < 2.0);
+    assert_int_equal(d.count, 1);
+    assert_non_null(strstr(d.msgs[0], "invalid JSON"));
+    diag_free(&d);
+    scene_free(&s);
+    /* A valid but huge object of unknown keys: linear time, capped messages. */
+    mz_str big = {0};
+    str_addf(&big, "{\"mizu_scene\": 1");
+    for (int i = 0; i < 200000; i++)
+        str_addf(&big, ", \"k%d\": %d", i, i);
+    str_addf(&big, "}");
+    t0 = clock();
+    assert_int_equal(scene_load_text(big.s, big.len, "big.json", NULL, 0, &s, &d), -1);
+    assert_true((double)(clock() - t0) / CLOCKS_PER_SEC < 5.0);
+    assert_int_equal(d.count, MZ_DIAG_MAX);
+    assert_true(d.dropped > 0);
+    diag_free(&d);
+    scene_free(&s);
+    str_free(&big);
+    free(junk);
+}
+
+static void test_explicit_particles(void **state)
+{
+    (void)state;
+    const char *text = "{\"mizu_scene\": 1, \"simulation\": {\"dimensions\": 2},"
+                       "\"domain\": {\"min\": [0,0,0], \"max\": [1,1,0]},"
+                       "\"fluids\": [{\"positions\": [[0.5,0.5,0.3],[0.2,0.2,0]],"
+                       " \"velocities\": [[1,0,5],[0,1,0]], \"spacing\": 0.1, \"mass\": 2}]}";
+    mz_scene s;
+    mz_diag d = {0};
+    assert_int_equal(scene_load_text(text, strlen(text), "p.json", NULL, 0, &s, &d), 0);
+    mz_particles p;
+    build_particles(&s, &p);
+    assert_int_equal(p.n, 2);
+    assert_true(p.pos[2] == 0.0f && p.vel[2] == 0.0f); /* 2D: z held at 0 */
+    assert_true(p.pos[3] == 0.05f);                   /* contact radius */
+    assert_true(p.vel[0] == 1.0f && p.inv_mass[0] == 0.5f);
+    assert_int_equal(p.id[1], 1);
+    particles_free(&p);
+    scene_free(&s);
+    const char *mismatch = "{\"mizu_scene\": 1, \"domain\": {\"min\": [0,0,0], \"max\": [1,1,1]},"
+                           "\"fluids\": [{\"positions\": [[0.5,0.5,0.5]], \"velocities\": [],"
+                           " \"spacing\": 0.1}, {\"positions\": [[2,0,0]], \"spacing\": 0.1}]}";
+    assert_int_equal(scene_load_text(mismatch, strlen(mismatch), "m.json", NULL, 0, &s, &d), -1);
+    assert_int_equal(d.count, 1);
+    assert_string_equal(d.msgs[0], "fluids[1].positions[0] lies outside the domain");
+    diag_free(&d);
+    scene_free(&s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_bad_table),      cmocka_unit_test(test_valid_defaults),
+        cmocka_unit_test(test_overrides),      cmocka_unit_test(test_bad_overrides),
+        cmocka_unit_test(test_garbage),        cmocka_unit_test(test_explicit_particles),
+    };
+    return cmocka_run_group_tests_name("scene", tests, NULL, NULL);
+}

@@ -1,0 +1,80 @@
+/* Shared by the tests: cmocka, a scratch directory, and running the mizu binary. */
+#ifndef MZ_TEST_UTIL_H
+#define MZ_TEST_UTIL_H
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* A fresh directory under $TMPDIR for this test program; removed by the OS's tmp cleaning. */
+static inline const char *test_dir(void)
+{
+    static char dir[256];
+    if (!dir[0]) {
+        const char *tmp = getenv("TMPDIR");
+        snprintf(dir, sizeof dir, "%s/mizu-test-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+        if (!mkdtemp(dir)) {
+            perror("mkdtemp");
+            exit(1);
+        }
+    }
+    return dir;
+}
+
+/* Path of a file in the test directory (static buffer rotation of 8). */
+static inline const char *test_path(const char *name)
+{
+    static char bufs[8][512];
+    static int k;
+    char *b = bufs[k++ % 8];
+    snprintf(b, 512, "%s/%s", test_dir(), name);
+    return b;
+}
+
+static inline void write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* The mizu binary under test: $MIZU_BIN (set by scripts/run-tests.sh) or build/mizu. */
+static inline const char *mizu_bin(void)
+{
+    const char *b = getenv("MIZU_BIN");
+    return b && *b ? b : "build/mizu";
+}
+
+/* Run `mizu ARGS` through the shell with stderr captured into *err (malloc'd, may be NULL).
+ * Returns the exit status (or -1). */
+static inline int run_mizu(const char *args, char **err)
+{
+    char cmd[4096], errpath[512];
+    snprintf(errpath, sizeof errpath, "%s/stderr.txt", test_dir());
+    snprintf(cmd, sizeof cmd, "%s %s 2>%s", mizu_bin(), args, errpath);
+    int st = system(cmd);
+    if (err) {
+        FILE *f = fopen(errpath, "rb");
+        *err = NULL;
+        if (f) {
+            fseek(f, 0, SEEK_END);
+            long n = ftell(f);
+            fseek(f, 0, SEEK_SET);
+            *err = calloc((size_t)n + 1, 1);
+            if (fread(*err, 1, (size_t)n, f) != (size_t)n)
+                (*err)[0] = '\0';
+            fclose(f);
+        }
+    }
+    return (st != -1 && WIFEXITED(st)) ? WEXITSTATUS(st) : -1;
+}
+
+#endif
