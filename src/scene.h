@@ -89,7 +89,8 @@ typedef struct mz_scene {
 extern const char *const mz_solver_names[MZ_SOLVER_COUNT + 1];
 
 /* Read, override, validate. Returns 0, or -1 with every problem found in *diag (messages name
- * the JSON path: "fluids[0].spacing must be > 0 (got -0.01)"; syntax errors "line:column: ..."). */
+ * the JSON path: "fluids[0].spacing must be > 0 (got -0.01)"; syntax errors "line:column: ...")
+ * and *scene left empty (freeing it again is harmless). */
 int scene_load(const char *path, const char *const *overrides, size_t n_overrides,
                mz_scene *scene, mz_diag *diag);
 /* Same from text in memory (tests); name is used for nothing but dir. */

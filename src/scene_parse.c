@@ -342,6 +342,7 @@ int scene_load_text(const char *text, size_t len, const char *name,
         start++;
     if (start == len) {
         diag_add(d, "empty file (expected a JSON object)");
+        scene_free(s);
         return -1;
     }
     /* cJSON clamps an error's offset to the last byte; parsing a copy with one byte of padding
@@ -364,6 +365,7 @@ int scene_load_text(const char *text, size_t len, const char *name,
     }
     if (!root) {
         syntax_error(text, len, off, d);
+        scene_free(s);
         return -1;
     }
     for (size_t i = 0; i < n_overrides; i++)
@@ -373,8 +375,10 @@ int scene_load_text(const char *text, size_t len, const char *name,
     cJSON_Delete(root);
     if (!d->count)
         validate(s, d);
-    if (d->count)
+    if (d->count) {
+        scene_free(s);
         return -1;
+    }
     cJSON *eff = schema_write(&scene_schema, s);
     s->effective_json = cJSON_Print(eff);
     cJSON_Delete(eff);

@@ -1,0 +1,501 @@
+/* HDF5 output (h5_out.c) and `mizu info` (info.c), read back through the HDF5 C API. */
+#include "test_util.h"
+
+#include "err.h"
+#include "fields.h"
+#include "h5_out.h"
+#include "info.h"
+
+#include <hdf5.h>
+
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+
+#define N 5
+#define POS MZ_FIELD_BIT(MZ_FIELD_POSITION)
+#define VEL MZ_FIELD_BIT(MZ_FIELD_VELOCITY)
+#define DEN MZ_FIELD_BIT(MZ_FIELD_DENSITY)
+
+static const char scene_text[] = "{\"version\": 1, \"fluids\": [{\"name\": \"water\"}]}\n";
+static const uint32_t body[N] = {0, 0, 1, 1, 2};
+
+/* Known values: field f, frame t, particle i, component k. */
+static float expected(int f, long t, size_t i, int k)
+{
+    return (float)(1000 * f + 100 * t + 10 * (long)i + k) + 0.25f;
+}
+
+static mz_h5_out *create(const char *path, unsigned fields, int gzip)
+{
+    static const char *const overrides[] = {"simulation.frames=3", "output.every=1"};
+    mz_h5_meta meta = {.scene_path = "scenes/test.json", .scene_given = scene_text,
+                       .scene_effective = "{\"effective\": true}", .overrides = overrides,
+                       .n_overrides = 2, .device = "test device", .platform = "test platform",
+                       .driver = "1.0", .kernel_build_options = "-cl-fast-relaxed-math",
+                       .domain_min = {-1, 0, -1}, .domain_max = {1, 2, 1}};
+    return h5_out_create(path, N, fields, gzip, &meta, body);
+}
+
+static int write_frame(mz_h5_out *o, unsigned fields, long t)
+{
+    static float buf[MZ_FIELD_COUNT][3 * N];
+    const float *data[MZ_FIELD_COUNT] = {0};
+    for (int f = 0; f < MZ_FIELD_COUNT; f++) {
+        if (!(fields & MZ_FIELD_BIT(f)))
+            continue;
+        int c = mz_field_infos[f].components;
+        for (size_t i = 0; i < N; i++)
+            for (int k = 0; k < c; k++)
+                buf[f][i * (size_t)c + (size_t)k] = expected(f, t, i, k);
+        data[f] = buf[f];
+    }
+    return h5_out_write_frame(o, 10 * t, 0.5 * (double)t, data);
+}
+
+static void write_run(const char *path, unsigned fields, int gzip, long frames)
+{
+    mz_h5_out *o = create(path, fields, gzip);
+    assert_non_null(o);
+    for (long t = 0; t < frames; t++)
+        assert_int_equal(write_frame(o, fields, t), 0);
+    assert_int_equal(h5_out_frames(o), frames);
+    assert_int_equal(h5_out_close(o, true, "finished"), 0);
+}
+
+/* ---- reading back ---- */
+
+static hid_t open_ro(const char *path)
+{
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    assert_true(f >= 0);
+    return f;
+}
+
+static int rank_of(hid_t file, const char *name, hsize_t dims[3], hsize_t maxd[3])
+{
+    hid_t d = H5Dopen2(file, name, H5P_DEFAULT);
+    assert_true(d >= 0);
+    hid_t s = H5Dget_space(d);
+    int rank = H5Sget_simple_extent_dims(s, dims, maxd);
+    H5Sclose(s);
+    H5Dclose(d);
+    return rank;
+}
+
+static void read_all(hid_t file, const char *name, hid_t mtype, void *buf)
+{
+    hid_t d = H5Dopen2(file, name, H5P_DEFAULT);
+    assert_true(d >= 0);
+    assert_true(H5Dread(d, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) >= 0);
+    H5Dclose(d);
+}
+
+static long long int_attr(hid_t file, const char *obj, const char *name)
+{
+    long long v = -1;
+    hid_t a = H5Aopen_by_name(file, obj, name, H5P_DEFAULT, H5P_DEFAULT);
+    assert_true(a >= 0);
+    assert_true(H5Aread(a, H5T_NATIVE_LLONG, &v) >= 0);
+    H5Aclose(a);
+    return v;
+}
+
+/* A fixed-length string attribute or scalar dataset (attr NULL), malloc'd. */
+static char *read_str(hid_t file, const char *obj, const char *attr)
+{
+    hid_t id = attr ? H5Aopen_by_name(file, obj, attr, H5P_DEFAULT, H5P_DEFAULT)
+                    : H5Dopen2(file, obj, H5P_DEFAULT);
+    assert_true(id >= 0);
+    hid_t t = attr ? H5Aget_type(id) : H5Dget_type(id);
+    assert_int_equal(H5Tget_class(t), H5T_STRING);
+    assert_int_equal(H5Tis_variable_str(t), 0);
+    size_t size = H5Tget_size(t);
+    char *s = calloc(size + 1, 1);
+    assert_true((attr ? H5Aread(id, t, s) : H5Dread(id, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, s)) >=
+                0);
+    H5Tclose(t);
+    if (attr)
+        H5Aclose(id);
+    else
+        H5Dclose(id);
+    return s;
+}
+
+static void check_str(hid_t file, const char *obj, const char *attr, const char *want)
+{
+    char *s = read_str(file, obj, attr);
+    assert_string_equal(s, want);
+    free(s);
+}
+
+static void check_field(hid_t file, int f, long frames)
+{
+    char name[96];
+    int c = mz_field_infos[f].components;
+    snprintf(name, sizeof name, "/particles/all/%s/value", mz_field_infos[f].name);
+    hsize_t dims[3], maxd[3];
+    int rank = rank_of(file, name, dims, maxd);
+    assert_int_equal(rank, c == 3 ? 3 : 2);
+    assert_int_equal(dims[0], frames);
+    assert_int_equal(dims[1], N);
+    assert_true(maxd[0] == H5S_UNLIMITED);
+    assert_int_equal(maxd[1], N);
+    if (c == 3)
+        assert_int_equal(dims[2], 3);
+
+    hid_t d = H5Dopen2(file, name, H5P_DEFAULT);
+    hid_t dcpl = H5Dget_create_plist(d);
+    hsize_t chunk[3] = {0};
+    assert_int_equal(H5Pget_chunk(dcpl, 3, chunk), rank);
+    assert_int_equal(chunk[0], 1);
+    assert_int_equal(chunk[1], N);
+    if (c == 3)
+        assert_int_equal(chunk[2], 3);
+    H5Pclose(dcpl);
+    hid_t t = H5Dget_type(d);
+    assert_true(H5Tequal(t, H5T_IEEE_F32LE) > 0);
+    H5Tclose(t);
+    H5Dclose(d);
+
+    float *v = calloc((size_t)frames * N * 3 + 1, sizeof *v);
+    read_all(file, name, H5T_NATIVE_FLOAT, v);
+    for (long tt = 0; tt < frames; tt++)
+        for (size_t i = 0; i < N; i++)
+            for (int k = 0; k < c; k++)
+                assert_true(v[((size_t)tt * N + i) * (size_t)c + (size_t)k] ==
+                            expected(f, tt, i, k));
+    free(v);
+    check_str(file, name, "unit", mz_field_infos[f].unit);
+}
+
+static void check_series(hid_t file, const char *field, long frames)
+{
+    char name[96];
+    long long step[8];
+    double time[8];
+    hsize_t dims[3], maxd[3];
+    snprintf(name, sizeof name, "/particles/all/%s/step", field);
+    assert_int_equal(rank_of(file, name, dims, maxd), 1);
+    assert_int_equal(dims[0], frames);
+    assert_true(maxd[0] == H5S_UNLIMITED);
+    read_all(file, name, H5T_NATIVE_LLONG, step);
+    snprintf(name, sizeof name, "/particles/all/%s/time", field);
+    read_all(file, name, H5T_NATIVE_DOUBLE, time);
+    for (long t = 0; t < frames; t++) {
+        assert_int_equal(step[t], 10 * t);
+        assert_true(time[t] == 0.5 * (double)t);
+    }
+}
+
+/* ---- tests ---- */
+
+static void test_round_trip(void **state)
+{
+    (void)state;
+    const char *path = test_path("round.h5");
+    write_run(path, POS | VEL | DEN, 0, 3);
+
+    hid_t file = open_ro(path);
+    int32_t version[2] = {0};
+    hid_t a = H5Aopen_by_name(file, "/h5md", "version", H5P_DEFAULT, H5P_DEFAULT);
+    assert_true(a >= 0);
+    assert_true(H5Aread(a, H5T_NATIVE_INT32, version) >= 0);
+    H5Aclose(a);
+    assert_int_equal(version[0], 1);
+    assert_int_equal(version[1], 1);
+    check_str(file, "/h5md/creator", "name", "mizu");
+    assert_true(H5Lexists(file, "/h5md/author", H5P_DEFAULT) > 0);
+
+    check_field(file, MZ_FIELD_POSITION, 3);
+    check_field(file, MZ_FIELD_VELOCITY, 3);
+    check_field(file, MZ_FIELD_DENSITY, 3);
+    assert_int_equal(H5Lexists(file, "/particles/all/pressure", H5P_DEFAULT), 0);
+    check_series(file, "position", 3);
+    check_series(file, "density", 3);
+    check_str(file, "/particles/all/position/time", "unit", "s");
+
+    int32_t b[N], id[N];
+    read_all(file, "/particles/all/body", H5T_NATIVE_INT32, b);
+    read_all(file, "/particles/all/id", H5T_NATIVE_INT32, id);
+    for (int i = 0; i < N; i++) {
+        assert_int_equal(b[i], body[i]);
+        assert_int_equal(id[i], i);
+    }
+    double edges[3];
+    read_all(file, "/particles/all/box/edges", H5T_NATIVE_DOUBLE, edges);
+    assert_true(edges[0] == 2 && edges[1] == 2 && edges[2] == 2);
+
+    check_str(file, "/parameters/scene/given", NULL, scene_text);
+    check_str(file, "/parameters/scene/path", NULL, "scenes/test.json");
+    check_str(file, "/parameters/build/device", NULL, "test device");
+    char over[2][32];
+    hid_t d = H5Dopen2(file, "/parameters/scene/overrides", H5P_DEFAULT);
+    hid_t mt = H5Tcopy(H5T_C_S1);
+    H5Tset_size(mt, 32);
+    assert_true(H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, over) >= 0);
+    assert_string_equal(over[0], "simulation.frames=3");
+    assert_string_equal(over[1], "output.every=1");
+    H5Tclose(mt);
+    H5Dclose(d);
+
+    assert_int_equal(int_attr(file, "/parameters/run", "complete"), 1);
+    assert_int_equal(int_attr(file, "/parameters/run", "frames_written"), 3);
+    check_str(file, "/parameters/run", "status", "finished");
+    H5Fclose(file);
+}
+
+static void test_gzip(void **state)
+{
+    (void)state;
+    const char *path = test_path("gzip.h5");
+    write_run(path, POS | DEN, 6, 2);
+    hid_t file = open_ro(path);
+    check_field(file, MZ_FIELD_POSITION, 2);
+    check_field(file, MZ_FIELD_DENSITY, 2);
+    hid_t d = H5Dopen2(file, "/particles/all/position/value", H5P_DEFAULT);
+    hid_t dcpl = H5Dget_create_plist(d);
+    unsigned flags;
+    assert_true(H5Pget_filter_by_id2(dcpl, H5Z_FILTER_DEFLATE, &flags, NULL, NULL, 0, NULL,
+                                     NULL) >= 0);
+    assert_true(H5Pget_filter_by_id2(dcpl, H5Z_FILTER_SHUFFLE, &flags, NULL, NULL, 0, NULL,
+                                     NULL) >= 0);
+    H5Pclose(dcpl);
+    H5Dclose(d);
+    H5Fclose(file);
+}
+
+/* A run killed after 2 frames: the child writes and _exit()s without closing. */
+static void test_killed_run(void **state)
+{
+    (void)state;
+    const char *path = test_path("killed.h5");
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        mz_h5_out *o = create(path, POS | VEL, 0);
+        int ok = o && write_frame(o, POS | VEL, 0) == 0 && write_frame(o, POS | VEL, 1) == 0;
+        _exit(ok ? 0 : 1);
+    }
+    int st;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+
+    hid_t file = open_ro(path);
+    check_field(file, MZ_FIELD_POSITION, 2);
+    check_field(file, MZ_FIELD_VELOCITY, 2);
+    check_series(file, "position", 2);
+    assert_int_equal(int_attr(file, "/parameters/run", "complete"), 0);
+    assert_int_equal(int_attr(file, "/parameters/run", "frames_written"), 2);
+    check_str(file, "/parameters/run", "status", "running");
+    H5Fclose(file);
+}
+
+/* Closing a run that failed records it: complete 0 and the status line. */
+static void test_incomplete_close(void **state)
+{
+    (void)state;
+    const char *path = test_path("stopped.h5");
+    mz_h5_out *o = create(path, POS, 0);
+    assert_non_null(o);
+    assert_int_equal(write_frame(o, POS, 0), 0);
+    assert_int_equal(h5_out_close(o, false, "stopped by SIGTERM at frame 1"), 0);
+    hid_t file = open_ro(path);
+    assert_int_equal(int_attr(file, "/parameters/run", "complete"), 0);
+    check_str(file, "/parameters/run", "status", "stopped by SIGTERM at frame 1");
+    H5Fclose(file);
+}
+
+static unsigned char *slurp(const char *path, size_t *len)
+{
+    unsigned char *b = (unsigned char *)read_file(path, len);
+    assert_non_null(b);
+    return b;
+}
+
+static void test_deterministic(void **state)
+{
+    (void)state;
+    const char *a = test_path("det_a.h5"), *b = test_path("det_b.h5");
+    write_run(a, POS | VEL | DEN, 0, 3);
+    sleep(1); /* any timestamp left in the file would now differ */
+    write_run(b, POS | VEL | DEN, 0, 3);
+    size_t na, nb;
+    unsigned char *da = slurp(a, &na), *db = slurp(b, &nb);
+    assert_int_equal(na, nb);
+    assert_memory_equal(da, db, na);
+    free(da);
+    free(db);
+}
+
+static void test_unwritable(void **state)
+{
+    (void)state;
+    const char *path = "/nonexistent-dir/x.h5";
+    assert_null(create(path, POS, 0));
+    assert_int_equal(access(path, F_OK), -1);
+    assert_int_equal(access("/nonexistent-dir/x.xdmf", F_OK), -1);
+
+    /* A directory that exists but is read-only: nothing may be left there. */
+    char dir[512], file[600];
+    snprintf(dir, sizeof dir, "%s/ro", test_dir());
+    assert_int_equal(mkdir(dir, 0555), 0);
+    snprintf(file, sizeof file, "%s/x.h5", dir);
+    if (geteuid() != 0) /* root writes anywhere */
+        assert_null(create(file, POS, 0));
+    chmod(dir, 0755);
+}
+
+static int count(const char *hay, const char *needle)
+{
+    int n = 0;
+    for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle))
+        n++;
+    return n;
+}
+
+static void check_xdmf(const char *xpath, int frames)
+{
+    char *x = read_file(xpath, NULL);
+    assert_non_null(x);
+    const char *end = "  </Grid>\n </Domain>\n</Xdmf>\n";
+    size_t len = strlen(x);
+    assert_true(len > strlen(end));
+    assert_string_equal(x + len - strlen(end), end);
+    assert_int_equal(count(x, "<Grid Name=\"frame "), frames);
+    assert_int_equal(count(x, "<Grid "), count(x, "</Grid>"));
+    assert_int_equal(count(x, "<Attribute "), count(x, "</Attribute>"));
+    assert_int_equal(count(x, "Format=\"HDF\">xdmf.h5:/particles/all/position/value<"), frames);
+    assert_int_equal(count(x, "TopologyType=\"Polyvertex\""), frames);
+    assert_int_equal(count(x, "<Attribute Name=\"body\""), frames);
+    if (frames > 1)
+        assert_non_null(strstr(x, ">1 0 0 1 1 1 1 5 3</DataItem>"));
+    free(x);
+}
+
+static void test_xdmf(void **state)
+{
+    (void)state;
+    const char *path = test_path("xdmf.h5");
+    char *xpath = h5_out_xdmf_path(path);
+    mz_h5_out *o = create(path, POS | VEL | DEN, 0);
+    assert_non_null(o);
+    check_xdmf(xpath, 0);
+    assert_int_equal(write_frame(o, POS | VEL | DEN, 0), 0);
+    assert_int_equal(write_frame(o, POS | VEL | DEN, 1), 0);
+    check_xdmf(xpath, 2);
+    assert_int_equal(write_frame(o, POS | VEL | DEN, 2), 0);
+    check_xdmf(xpath, 3);
+    assert_int_equal(h5_out_close(o, true, "finished"), 0);
+    check_xdmf(xpath, 3);
+    free(xpath);
+}
+
+static void test_xdmf_path(void **state)
+{
+    (void)state;
+    static const char *const cases[][2] = {{"out.h5", "out.xdmf"},
+                                           {"a.b/out", "a.b/out.xdmf"},
+                                           {"dir/run.1.h5", "dir/run.1.xdmf"},
+                                           {".h5", ".h5.xdmf"}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *x = h5_out_xdmf_path(cases[i][0]);
+        assert_string_equal(x, cases[i][1]);
+        free(x);
+    }
+    assert_null(h5_out_create(test_path("out.xdmf"), N, POS, 0, NULL, NULL));
+}
+
+/* A write failing mid-run (a file size limit, as a full disk would): -1, and the frames
+ * before stay readable. 1000 particles, so that the .h5 outgrows the limit before the .xdmf. */
+static void test_write_failure(void **state)
+{
+    (void)state;
+    enum { M = 1000 };
+    const char *path = test_path("full.h5");
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        static float pos[3 * M];
+        const float *data[MZ_FIELD_COUNT] = {pos};
+        signal(SIGXFSZ, SIG_IGN);
+        mz_h5_out *o = h5_out_create(path, M, POS, 0, NULL, NULL);
+        if (!o || h5_out_write_frame(o, 0, 0.0, data) || h5_out_write_frame(o, 1, 1.0, data))
+            _exit(100);
+        struct stat st;
+        stat(path, &st);
+        struct rlimit lim = {(rlim_t)st.st_size + 4096, (rlim_t)st.st_size + 4096};
+        setrlimit(RLIMIT_FSIZE, &lim);
+        int rc = 0;
+        for (long t = 2; t < 50 && rc == 0; t++)
+            rc = h5_out_write_frame(o, t, (double)t, data);
+        long frames = h5_out_frames(o);
+        h5_out_close(o, false, "write failed"); /* fails too, but must not crash */
+        _exit(rc == -1 ? (int)frames : 101);
+    }
+    int st;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st));
+    int frames = WEXITSTATUS(st);
+    assert_in_range(frames, 2, 3);
+    hid_t file = open_ro(path);
+    hsize_t dims[3], maxd[3];
+    rank_of(file, "/particles/all/position/value", dims, maxd);
+    assert_int_equal(dims[0], frames);
+    rank_of(file, "/particles/all/position/time", dims, maxd);
+    assert_int_equal(dims[0], frames);
+    assert_int_equal(int_attr(file, "/parameters/run", "frames_written"), frames);
+    float *v = calloc(3 * M * (size_t)frames, sizeof *v);
+    read_all(file, "/particles/all/position/value", H5T_NATIVE_FLOAT, v);
+    free(v);
+    H5Fclose(file);
+}
+
+static void test_info(void **state)
+{
+    (void)state;
+    const char *path = test_path("info.h5");
+    write_run(path, POS | VEL | DEN, 0, 3);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
+    assert_int_equal(info_print(path, out), 0);
+    fclose(out);
+    assert_non_null(strstr(text, "5 particles"));
+    assert_non_null(strstr(text, "3 frames"));
+    assert_non_null(strstr(text, "mizu"));
+    assert_non_null(strstr(text, "density"));
+    assert_non_null(strstr(text, "complete"));
+    assert_non_null(strstr(text, "test device"));
+    free(text);
+
+    const char *bad = test_path("not.h5");
+    write_text(bad, "this is not HDF5\n");
+    out = open_memstream(&text, &len);
+    assert_int_not_equal(info_print(bad, out), 0);
+    assert_int_not_equal(info_print(test_path("missing.h5"), out), 0);
+    fclose(out);
+    free(text);
+
+    /* HDF5, but not ours. */
+    const char *other = test_path("other.h5");
+    hid_t f = H5Fcreate(other, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    assert_true(f >= 0);
+    H5Fclose(f);
+    out = open_memstream(&text, &len);
+    assert_int_not_equal(info_print(other, out), 0);
+    fclose(out);
+    free(text);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_round_trip),   cmocka_unit_test(test_gzip),
+        cmocka_unit_test(test_killed_run),   cmocka_unit_test(test_incomplete_close),
+        cmocka_unit_test(test_deterministic), cmocka_unit_test(test_unwritable),
+        cmocka_unit_test(test_xdmf),         cmocka_unit_test(test_xdmf_path),
+        cmocka_unit_test(test_write_failure), cmocka_unit_test(test_info),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
