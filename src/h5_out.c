@@ -14,8 +14,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/statvfs.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+/* H5Pset_file_locking came with HDF5 1.10.7 and 1.12.1. */
+#if (H5_VERSION_GE(1, 10, 7) && !H5_VERSION_GE(1, 11, 0)) || H5_VERSION_GE(1, 12, 1)
+#define MZ_FILE_LOCKING_OFF(fapl) H5Pset_file_locking(fapl, 0, 1)
+#else
+#define MZ_FILE_LOCKING_OFF(fapl) 0
+#endif
 
 #ifndef MIZU_VERSION
 #define MIZU_VERSION "unknown"
@@ -34,6 +41,7 @@
 
 #define TIME_CHUNK 1024            /* frames per chunk of step/time (8 KiB) */
 #define MAX_CHUNK_BYTES 0xffffffffu /* HDF5's limit on one chunk */
+#define RESERVE_MARGIN (1u << 20)   /* room reserved beyond a frame's data, for metadata */
 
 struct mz_h5_out {
     char *path, *xdmf_path;
@@ -42,9 +50,10 @@ struct mz_h5_out {
     unsigned fields;
     hid_t file, step, time;
     hid_t value[MZ_FIELD_COUNT];
+    int fd;            /* the .h5 again, for reserving disk space (HDF5 has its own) */
     long frames;       /* complete frames in the file */
-    FILE *xdmf;
-    long xdmf_tail;    /* offset of the sidecar's closing tags: the next frame goes there */
+    int xdmf_fd;
+    off_t xdmf_tail;   /* offset of the sidecar's closing tags: the next frame goes there */
 };
 
 /* ---- error reporting ---- */
@@ -397,77 +406,92 @@ static char *xml_escape(const char *s)
 }
 
 /* Frame f of DSET ([frames, n, 3] or [frames, n]) as a HyperSlab DataItem. */
-static void xdmf_slab(const mz_h5_out *o, long f, const char *dset, int comp)
+static void xdmf_slab(mz_str *b, const mz_h5_out *o, long f, const char *dset, int comp)
 {
     char shape[48];
     int three = comp == 3;
     snprintf(shape, sizeof shape, three ? "%zu 3" : "%zu", o->n);
-    fprintf(o->xdmf,
-            "      <DataItem ItemType=\"HyperSlab\" Dimensions=\"1 %s\" Type=\"HyperSlab\">\n"
-            "       <DataItem Dimensions=\"3 %d\" Format=\"XML\">%ld 0%s 1 1%s 1 %s</DataItem>\n"
-            "       <DataItem Dimensions=\"%ld %s\" NumberType=\"Float\" Precision=\"4\" "
-            "Format=\"HDF\">%s:%s</DataItem>\n"
-            "      </DataItem>\n",
-            shape, three ? 3 : 2, f, three ? " 0" : "", three ? " 1" : "", shape, f + 1, shape,
-            o->h5_ref, dset);
+    str_addf(b,
+             "      <DataItem ItemType=\"HyperSlab\" Dimensions=\"1 %s\" Type=\"HyperSlab\">\n"
+             "       <DataItem Dimensions=\"3 %d\" Format=\"XML\">%ld 0%s 1 1%s 1 %s</DataItem>\n"
+             "       <DataItem Dimensions=\"%ld %s\" NumberType=\"Float\" Precision=\"4\" "
+             "Format=\"HDF\">%s:%s</DataItem>\n"
+             "      </DataItem>\n",
+             shape, three ? 3 : 2, f, three ? " 0" : "", three ? " 1" : "", shape, f + 1, shape,
+             o->h5_ref, dset);
 }
 
-static void xdmf_grid(const mz_h5_out *o, long f, long step, double time)
+static void xdmf_grid(mz_str *b, const mz_h5_out *o, long f, long step, double time)
 {
-    FILE *x = o->xdmf;
-    fprintf(x,
-            "   <Grid Name=\"frame %ld\" GridType=\"Uniform\">\n"
-            "    <Time Value=\"%.17g\"/>\n"
-            "    <Information Name=\"step\" Value=\"%ld\"/>\n"
-            "    <Topology TopologyType=\"Polyvertex\" NumberOfElements=\"%zu\" "
-            "NodesPerElement=\"1\"/>\n"
-            "    <Geometry GeometryType=\"XYZ\">\n",
-            f, time, step, o->n);
-    xdmf_slab(o, f, "/particles/all/position/value", 3);
-    fprintf(x, "    </Geometry>\n");
+    str_addf(b,
+             "   <Grid Name=\"frame %ld\" GridType=\"Uniform\">\n"
+             "    <Time Value=\"%.17g\"/>\n"
+             "    <Information Name=\"step\" Value=\"%ld\"/>\n"
+             "    <Topology TopologyType=\"Polyvertex\" NumberOfElements=\"%zu\" "
+             "NodesPerElement=\"1\"/>\n"
+             "    <Geometry GeometryType=\"XYZ\">\n",
+             f, time, step, o->n);
+    xdmf_slab(b, o, f, "/particles/all/position/value", 3);
+    str_addf(b, "    </Geometry>\n");
     for (int k = 0; k < MZ_FIELD_COUNT; k++) {
         const mz_field_info *fi = &mz_field_infos[k];
         if (k == MZ_FIELD_POSITION || !(o->fields & MZ_FIELD_BIT(k)))
             continue;
         char dset[96];
         snprintf(dset, sizeof dset, "/particles/all/%s/value", fi->name);
-        fprintf(x, "    <Attribute Name=\"%s\" AttributeType=\"%s\" Center=\"Node\">\n",
-                fi->name, fi->components == 3 ? "Vector" : "Scalar");
-        xdmf_slab(o, f, dset, fi->components);
-        fprintf(x, "    </Attribute>\n");
+        str_addf(b, "    <Attribute Name=\"%s\" AttributeType=\"%s\" Center=\"Node\">\n",
+                 fi->name, fi->components == 3 ? "Vector" : "Scalar");
+        xdmf_slab(b, o, f, dset, fi->components);
+        str_addf(b, "    </Attribute>\n");
     }
-    fprintf(x,
-            "    <Attribute Name=\"body\" AttributeType=\"Scalar\" Center=\"Node\">\n"
-            "     <DataItem Dimensions=\"%zu\" NumberType=\"Int\" Precision=\"4\" "
-            "Format=\"HDF\">%s:/particles/all/body</DataItem>\n"
-            "    </Attribute>\n"
-            "   </Grid>\n",
-            o->n, o->h5_ref);
+    str_addf(b,
+             "    <Attribute Name=\"body\" AttributeType=\"Scalar\" Center=\"Node\">\n"
+             "     <DataItem Dimensions=\"%zu\" NumberType=\"Int\" Precision=\"4\" "
+             "Format=\"HDF\">%s:/particles/all/body</DataItem>\n"
+             "    </Attribute>\n"
+             "   </Grid>\n",
+             o->n, o->h5_ref);
+}
+
+/* Space for len bytes at offset of fd, taken before writing so that a full disk fails the
+ * write cleanly instead of half way. 0, or an errno. Filesystems that cannot reserve say
+ * EINVAL/EOPNOTSUPP: then the write itself has to tell. */
+static int reserve_fd(int fd, off_t offset, off_t len)
+{
+    int err = posix_fallocate(fd, offset, len);
+    return err == EINVAL || err == EOPNOTSUPP ? 0 : err;
 }
 
 /* Write frame f's grid (f < 0: none) where the closing tags were, then the closing tags again:
- * O(1) a frame, and the file is whole XML after every call. On failure the tail offset stays,
- * so the next frame overwrites whatever was half written (the failed frame is left out). */
+ * O(1) a frame, and the file is whole XML after every call. */
 static int xdmf_append(mz_h5_out *o, long f, long step, double time)
 {
-    FILE *x = o->xdmf;
-    errno = 0;
-    if (fseek(x, o->xdmf_tail, SEEK_SET) != 0)
-        goto fail;
+    mz_str b = {0};
     if (o->xdmf_tail == 0)
-        fputs(xdmf_head, x);
+        str_addf(&b, "%s", xdmf_head);
     if (f >= 0)
-        xdmf_grid(o, f, step, time);
-    long tail = ftell(x);
-    fputs(xdmf_close, x);
-    if (tail < 0 || fflush(x) != 0 || ferror(x) || ftruncate(fileno(x), ftell(x)) != 0)
-        goto fail;
+        xdmf_grid(&b, o, f, step, time);
+    off_t tail = o->xdmf_tail + (off_t)b.len;
+    str_addf(&b, "%s", xdmf_close);
+    int err = reserve_fd(o->xdmf_fd, o->xdmf_tail, (off_t)b.len);
+    for (size_t done = 0; !err && done < b.len;) {
+        ssize_t w = pwrite(o->xdmf_fd, b.s + done, b.len - done, o->xdmf_tail + (off_t)done);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            err = w < 0 ? errno : EIO;
+        else
+            done += (size_t)w;
+    }
+    if (!err && ftruncate(o->xdmf_fd, o->xdmf_tail + (off_t)b.len) != 0)
+        err = errno;
+    str_free(&b);
+    if (err) {
+        mz_error("writing %s: %s", o->xdmf_path, strerror(err));
+        return -1;
+    }
     o->xdmf_tail = tail;
     return 0;
-fail:
-    mz_error("writing %s: %s", o->xdmf_path, strerror(errno ? errno : EIO));
-    clearerr(x);
-    return -1;
 }
 
 char *h5_out_xdmf_path(const char *h5_path)
@@ -505,18 +529,29 @@ static int check_args(const char *path, const char *xdmf, size_t n, int gzip_lev
     return -1;
 }
 
-/* Close everything; remove the files too when creation failed half way. */
-static void discard(mz_h5_out *o, int remove_files)
+/* Close everything and free o; after a failed creation the files are removed too.
+ * 0, or -1 after reporting a failed close. */
+static int discard(mz_h5_out *o, int failed_create)
 {
+    int rc = 0;
     for (int f = 0; f < MZ_FIELD_COUNT; f++)
         close_id(o->value[f]);
     close_id(o->step);
     close_id(o->time);
-    if (o->file >= 0)
-        H5Fclose(o->file);
-    if (o->xdmf)
-        fclose(o->xdmf);
-    if (remove_files) {
+    /* After a failed creation the first message said it all. */
+    if (o->file >= 0 && H5Fclose(o->file) < 0) {
+        if (!failed_create)
+            h5_fail(o->path, "closing");
+        rc = -1;
+    }
+    if (o->fd >= 0)
+        close(o->fd);
+    if (o->xdmf_fd >= 0 && close(o->xdmf_fd) != 0) {
+        if (!failed_create)
+            mz_error("writing %s: %s", o->xdmf_path, strerror(errno));
+        rc = -1;
+    }
+    if (failed_create) {
         remove(o->path);
         remove(o->xdmf_path);
     }
@@ -524,6 +559,7 @@ static void discard(mz_h5_out *o, int remove_files)
     free(o->xdmf_path);
     free(o->h5_ref);
     free(o);
+    return rc;
 }
 
 mz_h5_out *h5_out_create(const char *path, size_t n, unsigned fields, int gzip_level,
@@ -551,39 +587,43 @@ mz_h5_out *h5_out_create(const char *path, size_t n, unsigned fields, int gzip_l
     o->n = n;
     o->fields = fields | MZ_FIELD_BIT(MZ_FIELD_POSITION);
     o->file = o->step = o->time = -1;
+    o->fd = o->xdmf_fd = -1;
     for (int f = 0; f < MZ_FIELD_COUNT; f++)
         o->value[f] = -1;
     static const mz_h5_meta no_meta;
     meta = meta ? meta : &no_meta;
 
-    o->xdmf = fopen(xdmf, "w");
-    if (!o->xdmf) {
+    o->xdmf_fd = open(xdmf, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+    if (o->xdmf_fd < 0) {
         mz_error("cannot create %s: %s", xdmf, strerror(errno));
-        discard(o, 1);
-        return NULL;
+        goto fail;
     }
     /* No file lock, so that `mizu info`, h5py and ParaView can read the file during the run. */
     hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
-    if (fapl >= 0 && H5Pset_file_locking(fapl, 0, 1) >= 0)
+    if (fapl >= 0 && MZ_FILE_LOCKING_OFF(fapl) >= 0)
         o->file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
     if (o->file < 0)
         h5_fail(path, "creating the HDF5 file");
     close_id(fapl);
-    if (o->file < 0 || write_h5md(o) || write_particles(o, meta, body) ||
-        write_parameters(o, meta) || create_fields(o, gzip_level)) {
-        discard(o, 1);
-        return NULL;
+    if (o->file < 0)
+        goto fail;
+    if ((o->fd = open(path, O_WRONLY)) < 0) {
+        mz_error("cannot open %s: %s", path, strerror(errno));
+        goto fail;
     }
+    if (write_h5md(o) || write_particles(o, meta, body) || write_parameters(o, meta) ||
+        create_fields(o, gzip_level))
+        goto fail;
     if (H5Fflush(o->file, H5F_SCOPE_GLOBAL) < 0) {
         h5_fail(path, "flushing");
-        discard(o, 1);
-        return NULL;
+        goto fail;
     }
-    if (xdmf_append(o, -1, 0, 0.0)) {
-        discard(o, 1);
-        return NULL;
-    }
+    if (xdmf_append(o, -1, 0, 0.0))
+        goto fail;
     return o;
+fail:
+    discard(o, 1);
+    return NULL;
 }
 
 /* Grow series d by one row and write row `row` from v. */
@@ -643,35 +683,48 @@ static void roll_back(mz_h5_out *o)
     H5Fflush(o->file, H5F_SCOPE_GLOBAL);
 }
 
-/* Refuse a frame that cannot fit: a write failing half way leaves the file's end-of-file
- * record ahead of its data, which HDF5 then refuses to open as "truncated". */
-static int check_space(const mz_h5_out *o)
+/* Give back reserved space HDF5 did not use. */
+static void trim(const mz_h5_out *o)
 {
-    unsigned long long need = 1 << 20;
-    for (int f = 0; f < MZ_FIELD_COUNT; f++)
-        if (o->fields & MZ_FIELD_BIT(f))
-            need += 4ull * (unsigned)mz_field_infos[f].components * o->n;
-    struct statvfs s;
-    if (statvfs(o->path, &s) != 0)
-        return 0; /* no answer: let the write itself tell */
-    unsigned long long avail = (unsigned long long)s.f_bavail * s.f_frsize;
-    if (avail >= need)
+    hsize_t size;
+    if (H5Fget_filesize(o->file, &size) >= 0 && ftruncate(o->fd, (off_t)size) != 0)
+        mz_warn("writing %s: giving back reserved space: %s", o->path, strerror(errno));
+}
+
+/* Reserve disk space for what the next flush may add (bytes of data and a margin for
+ * metadata) before HDF5 writes any of it. A flush that fails half way for lack of space leaves
+ * the superblock's end-of-file ahead of the data, and HDF5 then refuses the whole file as
+ * "truncated"; failing here instead keeps every frame before. */
+static int reserve(const mz_h5_out *o, unsigned long long bytes, const char *what)
+{
+    struct stat st;
+    int err = fstat(o->fd, &st) != 0 ? errno
+                                     : reserve_fd(o->fd, st.st_size,
+                                                  (off_t)(bytes + RESERVE_MARGIN));
+    if (!err)
         return 0;
-    mz_error("writing %s: not enough disk space for frame %ld (%llu bytes free, %llu needed)",
-             o->path, o->frames, avail, need);
+    mz_error("writing %s: no room for %s: %s", o->path, what, strerror(err));
+    trim(o); /* a failed reservation may have taken part of the space */
     return -1;
 }
 
 int h5_out_write_frame(mz_h5_out *o, long step, double time,
                        const float *const data[MZ_FIELD_COUNT])
 {
-    for (int f = 0; f < MZ_FIELD_COUNT; f++)
-        if ((o->fields & MZ_FIELD_BIT(f)) && !data[f]) {
+    unsigned long long bytes = 0;
+    for (int f = 0; f < MZ_FIELD_COUNT; f++) {
+        if (!(o->fields & MZ_FIELD_BIT(f)))
+            continue;
+        if (!data[f]) {
             mz_error("writing %s: frame %ld has no %s data", o->path, o->frames,
                      mz_field_infos[f].name);
             return -1;
         }
-    if (check_space(o))
+        bytes += 4ull * (unsigned)mz_field_infos[f].components * o->n;
+    }
+    char what[64];
+    snprintf(what, sizeof what, "frame %ld", o->frames);
+    if (reserve(o, bytes, what))
         return -1;
     int64_t step64 = step;
     for (int f = 0; f < MZ_FIELD_COUNT; f++) {
@@ -690,11 +743,13 @@ int h5_out_write_frame(mz_h5_out *o, long step, double time,
         h5_fail(o->path, "flushing frame %ld", o->frames);
         goto fail;
     }
+    trim(o);
     o->frames++;
     /* The sidecar only ever names frames already on disk. */
     return xdmf_append(o, o->frames - 1, step, time);
 fail:
     roll_back(o);
+    trim(o);
     return -1;
 }
 
@@ -713,30 +768,15 @@ int h5_out_close(mz_h5_out *o, bool complete, const char *status)
     if (!o)
         return 0;
     int rc = 0;
-    if (put_int_attr(o, "/parameters/run", "complete", complete ? 1 : 0) ||
+    /* Without room the record is left as it is (complete 0), rather than risk the file. */
+    if (reserve(o, 0, "the run's end record") ||
+        put_int_attr(o, "/parameters/run", "complete", complete ? 1 : 0) ||
         put_str_attr(o, "/parameters/run", "status", status))
         rc = -1;
     if (H5Fflush(o->file, H5F_SCOPE_GLOBAL) < 0) {
         h5_fail(o->path, "flushing");
         rc = -1;
     }
-    for (int f = 0; f < MZ_FIELD_COUNT; f++)
-        close_id(o->value[f]);
-    close_id(o->step);
-    close_id(o->time);
-    o->step = o->time = -1;
-    for (int f = 0; f < MZ_FIELD_COUNT; f++)
-        o->value[f] = -1;
-    if (H5Fclose(o->file) < 0) {
-        h5_fail(o->path, "closing");
-        rc = -1;
-    }
-    o->file = -1;
-    if (fclose(o->xdmf) != 0) {
-        mz_error("writing %s: %s", o->xdmf_path, strerror(errno));
-        rc = -1;
-    }
-    o->xdmf = NULL;
-    discard(o, 0);
-    return rc;
+    trim(o);
+    return discard(o, 0) || rc ? -1 : 0;
 }

@@ -13,6 +13,13 @@
 #include <string.h>
 #include <sys/stat.h>
 
+/* H5Pset_file_locking came with HDF5 1.10.7 and 1.12.1. */
+#if (H5_VERSION_GE(1, 10, 7) && !H5_VERSION_GE(1, 11, 0)) || H5_VERSION_GE(1, 12, 1)
+#define MZ_FILE_LOCKING_OFF(fapl) H5Pset_file_locking(fapl, 0, 1)
+#else
+#define MZ_FILE_LOCKING_OFF(fapl) 0
+#endif
+
 #define BBOX_ROWS 65536 /* particles read at a time for the bounding box */
 
 /* Whether PATH (absolute) names an object, checking each level: H5Lexists fails, rather than
@@ -47,7 +54,7 @@ static char *read_string(hid_t id, int is_attr)
         goto done;
     if (H5Tis_variable_str(ft) > 0) {
         char *v = NULL;
-        if (H5Tset_size(mt, H5T_VARIABLE) >= 0 &&
+        if (H5Tset_size(mt, H5T_VARIABLE) >= 0 && H5Tset_cset(mt, H5Tget_cset(ft)) >= 0 &&
             (is_attr ? H5Aread(id, mt, &v) : H5Dread(id, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, &v)) >=
                 0 &&
             v) {
@@ -57,7 +64,8 @@ static char *read_string(hid_t id, int is_attr)
     } else {
         size_t size = H5Tget_size(ft) + 1; /* room for a NUL that a space-padded one lacks */
         s = xcalloc(size, 1);
-        if (H5Tset_size(mt, size) < 0 ||
+        /* HDF5 converts between string sizes but not between ASCII and UTF-8. */
+        if (H5Tset_size(mt, size) < 0 || H5Tset_cset(mt, H5Tget_cset(ft)) < 0 ||
             (is_attr ? H5Aread(id, mt, s) : H5Dread(id, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, s)) <
                 0) {
             free(s);
@@ -282,8 +290,9 @@ static void print_summary(FILE *out, const char *path, hid_t file, long long siz
     hsize_t frames = dims[0], n = rank == 3 ? dims[1] : 0;
     long long written = (long long)frames;
     int_attr(file, "/parameters/run", "frames_written", &written);
-    fprintf(out, "%s: mizu output, %llu particles, %llu frames, ", path, (unsigned long long)n,
-            (unsigned long long)frames);
+    fprintf(out, "%s: mizu output, %llu particle%s, %llu frame%s, ", path,
+            (unsigned long long)n, n == 1 ? "" : "s", (unsigned long long)frames,
+            frames == 1 ? "" : "s");
     print_size(out, size);
     fputc('\n', out);
 
@@ -333,7 +342,7 @@ int info_print(const char *path, FILE *out)
     /* No lock: the file may be one a run is still writing. */
     hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
     hid_t file = -1;
-    if (fapl >= 0 && H5Pset_file_locking(fapl, 0, 1) >= 0)
+    if (fapl >= 0 && MZ_FILE_LOCKING_OFF(fapl) >= 0)
         file = H5Fopen(path, H5F_ACC_RDONLY, fapl);
     if (fapl >= 0)
         H5Pclose(fapl);

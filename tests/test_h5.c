@@ -61,6 +61,8 @@ static void write_run(const char *path, unsigned fields, int gzip, long frames)
         assert_int_equal(write_frame(o, fields, t), 0);
     assert_int_equal(h5_out_frames(o), frames);
     assert_int_equal(h5_out_close(o, true, "finished"), 0);
+    /* Nothing left open: no HDF5 file, dataset, group, type, space or attribute id. */
+    assert_int_equal(H5Fget_obj_count((hid_t)H5F_OBJ_ALL, H5F_OBJ_ALL), 0);
 }
 
 /* ---- reading back ---- */
@@ -233,6 +235,7 @@ static void test_round_trip(void **state)
     hid_t d = H5Dopen2(file, "/parameters/scene/overrides", H5P_DEFAULT);
     hid_t mt = H5Tcopy(H5T_C_S1);
     H5Tset_size(mt, 32);
+    H5Tset_cset(mt, H5T_CSET_UTF8); /* HDF5 does not convert ASCII to UTF-8 */
     assert_true(H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, over) >= 0);
     assert_string_equal(over[0], "simulation.frames=3");
     assert_string_equal(over[1], "output.every=1");
@@ -341,9 +344,31 @@ static void test_unwritable(void **state)
     snprintf(dir, sizeof dir, "%s/ro", test_dir());
     assert_int_equal(mkdir(dir, 0555), 0);
     snprintf(file, sizeof file, "%s/x.h5", dir);
-    if (geteuid() != 0) /* root writes anywhere */
+    if (geteuid() != 0) { /* root writes anywhere */
         assert_null(create(file, POS, 0));
+        assert_int_equal(access(file, F_OK), -1);
+    }
     chmod(dir, 0755);
+}
+
+/* A creation failing half way (the file outgrows a 2 KiB limit) leaves neither file behind. */
+static void test_create_failure_cleans_up(void **state)
+{
+    (void)state;
+    const char *path = test_path("half.h5");
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        signal(SIGXFSZ, SIG_IGN);
+        struct rlimit lim = {2048, 2048};
+        setrlimit(RLIMIT_FSIZE, &lim);
+        _exit(create(path, POS | VEL, 0) == NULL ? 0 : 1);
+    }
+    int st;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    assert_int_equal(access(path, F_OK), -1);
+    assert_int_equal(access(test_path("half.xdmf"), F_OK), -1);
 }
 
 static int count(const char *hay, const char *needle)
@@ -404,6 +429,7 @@ static void test_xdmf_path(void **state)
         free(x);
     }
     assert_null(h5_out_create(test_path("out.xdmf"), N, POS, 0, NULL, NULL));
+    assert_int_equal(access(test_path("out.xdmf"), F_OK), -1);
 }
 
 /* A write failing mid-run (a file size limit, as a full disk would): -1, and the frames
@@ -486,6 +512,7 @@ static void test_info(void **state)
     assert_int_not_equal(info_print(other, out), 0);
     fclose(out);
     free(text);
+    assert_int_equal(H5Fget_obj_count((hid_t)H5F_OBJ_ALL, H5F_OBJ_ALL), 0);
 }
 
 int main(void)
@@ -494,6 +521,7 @@ int main(void)
         cmocka_unit_test(test_round_trip),   cmocka_unit_test(test_gzip),
         cmocka_unit_test(test_killed_run),   cmocka_unit_test(test_incomplete_close),
         cmocka_unit_test(test_deterministic), cmocka_unit_test(test_unwritable),
+        cmocka_unit_test(test_create_failure_cleans_up),
         cmocka_unit_test(test_xdmf),         cmocka_unit_test(test_xdmf_path),
         cmocka_unit_test(test_write_failure), cmocka_unit_test(test_info),
     };
