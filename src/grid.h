@@ -48,6 +48,7 @@ typedef struct mz_grid {
     cl_mem cell_start, cell_end;
     cl_mem hist;       /* radix histograms */
     size_t groups, group_size, items_per_item; /* sort geometry per device */
+    int radix_bits;    /* key bits per sort pass */
     cl_program program;
     cl_kernel k_keys, k_count, k_scan, k_scatter, k_clear, k_ranges, k_gather4, k_gather16;
     struct {
@@ -57,6 +58,10 @@ typedef struct mz_grid {
     } reg[MZ_GRID_MAX_REGISTERED];
     int n_reg;
     double last_build_ms; /* device time of the last build when the queue profiles, else 0 */
+    /* Profiling queues: the last build's launches, until grid_collect_profile. */
+    cl_event *events;
+    const char **event_kernels; /* the kernel (or copy) each event timed */
+    size_t n_events, cap_events;
 } mz_grid;
 
 /* Set up for n particles in the box [dmin, dmax] with cell size h, in dim (2 or 3) dimensions.
@@ -68,9 +73,12 @@ int grid_register(mz_grid *g, cl_mem *buf, size_t elem);
 /* Keys from key_source, sort, ranges, reorder. Enqueued on the device's queue, not waited for. */
 int grid_build(mz_grid *g, cl_mem key_source);
 void grid_release(mz_grid *g);
+/* Once the queue has finished the last build (grid_build never waits): its summed device time
+ * into last_build_ms, and its events released. No-op without profiling. */
+void grid_collect_profile(mz_grid *g);
 
 /* The stable radix sort alone (tests, benchmarks): sort n (key, value) uint pairs in place by the
- * low `bits` bits of the keys. */
+ * low `bits` bits of the keys (n at most the grid's n). */
 int grid_sort(mz_grid *g, cl_mem keys, cl_mem vals, size_t n, int bits);
 
 #endif

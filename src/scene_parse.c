@@ -21,7 +21,8 @@ static const mz_key simulation_keys[] = {
     {.name = "fps", .type = K_NUMBER, .offset = OFF(mz_simulation, fps), .def = "60",
      .flags = K_MIN_GT, .min = 0, .unit = "1/s", .doc = "output frames per simulated second"},
     {.name = "frames", .type = K_INT, .offset = OFF(mz_simulation, frames), .def = "240",
-     .flags = K_MIN, .min = 1, .doc = "frames to simulate (--frames overrides)"},
+     .flags = K_MIN | K_MAX, .min = 1, .max = 1e9,
+     .doc = "frames to simulate after the initial state (--frames overrides)"},
     {.name = "substeps", .type = K_INT, .offset = OFF(mz_simulation, substeps), .def = "4",
      .flags = K_MIN | K_MAX, .min = 1, .max = 100000, .doc = "solver steps per frame"},
     {.name = "iterations", .type = K_INT, .offset = OFF(mz_simulation, iterations), .def = "2",
@@ -223,9 +224,11 @@ static void apply_override(cJSON *root, const char *arg, mz_diag *d)
     char *path = xstrdup(arg);
     path[eq - arg] = '\0';
     const char *text = eq + 1;
-    cJSON *value = cJSON_Parse(text);
+    /* The whole value must be JSON ("60fps" is not 60); otherwise it is a bare-word string:
+     * output.compression=gzip. */
+    cJSON *value = cJSON_ParseWithOpts(text, NULL, 1);
     if (!value)
-        value = cJSON_CreateString(text); /* bare words are strings: output.compression=gzip */
+        value = cJSON_CreateString(text);
     cJSON *node = root;
     const char *p = path;
     bool ok = true;

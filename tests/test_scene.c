@@ -140,6 +140,8 @@ static void test_bad_overrides(void **state)
         {"nothing", "--set nothing: expected PATH=VALUE, e.g. fluids[0].spacing=0.02"},
         {"colliders[0].radius=1", "--set colliders[0].radius: colliders is not in the scene"},
         {"simulation.fps=fast", "simulation.fps must be a number (got \"fast\")"},
+        {"simulation.fps=60fps", "simulation.fps must be a number (got \"60fps\")"},
+        {"simulation.frames=2000000000", "simulation.frames must be >= 1 and <= 1e+09 (got 2e+09)"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         const char *set = cases[i].set;
