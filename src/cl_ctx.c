@@ -232,12 +232,17 @@ int mz_cl_list(FILE *out)
 size_t mz_cl_global(const mz_cl *cl, size_t n)
 {
     if (!cl->wg || n == 0)
-        return n ? n : 1;
+        return n;
     return (n + cl->wg - 1) / cl->wg * cl->wg;
 }
 
 bool mz_cl_run1d(mz_cl *cl, cl_kernel k, size_t n, cl_event *ev, const char *what)
 {
+    if (n == 0) { /* nothing to do; OpenCL rejects an empty launch */
+        if (ev)
+            *ev = NULL;
+        return true;
+    }
     size_t global = mz_cl_global(cl, n);
     size_t local = cl->wg;
     cl_int s = clEnqueueNDRangeKernel(cl->queue, k, 1, NULL, &global, local ? &local : NULL, 0,

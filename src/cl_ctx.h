@@ -36,10 +36,11 @@ void mz_cl_close(mz_cl *cl);
 /* `mizu devices`: every platform and device with its P:D index. Returns the device count. */
 int mz_cl_list(FILE *out);
 
-/* Round n up to a multiple of the work-group size (the global size of a 1D launch). */
+/* Round n up to a multiple of the work-group size (the global size of a 1D launch); 0 for 0. */
 size_t mz_cl_global(const mz_cl *cl, size_t n);
 
-/* Launch a 1D kernel over n work-items (kernels bounds-check against their own count). */
+/* Launch a 1D kernel over n work-items (kernels bounds-check against their own count); n = 0
+ * launches nothing and sets *ev to NULL. */
 bool mz_cl_run1d(mz_cl *cl, cl_kernel k, size_t n, cl_event *ev, const char *what);
 
 cl_mem mz_cl_buffer(mz_cl *cl, cl_mem_flags flags, size_t bytes, void *host, const char *what);
