@@ -35,9 +35,47 @@ size_t build_particle_count(const mz_scene *s)
     return n;
 }
 
-double build_particle_mass(const mz_fluid *f, int dimensions)
+double build_lattice_kernel_sum(double spacing, double h, int dimensions)
 {
-    return f->mass > 0 ? f->mass : f->rest_density * pow(f->spacing, dimensions);
+    double pi = acos(-1.0), sum = 0;
+    double c = dimensions == 3 ? 315.0 / (64.0 * pi * pow(h, 9)) : 4.0 / (pi * pow(h, 8));
+    int reach = (int)ceil(h / spacing), zr = dimensions == 3 ? reach : 0;
+    for (int k = -zr; k <= zr; k++)
+        for (int j = -reach; j <= reach; j++)
+            for (int i = -reach; i <= reach; i++) {
+                double q = h * h - (double)(i * i + j * j + k * k) * spacing * spacing;
+                if (q > 0)
+                    sum += c * q * q * q;
+            }
+    return sum * pow(spacing, dimensions);
+}
+
+double build_lattice_gradient_sum(double spacing, double h, int dimensions)
+{
+    double pi = acos(-1.0), sum = 0;
+    double c = dimensions == 3 ? -45.0 / (pi * pow(h, 6)) : -30.0 / (pi * pow(h, 5));
+    int reach = (int)ceil(h / spacing), zr = dimensions == 3 ? reach : 0;
+    for (int k = -zr; k <= zr; k++)
+        for (int j = -reach; j <= reach; j++)
+            for (int i = -reach; i <= reach; i++) {
+                double x = i * spacing, r = spacing * sqrt((double)(i * i + j * j + k * k));
+                if (r == 0 || r >= h)
+                    continue;
+                /* x_i = 0, x_j = (x, ..): ∇_i W_ij = c (h − r)² (x_i − x_j)/r */
+                sum += x * (c * (h - r) * (h - r) * (-x) / r);
+            }
+    return sum * pow(spacing, dimensions);
+}
+
+double build_particle_mass(const mz_scene *s, const mz_fluid *f)
+{
+    int dim = s->sim.dimensions;
+    if (f->mass > 0)
+        return f->mass;
+    double m = f->rest_density * pow(f->spacing, dim);
+    if (scene_is_sph(s))
+        m /= build_lattice_kernel_sum(f->spacing, scene_support_radius(s), dim);
+    return m;
 }
 
 static void put(mz_particles *p, size_t i, const double x[3], const double v[3], float radius,
@@ -71,7 +109,7 @@ void build_particles(const mz_scene *s, mz_particles *p)
     for (size_t b = 0; b < s->n_fluids; b++) {
         const mz_fluid *f = &s->fluids[b];
         float radius = (float)(0.5 * f->spacing);
-        float w = (float)(1.0 / build_particle_mass(f, dim));
+        float w = (float)(1.0 / build_particle_mass(s, f));
         if (f->has_box) {
             size_t d[3];
             build_lattice_dims(f, dim, d);
@@ -91,6 +129,45 @@ void build_particles(const mz_scene *s, mz_particles *p)
             }
         }
     }
+}
+
+size_t build_wall_particles(const mz_scene *s, double spacing, int layers, float **pos)
+{
+    int dim = s->sim.dimensions;
+    long cells[3] = {1, 1, 1}; /* lattice cells across the domain; the last may poke out */
+    for (int a = 0; a < dim; a++)
+        cells[a] = (long)ceil((s->domain.max[a] - s->domain.min[a]) / spacing - 1e-9);
+    long lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0};
+    for (int a = 0; a < dim; a++) {
+        lo[a] = -layers;
+        hi[a] = cells[a] + layers - 1;
+    }
+    size_t n = 0, cap = 1024;
+    float *p = xmalloc(4 * cap * sizeof *p);
+    for (long k = lo[2]; k <= hi[2]; k++)
+        for (long j = lo[1]; j <= hi[1]; j++)
+            for (long i = lo[0]; i <= hi[0]; i++) {
+                long idx[3] = {i, j, k};
+                bool outside = false;
+                for (int a = 0; a < dim; a++)
+                    outside |= idx[a] < 0 || idx[a] >= cells[a];
+                if (!outside) {
+                    i = cells[0] - 1; /* jump across the domain's interior in this row */
+                    continue;
+                }
+                if (n == cap) {
+                    cap *= 2;
+                    p = xrealloc(p, 4 * cap * sizeof *p);
+                }
+                for (int a = 0; a < 3; a++)
+                    p[4 * n + a] = a < dim ? (float)(s->domain.min[a] + ((double)idx[a] + 0.5) *
+                                                                            spacing)
+                                           : 0.0f;
+                p[4 * n + 3] = 0.0f;
+                n++;
+            }
+    *pos = p;
+    return n;
 }
 
 void particles_free(mz_particles *p)

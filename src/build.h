@@ -24,8 +24,25 @@ size_t build_lattice_dims(const mz_fluid *f, int dimensions, size_t dims[3]);
 size_t build_fluid_count(const mz_fluid *f, int dimensions);
 size_t build_particle_count(const mz_scene *s);
 
-/* Mass of one particle of the fluid: its mass key, or rest_density × spacing^dimensions. */
-double build_particle_mass(const mz_fluid *f, int dimensions);
+/* Mass of one particle of the fluid: its mass key, else rest_density × spacing^dimensions;
+ * for SPH, that divided by the kernel's sum over the lattice (Σ_j W_ij · spacing^d, 1.015 for
+ * poly6 at h = 2 spacing in 2D), so the lattice as built sits exactly at rest_density: a lattice
+ * 1.5% too dense would start with a Tait pressure of 0.1 B, several times the hydrostatic one. */
+double build_particle_mass(const mz_scene *s, const mz_fluid *f);
+
+/* SPH: Σ_j W(x_i − x_j) · spacing^d over a cubic (square) lattice, the poly6 kernel of support h. */
+double build_lattice_kernel_sum(double spacing, double h, int dimensions);
+/* SPH: Σ_j spacing^d (x_j − x_i)_x ∂W/∂x_i over the lattice for the spiky kernel: 1 for a
+ * consistent gradient, 0.886 in 2D and 0.956 in 3D at h = 2 spacing. */
+double build_lattice_gradient_sum(double spacing, double h, int dimensions);
+
+
+/* The domain's walls as boundary particles: the fluid lattice (cells of `spacing` from the
+ * domain's min corner, particles at cell centres) continued `layers` cells beyond every wall,
+ * edges and corners included, so a fluid particle at rest near a wall sees the same
+ * neighbourhood as one inside. 4 floats a particle (x, y, z, 0) into *pos (malloc'd); returns
+ * the count. In 2D the shell around the rectangle (z = 0). */
+size_t build_wall_particles(const mz_scene *s, double spacing, int layers, float **pos);
 
 /* Fill p from a validated scene. */
 void build_particles(const mz_scene *s, mz_particles *p);

@@ -11,11 +11,10 @@ double now_seconds(void)
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-void progress_start(mz_progress *p, bool enabled, long total_frames, double particles,
-                    int substeps)
+void progress_start(mz_progress *p, bool enabled, long total_frames, double particles)
 {
     *p = (mz_progress){.enabled = enabled, .tty = isatty(2) == 1, .total = total_frames,
-                       .t_start = now_seconds(), .particles = particles, .substeps = substeps};
+                       .t_start = now_seconds(), .particles = particles};
 }
 
 static void eta_text(double s, char *buf, size_t len)
@@ -27,12 +26,12 @@ static void eta_text(double s, char *buf, size_t len)
         snprintf(buf, len, "%ld:%02ld", t / 60, t % 60);
 }
 
-void progress_update(mz_progress *p, long frame, double sim_time)
+void progress_update(mz_progress *p, long frame, double sim_time, long steps)
 {
     if (!p->enabled || p->total <= 0)
         return;
     double now = now_seconds(), elapsed = now - p->t_start;
-    double rate = elapsed > 0 ? p->particles * (double)p->substeps * (double)frame / elapsed : 0;
+    double rate = elapsed > 0 ? p->particles * (double)steps / elapsed : 0;
     char eta[32];
     eta_text(frame > 0 ? elapsed * (double)(p->total - frame) / (double)frame : 0, eta,
              sizeof eta);

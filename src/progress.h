@@ -10,14 +10,13 @@ typedef struct mz_progress {
     double t_last;     /* last terminal redraw */
     int last_tenth;    /* last 10% mark printed */
     double particles;  /* for particle-steps/s */
-    int substeps;
 } mz_progress;
 
 double now_seconds(void); /* monotonic wall clock */
 
-void progress_start(mz_progress *p, bool enabled, long total_frames, double particles,
-                    int substeps);
-void progress_update(mz_progress *p, long frame, double sim_time);
+void progress_start(mz_progress *p, bool enabled, long total_frames, double particles);
+/* After frame `frame` of the total, at simulated time sim_time, with steps solver steps taken. */
+void progress_update(mz_progress *p, long frame, double sim_time, long steps);
 void progress_finish(mz_progress *p);
 
 #endif

@@ -83,7 +83,7 @@ static bool enqueue_readback(mz_sim *sim, unsigned fields, readback *rb)
         size_t bytes = 4 * (size_t)device_components(f) * n;
         char what[64];
         snprintf(what, sizeof what, "clEnqueueReadBuffer(%s)", mz_field_infos[f].name);
-        ok = cl_ok(clEnqueueReadBuffer(q, sim->field_buf[f], CL_FALSE, 0, bytes, rb->raw[f], 0,
+        ok = cl_ok(clEnqueueReadBuffer(q, *sim->field[f], CL_FALSE, 0, bytes, rb->raw[f], 0,
                                        NULL, NULL),
                    what);
     }
@@ -126,9 +126,11 @@ static void print_summary(const mz_run_opts *o, const mz_scene *s, const mz_sim 
                           double write_s)
 {
     double psteps = (double)sim->n * (double)sim->step;
-    fprintf(stderr, "mizu: done: %zu particles, %d frames x %d substeps (%ld steps), %.4g s "
-                    "simulated\n",
-            sim->n, s->sim.frames, s->sim.substeps, sim->step, sim->time);
+    fprintf(stderr, "mizu: done: %zu particles, %d frames, %ld steps of %.4g", sim->n,
+            s->sim.frames, sim->step, 1e3 * sim->dt_min);
+    if (sim->dt_max > sim->dt_min * (1 + 1e-9))
+        fprintf(stderr, " to %.4g", 1e3 * sim->dt_max);
+    fprintf(stderr, " ms, %.4g s simulated\n", sim->time);
     fprintf(stderr, "  wall %.3f s (setup %.3f s, frames %.3f s), %.4g particle-steps/s\n",
             setup_s + run_s, setup_s, run_s, run_s > 0 ? psteps / run_s : 0.0);
     struct stat st;
@@ -202,14 +204,14 @@ int cmd_run(const mz_run_opts *o)
 
     double t_loop = now_seconds(), write_s = 0;
     long frames = scene.sim.frames;
-    double dt = scene_substep_dt(&scene);
+    double frame_dt = scene_frame_dt(&scene);
     mz_progress prog;
-    progress_start(&prog, !o->quiet, frames, (double)parts.n, scene.sim.substeps);
+    progress_start(&prog, !o->quiet, frames, (double)parts.n);
     bool failed = false;
     const char *why = NULL;
     for (long f = 0; f <= frames && !failed; f++) {
-        for (int k = 0; f > 0 && k < scene.sim.substeps && !failed; k++)
-            failed = sim_substep(&sim, dt) != 0;
+        if (f > 0)
+            failed = sim_advance_frame(&sim, frame_dt) != 0;
         readback *cur = &rb[f & 1], *prev = &rb[(f + 1) & 1];
         if (!failed && f % scene.output.every == 0)
             failed = !enqueue_readback(&sim, fields, cur);
@@ -222,7 +224,7 @@ int cmd_run(const mz_run_opts *o)
             clFinish(cl.queue);
             sim_collect_profile(&sim);
         }
-        progress_update(&prog, f, sim.time);
+        progress_update(&prog, f, sim.time, sim.step);
     }
     for (int b = 0; b < 2 && !failed; b++)
         if (rb[b].pending && finish_readback(&rb[b], parts.n, fields, ordered, out, &write_s)) {
@@ -283,9 +285,16 @@ int cmd_check(const mz_run_opts *o)
     int dim = s.sim.dimensions;
     size_t n = build_particle_count(&s);
     printf("%s: ok (scene format %d)\n", o->scene_path, s.version);
-    printf("  %d dimensions, %d frames at %g fps, %d substeps of %.4g ms, %d iterations\n", dim,
-           s.sim.frames, s.sim.fps, s.sim.substeps, 1e3 * scene_substep_dt(&s),
-           s.sim.iterations);
+    printf("  %d dimensions, %d frames at %g fps, ", dim, s.sim.frames, s.sim.fps);
+    if (s.sim.adaptive)
+        printf("adaptive steps (cfl %g)", scene_cfl(&s));
+    else
+        printf("%d substeps of %.4g ms", s.sim.substeps, 1e3 * scene_substep_dt(&s));
+    if (scene_is_sph(&s))
+        printf(", support radius %g m, speed of sound %.3g m/s\n", scene_support_radius(&s),
+               scene_speed_of_sound(&s));
+    else
+        printf(", %d iterations\n", s.sim.iterations);
     for (size_t i = 0; i < s.n_fluids; i++) {
         const mz_fluid *f = &s.fluids[i];
         printf("  fluids[%zu]%s%s%s: %s, %zu particles", i, f->name ? " \"" : "",
@@ -297,7 +306,7 @@ int cmd_check(const mz_run_opts *o)
             printf(" (box lattice %zu x %zu x %zu)", d[0], d[1], d[2]);
         }
         printf(", spacing %g m, particle mass %.4g kg\n", f->spacing,
-               build_particle_mass(f, dim));
+               build_particle_mass(&s, f));
     }
     size_t bytes = sim_device_bytes(&s, n);
     printf("  %zu particles in all; device memory about %.1f MB (%zu bytes per particle)\n", n,

@@ -11,13 +11,16 @@
 #define MZ_SCENE_VERSION 1
 
 typedef enum mz_solver_kind {
-    MZ_SOLVER_BALLISTIC, /* gravity and the domain walls; particles do not see each other */
+    MZ_SOLVER_BALLISTIC,     /* gravity and the domain walls; particles do not see each other */
+    MZ_SOLVER_WCSPH,         /* weakly compressible SPH: density pass, then forces */
+    MZ_SOLVER_COLLAPSED_SPH, /* one neighbour pass: density now, forces from last step's */
     MZ_SOLVER_COUNT
 } mz_solver_kind;
 
 typedef enum mz_boundary_kind {
     MZ_BOUNDARY_PENALTY, /* spring-damper walls (stiffness, damping, acceleration limit) */
     MZ_BOUNDARY_CLAMP,   /* positions projected back inside, normal velocity removed */
+    MZ_BOUNDARY_PARTICLES, /* SPH: the lattice continued into the walls (Adami et al. 2012) */
     MZ_BOUNDARY_COUNT
 } mz_boundary_kind;
 
@@ -39,6 +42,8 @@ typedef struct mz_simulation {
     int iterations;    /* constraint iterations per substep (position-based solvers) */
     double gravity[3];
     int dimensions;    /* 2: z fixed at 0 */
+    bool adaptive;     /* SPH: time step from CFL and force limits instead of substeps */
+    double cfl;        /* λ in dt = λ·h / max(c, |v|max) */
 } mz_simulation;
 
 typedef struct mz_boundary {
@@ -58,8 +63,13 @@ typedef struct mz_fluid {
     mz_box box;          /* filled on a lattice of `spacing`, particles at cell centres */
     mz_points positions; /* or explicit particles */
     mz_points velocities;/* optional, one per position */
-    double spacing, rest_density, mass, viscosity;
+    double spacing, rest_density, mass;
     double velocity[3];
+    /* SPH */
+    double support_radius;       /* h; 0: 2 × spacing */
+    double speed_of_sound;       /* c0; 0: 10 × the expected largest speed */
+    double viscosity;            /* dynamic viscosity μ, Pa·s (viscosity-kernel Laplacian) */
+    double artificial_viscosity; /* Monaghan's α */
 } mz_fluid;
 
 typedef struct mz_output {
@@ -72,6 +82,7 @@ typedef struct mz_output {
 
 typedef struct mz_scene {
     int version;
+    char *description;
     mz_simulation sim;
     mz_domain domain;
     mz_fluid *fluids;
@@ -87,6 +98,15 @@ typedef struct mz_scene {
 } mz_scene;
 
 extern const char *const mz_solver_names[MZ_SOLVER_COUNT + 1];
+
+/* The solver of the scene (every fluid shares it; the scene checks that). */
+mz_solver_kind scene_solver(const mz_scene *s);
+bool scene_is_sph(const mz_scene *s);
+/* SPH: the support radius h and the speed of sound c0 the scene resolves to. */
+double scene_support_radius(const mz_scene *s);
+double scene_speed_of_sound(const mz_scene *s);
+/* SPH: the CFL number in force (simulation.cfl, or the solver's default). */
+double scene_cfl(const mz_scene *s);
 
 /* Read, override, validate. Returns 0, or -1 with every problem found in *diag (messages name
  * the JSON path: "fluids[0].spacing must be > 0 (got -0.01)"; syntax errors "line:column: ...")

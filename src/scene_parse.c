@@ -8,11 +8,13 @@
 #include <ctype.h>
 #include <errno.h>
 #include <libgen.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-const char *const mz_solver_names[MZ_SOLVER_COUNT + 1] = {"ballistic", 0};
-static const char *const boundary_names[] = {"penalty", "clamp", 0};
+const char *const mz_solver_names[MZ_SOLVER_COUNT + 1] = {"ballistic", "wcsph", "collapsed_sph",
+                                                          0};
+static const char *const boundary_names[] = {"penalty", "clamp", "particles", 0};
 static const char *const compression_names[] = {"none", "gzip", 0};
 
 #define OFF(T, f) offsetof(T, f)
@@ -33,6 +35,13 @@ static const mz_key simulation_keys[] = {
     {.name = "dimensions", .type = K_INT, .offset = OFF(mz_simulation, dimensions), .def = "3",
      .flags = K_MIN | K_MAX, .min = 2, .max = 3,
      .doc = "3, or 2 for planar runs: z is held at 0 and 2D kernel constants are used"},
+    {.name = "adaptive", .type = K_BOOL, .offset = OFF(mz_simulation, adaptive), .def = "false",
+     .doc = "SPH: choose each step's dt from the CFL and force criteria instead of substeps; "
+            "never beyond the frame's end"},
+    {.name = "cfl", .type = K_NUMBER, .offset = OFF(mz_simulation, cfl), .def = "0",
+     .flags = K_MIN | K_MAX, .min = 0, .max = 1,
+     .doc = "SPH step: dt = cfl x min(h / max(c0, |v|max), sqrt(h / |a|max)); 0: the solver's "
+            "own, 0.4 for wcsph and 0.2 for collapsed_sph (its forces act a step late)"},
     {0}};
 static const mz_schema simulation_schema = {"simulation", simulation_keys, sizeof(mz_simulation)};
 
@@ -40,7 +49,10 @@ static const mz_key boundary_keys[] = {
     {.name = "type", .type = K_ENUM, .offset = OFF(mz_boundary, type), .def = "\"penalty\"",
      .names = boundary_names,
      .doc = "penalty: spring-damper walls acting on a particle's radius; clamp: positions "
-            "projected inside, velocity into the wall removed"},
+            "projected inside, velocity into the wall removed; particles (SPH): the fluid "
+            "lattice continued beyond the walls as static particles, as many layers as the "
+            "support radius reaches, pushing with the wall pressure extrapolated from the "
+            "fluid's (Adami et al. 2012), no-slip"},
     {.name = "stiffness", .type = K_NUMBER, .offset = OFF(mz_boundary, stiffness),
      .def = "10000", .flags = K_MIN_GT, .min = 0, .unit = "1/s^2",
      .doc = "penalty wall: acceleration per metre of penetration"},
@@ -78,7 +90,9 @@ static const mz_key fluid_keys[] = {
      .doc = "label for messages and the output file"},
     {.name = "solver", .type = K_ENUM, .offset = OFF(mz_fluid, solver), .def = "\"ballistic\"",
      .names = mz_solver_names,
-     .doc = "ballistic: particles feel gravity and the domain walls, not each other"},
+     .doc = "ballistic: particles feel gravity and the domain walls, not each other; wcsph: "
+            "weakly compressible SPH (Tait equation); collapsed_sph: one-pass SPH using last "
+            "step's densities"},
     {.name = "box", .type = K_OBJECT, .offset = OFF(mz_fluid, box), .sub = &box_schema,
      .aux_offset = OFF(mz_fluid, has_box),
      .doc = "fill this box with particles on a cubic lattice of `spacing`, at cell centres"},
@@ -93,9 +107,23 @@ static const mz_key fluid_keys[] = {
      .def = "1000", .flags = K_MIN_GT, .min = 0, .unit = "kg/m^3", .doc = "rest density"},
     {.name = "mass", .type = K_NUMBER, .offset = OFF(mz_fluid, mass), .def = "0",
      .flags = K_MIN, .min = 0, .unit = "kg",
-     .doc = "mass of one particle; 0: rest_density x spacing^dimensions"},
+     .doc = "mass of one particle; 0: rest_density x spacing^dimensions, for SPH divided by "
+            "the kernel's sum over the lattice so the lattice starts at rest_density"},
     {.name = "velocity", .type = K_VEC3, .offset = OFF(mz_fluid, velocity), .def = "[0, 0, 0]",
      .unit = "m/s", .doc = "initial velocity of every particle (velocities overrides)"},
+    {.name = "support_radius", .type = K_NUMBER, .offset = OFF(mz_fluid, support_radius),
+     .def = "0", .flags = K_MIN, .min = 0, .unit = "m",
+     .doc = "SPH: kernel support radius h (neighbours within h); 0: 2 x spacing"},
+    {.name = "speed_of_sound", .type = K_NUMBER, .offset = OFF(mz_fluid, speed_of_sound),
+     .def = "0", .flags = K_MIN, .min = 0, .unit = "m/s",
+     .doc = "SPH: numerical speed of sound c0 (Tait stiffness B = rest_density c0^2 / 7); 0: "
+            "10 x the largest expected speed, sqrt(2 |g| height) or the initial speed"},
+    {.name = "viscosity", .type = K_NUMBER, .offset = OFF(mz_fluid, viscosity), .def = "0",
+     .flags = K_MIN, .min = 0, .unit = "Pa s",
+     .doc = "SPH: dynamic viscosity mu (viscosity-kernel Laplacian form)"},
+    {.name = "artificial_viscosity", .type = K_NUMBER,
+     .offset = OFF(mz_fluid, artificial_viscosity), .def = "0", .flags = K_MIN, .min = 0,
+     .doc = "SPH: Monaghan's artificial viscosity alpha (0.01 to 0.1 damps noise and shocks)"},
     {0}};
 static const mz_schema fluid_schema = {"fluid", fluid_keys, sizeof(mz_fluid)};
 
@@ -119,6 +147,8 @@ static const mz_schema output_schema = {"output", output_keys, sizeof(mz_output)
 static const mz_key scene_keys[] = {
     {.name = "mizu_scene", .type = K_INT, .offset = OFF(mz_scene, version), .flags = K_REQUIRED,
      .doc = "scene format version: 1"},
+    {.name = "description", .type = K_STRING, .offset = OFF(mz_scene, description),
+     .doc = "free text for people: what the scene is, where its numbers come from"},
     {.name = "simulation", .type = K_OBJECT, .offset = OFF(mz_scene, sim),
      .sub = &simulation_schema, .doc = "time stepping and global forces"},
     {.name = "domain", .type = K_OBJECT, .offset = OFF(mz_scene, domain),
@@ -150,6 +180,105 @@ static bool inside(const mz_domain *dom, const double *p, int dim)
         if (p[a] < dom->min[a] || p[a] > dom->max[a])
             return false;
     return true;
+}
+
+mz_solver_kind scene_solver(const mz_scene *s)
+{
+    return s->n_fluids ? (mz_solver_kind)s->fluids[0].solver : MZ_SOLVER_BALLISTIC;
+}
+
+bool scene_is_sph(const mz_scene *s)
+{
+    mz_solver_kind k = scene_solver(s);
+    return k == MZ_SOLVER_WCSPH || k == MZ_SOLVER_COLLAPSED_SPH;
+}
+
+double scene_cfl(const mz_scene *s)
+{
+    if (s->sim.cfl > 0)
+        return s->sim.cfl;
+    return scene_solver(s) == MZ_SOLVER_COLLAPSED_SPH ? 0.2 : 0.4;
+}
+
+double scene_support_radius(const mz_scene *s)
+{
+    const mz_fluid *f = &s->fluids[0];
+    return f->support_radius > 0 ? f->support_radius : 2.0 * f->spacing;
+}
+
+/* c0 = 10 × the largest speed the flow should reach: free fall from the top of the fluid to the
+ * floor, or the fastest initial velocity. */
+double scene_speed_of_sound(const mz_scene *s)
+{
+    const mz_fluid *f0 = &s->fluids[0];
+    if (f0->speed_of_sound > 0)
+        return f0->speed_of_sound;
+    const double *g = s->sim.gravity;
+    double g_len = sqrt(g[0] * g[0] + g[1] * g[1] + g[2] * g[2]), v2 = 0;
+    for (size_t i = 0; i < s->n_fluids; i++) {
+        const mz_fluid *f = &s->fluids[i];
+        double top = f->has_box ? f->box.max[1] : s->domain.min[1];
+        for (size_t k = 0; k < f->positions.n; k++)
+            top = fmax(top, f->positions.p[k][1]);
+        v2 = fmax(v2, 2.0 * g_len * (top - s->domain.min[1]));
+        const double *v = f->velocity;
+        v2 = fmax(v2, v[0] * v[0] + v[1] * v[1] + v[2] * v[2]);
+        for (size_t k = 0; k < f->velocities.n; k++) {
+            const double *u = f->velocities.p[k];
+            v2 = fmax(v2, u[0] * u[0] + u[1] * u[1] + u[2] * u[2]);
+        }
+    }
+    return 10.0 * sqrt(v2);
+}
+
+/* One solver per scene; SPH runs one fluid material (one mass, density, h and c0). */
+static void validate_solver(const mz_scene *s, mz_diag *d)
+{
+    const mz_fluid *f0 = s->n_fluids ? &s->fluids[0] : NULL;
+    bool sph = f0 && scene_is_sph(s);
+    for (size_t i = 1; i < s->n_fluids; i++) {
+        const mz_fluid *f = &s->fluids[i];
+        if (f->solver != f0->solver) {
+            diag_add(d, "fluids[%zu].solver must match fluids[0].solver (one solver per scene; "
+                        "got %s and %s)", i, mz_solver_names[f->solver],
+                     mz_solver_names[f0->solver]);
+            continue;
+        }
+        if (!sph)
+            continue;
+        static const struct {
+            const char *name;
+            size_t off;
+        } same[] = {{"spacing", offsetof(mz_fluid, spacing)},
+                    {"rest_density", offsetof(mz_fluid, rest_density)},
+                    {"mass", offsetof(mz_fluid, mass)},
+                    {"support_radius", offsetof(mz_fluid, support_radius)},
+                    {"speed_of_sound", offsetof(mz_fluid, speed_of_sound)},
+                    {"viscosity", offsetof(mz_fluid, viscosity)},
+                    {"artificial_viscosity", offsetof(mz_fluid, artificial_viscosity)}};
+        for (size_t k = 0; k < sizeof same / sizeof *same; k++) {
+            double a = *(const double *)((const char *)f + same[k].off);
+            double b = *(const double *)((const char *)f0 + same[k].off);
+            if (a != b)
+                diag_add(d, "fluids[%zu].%s must equal fluids[0].%s for SPH (one fluid "
+                            "material per scene; got %g and %g)", i, same[k].name, same[k].name,
+                         a, b);
+        }
+    }
+    if (!sph) {
+        if (s->domain.boundary.type == MZ_BOUNDARY_PARTICLES)
+            diag_add(d, "domain.boundary.type \"particles\" needs an SPH solver (wcsph or "
+                        "collapsed_sph)");
+        if (s->sim.adaptive)
+            diag_add(d, "simulation.adaptive applies to the SPH solvers only");
+        return;
+    }
+    if (f0->support_radius > 0 && f0->support_radius < f0->spacing)
+        diag_add(d, "fluids[0].support_radius must be at least the spacing %g (got %g)",
+                 f0->spacing, f0->support_radius);
+    if (scene_speed_of_sound(s) <= 0)
+        diag_add(d, "fluids[0].speed_of_sound is needed: with no gravity and no initial speed "
+                    "there is no speed to scale it from");
 }
 
 /* Checks that span keys; run only on a scene whose keys each read cleanly. */
@@ -196,12 +325,15 @@ static void validate(mz_scene *s, mz_diag *d)
                 break;
             }
     }
+    validate_solver(s, d);
     unsigned produced = MZ_FIELD_BIT(MZ_FIELD_POSITION) | MZ_FIELD_BIT(MZ_FIELD_VELOCITY);
+    if (scene_is_sph(s))
+        produced |= MZ_FIELD_BIT(MZ_FIELD_DENSITY) | MZ_FIELD_BIT(MZ_FIELD_PRESSURE);
     unsigned extra = s->output.fields & ~produced;
     for (int f = 0; f < MZ_FIELD_COUNT; f++)
         if (extra & MZ_FIELD_BIT(f))
-            diag_add(d, "output.fields: %s is not produced by the ballistic solver",
-                     mz_field_names[f]);
+            diag_add(d, "output.fields: %s is not produced by the %s solver", mz_field_names[f],
+                     mz_solver_names[scene_solver(s)]);
     s->output.fields |= MZ_FIELD_BIT(MZ_FIELD_POSITION);
     if (d->count)
         return;

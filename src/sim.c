@@ -2,6 +2,7 @@
 
 #include "err.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,8 +11,28 @@
 
 const mz_solver *sim_solver_for(const mz_scene *scene)
 {
-    (void)scene; /* every solver so far is position based */
-    return &mz_solver_pbd;
+    return scene_is_sph(scene) ? &mz_solver_sph : &mz_solver_pbd;
+}
+
+cl_float4 sim_float4(const double v[3])
+{
+    return (cl_float4){{(float)v[0], (float)v[1], (float)v[2], 0.0f}};
+}
+
+cl_float4 sim_gravity(const mz_scene *scene)
+{
+    cl_float4 g = sim_float4(scene->sim.gravity);
+    if (scene->sim.dimensions == 2)
+        g.s[2] = 0.0f;
+    return g;
+}
+
+mz_walls_arg sim_walls(const mz_scene *scene)
+{
+    const mz_boundary *b = &scene->domain.boundary;
+    return (mz_walls_arg){sim_float4(scene->domain.min), sim_float4(scene->domain.max),
+                          (float)b->stiffness, (float)b->damping, (float)b->acceleration_limit,
+                          0.0f};
 }
 
 size_t sim_device_bytes(const mz_scene *scene, size_t n)
@@ -50,27 +71,40 @@ int sim_create(mz_sim *sim, mz_cl *cl, const mz_scene *scene, const mz_particles
     sim->body = mz_cl_buffer(cl, rw, 4 * n, p->body, "clCreateBuffer(body)");
     if (!sim->pos || !sim->pred || !sim->vel || !sim->inv_mass || !sim->id || !sim->body)
         return -1;
-    sim->field_buf[MZ_FIELD_POSITION] = sim->pos;
-    sim->field_buf[MZ_FIELD_VELOCITY] = sim->vel;
+    sim->field[MZ_FIELD_POSITION] = &sim->pos;
+    sim->field[MZ_FIELD_VELOCITY] = &sim->vel;
     return sim->solver->init(sim);
+}
+
+void sim_count_step(mz_sim *sim, double dt)
+{
+    sim->dt_min = sim->step ? fmin(sim->dt_min, dt) : dt;
+    sim->dt_max = sim->step ? fmax(sim->dt_max, dt) : dt;
+    sim->step++;
+    sim->time += dt;
 }
 
 int sim_substep(mz_sim *sim, double dt)
 {
     if (sim->solver->substep(sim, dt) != 0)
         return -1;
-    sim->step++;
-    sim->time += dt;
+    sim_count_step(sim, dt);
     return 0;
 }
 
-bool sim_launch(mz_sim *sim, cl_kernel k, size_t n, int stage, const char *kernel_name)
+int sim_advance_frame(mz_sim *sim, double frame_dt)
 {
-    cl_event ev = NULL;
-    char what[96];
-    snprintf(what, sizeof what, "clEnqueueNDRangeKernel(%s)", kernel_name);
-    if (!mz_cl_run1d(sim->cl, k, n, sim->cl->profiling ? &ev : NULL, what))
-        return false;
+    if (sim->solver->advance)
+        return sim->solver->advance(sim, frame_dt);
+    int k = sim->scene->sim.substeps;
+    for (int i = 0; i < k; i++)
+        if (sim_substep(sim, frame_dt / k) != 0)
+            return -1;
+    return 0;
+}
+
+static void keep_event(mz_sim *sim, cl_event ev, int stage)
+{
     if (ev) {
         if (sim->n_events == sim->cap_events) {
             sim->cap_events = sim->cap_events ? 2 * sim->cap_events : 64;
@@ -81,6 +115,30 @@ bool sim_launch(mz_sim *sim, cl_kernel k, size_t n, int stage, const char *kerne
         sim->events[sim->n_events] = ev;
         sim->event_stage[sim->n_events++] = stage;
     }
+}
+
+bool sim_launch(mz_sim *sim, cl_kernel k, size_t n, int stage, const char *kernel_name)
+{
+    cl_event ev = NULL;
+    char what[96];
+    snprintf(what, sizeof what, "clEnqueueNDRangeKernel(%s)", kernel_name);
+    if (!mz_cl_run1d(sim->cl, k, n, sim->cl->profiling ? &ev : NULL, what))
+        return false;
+    keep_event(sim, ev, stage);
+    return true;
+}
+
+bool sim_launch_local(mz_sim *sim, cl_kernel k, size_t global, size_t local, int stage,
+                      const char *kernel_name)
+{
+    cl_event ev = NULL;
+    char what[96];
+    snprintf(what, sizeof what, "clEnqueueNDRangeKernel(%s)", kernel_name);
+    if (!cl_ok(clEnqueueNDRangeKernel(sim->cl->queue, k, 1, NULL, &global, &local, 0, NULL,
+                                      sim->cl->profiling ? &ev : NULL),
+               what))
+        return false;
+    keep_event(sim, ev, stage);
     return true;
 }
 

@@ -14,15 +14,23 @@
 
 typedef struct mz_sim mz_sim;
 
-/* A solver family: its stage names (for --profile) and its three operations. */
+/* A solver family: its stage names (for --profile) and its operations. A solver advances by
+ * fixed substeps (substep), or chooses its own steps within each frame (advance). */
 typedef struct mz_solver {
     const char *name;
     const char *const *stages;    /* NULL-terminated, in the order they run */
     size_t extra_bytes_per_particle; /* device memory beyond the common buffers */
     int (*init)(mz_sim *sim);     /* programs, kernels, the solver's own buffers */
-    int (*substep)(mz_sim *sim, double dt);
+    int (*substep)(mz_sim *sim, double dt);        /* one step of dt, or NULL */
+    int (*advance)(mz_sim *sim, double frame_dt);  /* a whole frame, or NULL */
     void (*release)(mz_sim *sim);
 } mz_solver;
+
+/* The domain walls as kernels take them (layout of mz_walls in kernels/walls.clh). */
+typedef struct mz_walls_arg {
+    cl_float4 min, max;
+    cl_float stiffness, damping, accel_limit, pad;
+} mz_walls_arg;
 
 typedef struct mz_stage_stat {
     double seconds;
@@ -37,9 +45,12 @@ struct mz_sim {
     size_t n;
     cl_uint n_u; /* n as a kernel argument */
     cl_mem pos, pred, vel, inv_mass, id, body;
-    cl_mem field_buf[MZ_FIELD_COUNT]; /* where each output field lives on the device */
-    long step;   /* substeps taken */
+    /* Where each output field lives: the variable holding its buffer handle, so that handles
+     * swapped by the grid's reorder or a solver's double buffering are always followed. */
+    cl_mem *field[MZ_FIELD_COUNT];
+    long step;   /* solver steps taken */
     double time; /* simulated seconds */
+    double dt_min, dt_max; /* range of the steps taken */
 
     mz_stage_stat stages[MZ_MAX_STAGES];
     cl_event *events; /* launches not yet timed (profiling only) */
@@ -53,11 +64,23 @@ const mz_solver *sim_solver_for(const mz_scene *scene);
 
 /* Upload the particles and build the solver's kernels. 0, or -1 after reporting. */
 int sim_create(mz_sim *sim, mz_cl *cl, const mz_scene *scene, const mz_particles *p);
+/* One frame: the solver's own steps, or simulation.substeps steps of frame_dt / substeps. */
+int sim_advance_frame(mz_sim *sim, double frame_dt);
+/* One step of dt (solvers with fixed substeps; tests). */
 int sim_substep(mz_sim *sim, double dt);
+/* Count a step a solver took (advance solvers call it). */
+void sim_count_step(mz_sim *sim, double dt);
+
+mz_walls_arg sim_walls(const mz_scene *scene);
+cl_float4 sim_gravity(const mz_scene *scene); /* z = 0 in 2D */
+cl_float4 sim_float4(const double v[3]);
 void sim_release(mz_sim *sim);
 
 /* Launch a 1D kernel over n items, charged to a stage of the solver for --profile. */
 bool sim_launch(mz_sim *sim, cl_kernel k, size_t n, int stage, const char *kernel_name);
+/* The same with an explicit global and work-group size (kernels that use local memory). */
+bool sim_launch_local(mz_sim *sim, cl_kernel k, size_t global, size_t local, int stage,
+                      const char *kernel_name);
 /* Fold finished launches into the stage times (call after clFinish). */
 void sim_collect_profile(mz_sim *sim);
 
@@ -74,5 +97,6 @@ bool set_kernel_args(cl_kernel k, const char *name, const mz_karg *args, size_t 
 
 /* The solvers. */
 extern const mz_solver mz_solver_pbd;
+extern const mz_solver mz_solver_sph;
 
 #endif

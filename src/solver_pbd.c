@@ -19,17 +19,6 @@ typedef struct pbd_state {
     cl_kernel predict, domain, update;
 } pbd_state;
 
-/* The walls as the kernels see them (layout matches mz_walls in kernels/walls.clh). */
-typedef struct walls_arg {
-    cl_float4 min, max;
-    cl_float stiffness, damping, accel_limit, pad;
-} walls_arg;
-
-static cl_float4 f4(const double v[3])
-{
-    return (cl_float4){{(float)v[0], (float)v[1], (float)v[2], 0.0f}};
-}
-
 static int pbd_init(mz_sim *sim)
 {
     const mz_scene *s = sim->scene;
@@ -46,13 +35,9 @@ static int pbd_init(mz_sim *sim)
     if (!st->predict || !st->domain || !st->update)
         return -1;
 
-    const mz_boundary *b = &s->domain.boundary;
-    walls_arg walls = {f4(s->domain.min), f4(s->domain.max), (float)b->stiffness,
-                       (float)b->damping, (float)b->acceleration_limit, 0.0f};
-    cl_float4 gravity = f4(s->sim.gravity);
-    if (s->sim.dimensions == 2)
-        gravity.s[2] = 0.0f;
-    cl_int penalty = b->type == MZ_BOUNDARY_PENALTY;
+    mz_walls_arg walls = sim_walls(s);
+    cl_float4 gravity = sim_gravity(s);
+    cl_int penalty = s->domain.boundary.type == MZ_BOUNDARY_PENALTY;
     cl_int by_radius = !penalty;
     cl_float dt = 0.0f; /* set per substep */
     bool ok = KARGS(st->predict, "predict", A(sim->n_u), A(dt), A(gravity), A(walls), A(penalty),

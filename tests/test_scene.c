@@ -38,13 +38,14 @@ static const struct bad_case {
                              "simulation.gravity[1] must be a number (got \"-Infinity\")"},
     {"bad_huge_number.json", "simulation.fps must be a finite number (got inf)"},
     {"bad_unknown_key.json", "simulation.fpz: unknown key (expected one of: fps, frames, "
-                             "substeps, iterations, gravity, dimensions)"},
+                             "substeps, iterations, gravity, dimensions, adaptive, cfl)"},
     {"bad_duplicate_key.json", "simulation.fps: duplicate key (given 2 times)"},
     {"bad_truncated.json", "2:14: invalid JSON: unexpected end of file"},
     {"bad_syntax.json", "2:29: invalid JSON near ' \"frames\": 10},'"},
     {"bad_empty.json", "empty file (expected a JSON object)"},
     {"bad_not_object.json", "the scene must be an object (got an array of 3)"},
-    {"bad_enum.json", "domain.boundary.type must be one of \"penalty\", \"clamp\" (got \"bouncy\")"},
+    {"bad_enum.json", "domain.boundary.type must be one of \"penalty\", \"clamp\", "
+                      "\"particles\" (got \"bouncy\")"},
     {"bad_box_inverted.json",
      "fluids[0].box: max must exceed min on every axis (y: min 0.5, max 0.3)"},
     {"bad_outside_domain.json",
@@ -90,7 +91,7 @@ static void test_valid_defaults(void **state)
     assert_true(s.fluids[0].has_box);
     /* 0.2 / 0.05 = 4 cells per axis despite round-off. */
     assert_int_equal(build_particle_count(&s), 64);
-    assert_true(fabs(build_particle_mass(&s.fluids[0], 3) - 0.125) < 1e-15);
+    assert_true(fabs(build_particle_mass(&s, &s.fluids[0]) - 0.125) < 1e-15);
     assert_string_equal(s.dir, "tests/data");
     /* The effective scene is complete JSON that loads again to the same values. */
     cJSON *eff = cJSON_Parse(s.effective_json);
@@ -136,7 +137,7 @@ static void test_bad_overrides(void **state)
         {"fluids[3].spacing=1", "--set fluids[3].spacing: fluids has 1 element"},
         {"fluids[0].spacing=-1", "fluids[0].spacing must be > 0 (got -1)"},
         {"simulation.fpz=1", "simulation.fpz: unknown key (expected one of: fps, frames, "
-                             "substeps, iterations, gravity, dimensions)"},
+                             "substeps, iterations, gravity, dimensions, adaptive, cfl)"},
         {"nothing", "--set nothing: expected PATH=VALUE, e.g. fluids[0].spacing=0.02"},
         {"colliders[0].radius=1", "--set colliders[0].radius: colliders is not in the scene"},
         {"simulation.fps=fast", "simulation.fps must be a number (got \"fast\")"},

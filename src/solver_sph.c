@@ -1,0 +1,380 @@
+/* SPH solvers, one step:
+ *
+ *   WCSPH          grid → density (poly6) + pressure (Tait) → forces + symplectic Euler
+ *   collapsed SPH  grid → one pass: density now, forces from last step's density and pressure
+ *
+ * Forces: symmetric pressure (spiky gradient), viscosity (viscosity-kernel Laplacian),
+ * Monaghan's artificial viscosity, gravity, and the walls: penalty walls, or boundary particles
+ * (the fluid lattice continued into the walls; wall pressure extrapolated as in Adami et al.
+ * 2012; no-slip; Monaghan's 1994 repulsion as a last resort), with a domain clamp behind both. Steps are fixed (frame / substeps) or
+ * adaptive: dt = cfl · min(h / max(c0, |v|max), sqrt(h / |a|max)), never past the frame's end.
+ * The update writes new positions and velocities into second buffers (neighbours still read the
+ * old ones), and the handles are swapped. */
+#include "build.h"
+#include "cl_prog.h"
+#include "err.h"
+#include "grid.h"
+#include "sim.h"
+#include "sph.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum sph_stage { STAGE_GRID, STAGE_DENSITY, STAGE_FORCES, STAGE_STEP_SIZE };
+static const char *const sph_stages[] = {"grid", "density", "forces", "step size", NULL};
+
+typedef struct sph_state {
+    bool collapsed, adaptive, primed; /* primed: the initial density pass ran */
+    sph_params P;
+    mz_walls_arg walls;
+    cl_float4 gravity;
+    cl_int penalty;
+    cl_program program;
+    cl_kernel k_density, k_forces, k_collapsed, k_max;
+    mz_grid grid, bgrid;
+    bool grid_made, bgrid_made;
+    cl_mem vel_out, rho, p, a2, partial;
+    cl_mem rho_prev, drho, drho_prev; /* collapsed SPH: last step's density and its rate */
+    double lag;                       /* collapsed SPH: seconds since rho_prev was summed */
+    cl_mem bpos, bmass, dummy;
+    cl_uint nb;
+    size_t max_groups, local;
+    float *partial_host;
+    double next_dt;
+} sph_state;
+
+static bool run_density(mz_sim *sim, sph_state *st, cl_mem rho, cl_mem p);
+
+sph_params sph_params_for(const mz_scene *s)
+{
+    const mz_fluid *f = &s->fluids[0];
+    int dim = s->sim.dimensions;
+    double h = scene_support_radius(s), c0 = scene_speed_of_sound(s), pi = acos(-1.0);
+    sph_params P = {0};
+    P.h = (float)h;
+    P.h2 = (float)(h * h);
+    P.hs = (float)(0.5 * h);
+    P.mass = (float)build_particle_mass(s, f);
+    P.rest_density = (float)f->rest_density;
+    P.tait_b = (float)(f->rest_density * c0 * c0 / 7.0);
+    P.c0 = (float)c0;
+    P.mu = (float)f->viscosity;
+    P.alpha = (float)f->artificial_viscosity;
+    P.eps2 = (float)(0.01 * 0.25 * h * h);
+    P.poly6 = (float)(dim == 3 ? 315.0 / (64.0 * pi * pow(h, 9)) : 4.0 / (pi * pow(h, 8)));
+    /* The spiky gradient renormalised on the lattice: summed over a rest lattice of particle
+     * volumes m/ρ0 it gives 0.874 instead of 1 in 2D (h = 2 spacing), so the pressure needed to
+     * hold water up came out 15% above ρ0 g depth; with the factor, the gradient of a linear
+     * field is exact on the rest lattice. */
+    double volume = build_particle_mass(s, f) / f->rest_density;
+    double g_sum = build_lattice_gradient_sum(f->spacing, h, dim) * volume / pow(f->spacing, dim);
+    P.spiky_grad =
+        (float)((dim == 3 ? -45.0 / (pi * pow(h, 6)) : -30.0 / (pi * pow(h, 5))) / g_sum);
+    P.visc_lap = (float)(dim == 3 ? 45.0 / (pi * pow(h, 6)) : 40.0 / (pi * pow(h, 5)));
+    P.r_min = (float)(1e-6 * h);
+    P.accel_limit = (float)s->domain.boundary.acceleration_limit;
+    P.limit_accel = s->domain.boundary.type == MZ_BOUNDARY_PENALTY;
+    P.wall_r0 = (float)f->spacing;
+    P.wall_d = (float)(0.01 * c0 * c0);
+    return P;
+}
+
+static void swap_mem(cl_mem *a, cl_mem *b)
+{
+    cl_mem t = *a;
+    *a = *b;
+    *b = t;
+}
+
+static cl_mem sph_buffer(mz_sim *sim, size_t bytes, const char *what)
+{
+    return mz_cl_buffer(sim->cl, CL_MEM_READ_WRITE, bytes, NULL, what);
+}
+
+/* The walls as boundary particles: the fluid lattice continued beyond them, as many layers as
+ * the support radius reaches, each weighing a fluid particle's mass; sorted once on a grid of
+ * their own. */
+static int init_boundary(mz_sim *sim, sph_state *st)
+{
+    const mz_scene *s = sim->scene;
+    double spacing = s->fluids[0].spacing;
+    int layers = (int)ceil(st->P.h / spacing - 0.5 - 1e-9);
+    float *pos = NULL;
+    size_t nb = build_wall_particles(s, spacing, layers, &pos);
+    float *mass = xmalloc((nb ? nb : 1) * sizeof *mass);
+    for (size_t b = 0; b < nb; b++)
+        mass[b] = st->P.mass;
+    st->nb = (cl_uint)nb;
+    st->bpos = mz_cl_buffer(sim->cl, CL_MEM_READ_WRITE, 16 * nb, pos,
+                            "clCreateBuffer(boundary positions)");
+    st->bmass = mz_cl_buffer(sim->cl, CL_MEM_READ_WRITE, 4 * nb, mass,
+                             "clCreateBuffer(boundary masses)");
+    free(pos);
+    free(mass);
+    if (!st->bpos || !st->bmass)
+        return -1;
+    /* The boundary grid covers the shell too: the domain grown by the layers. */
+    double lo[3], hi[3], grow = (layers + 1) * spacing;
+    for (int a = 0; a < 3; a++) {
+        lo[a] = s->domain.min[a] - grow;
+        hi[a] = s->domain.max[a] + grow;
+    }
+    mz_grid_mode mode = st->grid.desc.hashed ? MZ_GRID_HASHED : MZ_GRID_DENSE;
+    if (grid_create(&st->bgrid, sim->cl, nb, st->P.h, s->sim.dimensions, lo, hi, mode) != 0)
+        return -1;
+    st->bgrid_made = true;
+    if (grid_register(&st->bgrid, &st->bpos, 16) != 0 || grid_register(&st->bgrid, &st->bmass, 4))
+        return -1;
+    return grid_build(&st->bgrid, st->bpos);
+}
+
+static int sph_init(mz_sim *sim)
+{
+    const mz_scene *s = sim->scene;
+    sph_state *st = xcalloc(1, sizeof *st);
+    sim->state = st;
+    st->collapsed = scene_solver(s) == MZ_SOLVER_COLLAPSED_SPH;
+    st->adaptive = s->sim.adaptive;
+    st->P = sph_params_for(s);
+    st->walls = sim_walls(s);
+    st->gravity = sim_gravity(s);
+    st->penalty = s->domain.boundary.type == MZ_BOUNDARY_PENALTY;
+    char defines[64];
+    snprintf(defines, sizeof defines, "-DMZ_DIM=%d", s->sim.dimensions);
+    st->program = cl_prog_build(sim->cl, "sph.cl", defines);
+    if (!st->program)
+        return -1;
+    st->k_density = cl_prog_kernel(st->program, "sph_density");
+    st->k_forces = cl_prog_kernel(st->program, "sph_forces");
+    st->k_collapsed = cl_prog_kernel(st->program, "csph_step");
+    st->k_max = cl_prog_kernel(st->program, "speed_accel_max");
+    if (!st->k_density || !st->k_forces || !st->k_collapsed || !st->k_max)
+        return -1;
+
+    size_t n = sim->n;
+    st->vel_out = sph_buffer(sim, 16 * n, "clCreateBuffer(new velocity)");
+    st->rho = sph_buffer(sim, 4 * n, "clCreateBuffer(density)");
+    st->p = sph_buffer(sim, 4 * n, "clCreateBuffer(pressure)");
+    st->a2 = sph_buffer(sim, 4 * n, "clCreateBuffer(acceleration)");
+    st->dummy = sph_buffer(sim, 16, "clCreateBuffer(no boundary)");
+    if (!st->vel_out || !st->rho || !st->p || !st->a2 || !st->dummy)
+        return -1;
+    if (st->collapsed) {
+        st->rho_prev = sph_buffer(sim, 4 * n, "clCreateBuffer(last density)");
+        st->drho = sph_buffer(sim, 4 * n, "clCreateBuffer(density rate)");
+        st->drho_prev = sph_buffer(sim, 4 * n, "clCreateBuffer(last density rate)");
+        if (!st->rho_prev || !st->drho || !st->drho_prev)
+            return -1;
+        /* The initial density pass gives ρ at t = 0 with no rate yet: start from rest. */
+        cl_float zero = 0.0f;
+        if (!cl_ok(clEnqueueFillBuffer(sim->cl->queue, st->drho_prev, &zero, sizeof zero, 0,
+                                       4 * n, 0, NULL, NULL),
+                   "clEnqueueFillBuffer(density rate)"))
+            return -1;
+    }
+    /* The step-size reduction: a fixed number of groups, each a power-of-two size. */
+    st->local = (sim->cl->type & CL_DEVICE_TYPE_GPU) ? 256 : 64;
+    st->max_groups = (sim->cl->type & CL_DEVICE_TYPE_GPU) ? 512 : 16;
+    st->partial = sph_buffer(sim, 8 * st->max_groups, "clCreateBuffer(step size)");
+    st->partial_host = xcalloc(2 * st->max_groups, sizeof(float));
+    if (!st->partial)
+        return -1;
+
+    if (grid_create(&st->grid, sim->cl, n, st->P.h, s->sim.dimensions, s->domain.min,
+                    s->domain.max, MZ_GRID_AUTO) != 0)
+        return -1;
+    st->grid_made = true;
+    cl_mem *moved4[] = {&sim->inv_mass, &sim->id, &sim->body, &st->rho_prev, &st->drho_prev};
+    if (grid_register(&st->grid, &sim->pos, 16) || grid_register(&st->grid, &sim->vel, 16))
+        return -1;
+    for (size_t i = 0; i < sizeof moved4 / sizeof *moved4; i++)
+        if (*moved4[i] && grid_register(&st->grid, moved4[i], 4))
+            return -1;
+    if (s->domain.boundary.type == MZ_BOUNDARY_PARTICLES && init_boundary(sim, st) != 0)
+        return -1;
+    /* First step: the CFL step for c0 (the fastest initial speed is part of c0). */
+    st->next_dt = scene_cfl(s) * st->P.h / st->P.c0;
+    double fixed = scene_substep_dt(s);
+    if (!st->adaptive && fixed > st->next_dt)
+        mz_warn("SPH step %.3g ms exceeds the CFL limit %.3g ms (cfl %g, h %g m, c0 %.3g m/s); "
+                "expect a blow-up: raise simulation.substeps to %.0f or set "
+                "simulation.adaptive",
+                1e3 * fixed, 1e3 * st->next_dt, scene_cfl(s), st->P.h, st->P.c0,
+                ceil(scene_frame_dt(s) / st->next_dt));
+    /* The initial state's density and pressure: frame 0's output, and collapsed SPH's
+     * "last step" for its first step. */
+    if (grid_build(&st->grid, sim->pos) != 0)
+        return -1;
+    /* After the build: it swaps the handles of the buffers it moves, rho_prev among them. */
+    if (!run_density(sim, st, st->collapsed ? st->rho_prev : st->rho, st->p))
+        return -1;
+    st->primed = true;
+    /* Collapsed SPH's newest densities are swapped into rho_prev at the end of each step. */
+    sim->field[MZ_FIELD_DENSITY] = st->collapsed ? &st->rho_prev : &st->rho;
+    sim->field[MZ_FIELD_PRESSURE] = &st->p;
+    return 0;
+}
+
+/* Boundary arguments: the boundary set, or a harmless stand-in when there is none. */
+typedef struct boundary_args {
+    mz_grid_desc desc;
+    cl_mem start, end, pos, mass;
+    cl_int nb;
+} boundary_args;
+
+static boundary_args boundary_of(const sph_state *st)
+{
+    if (!st->bgrid_made)
+        return (boundary_args){st->grid.desc, st->dummy, st->dummy, st->dummy, st->dummy, 0};
+    return (boundary_args){st->bgrid.desc, st->bgrid.cell_start, st->bgrid.cell_end, st->bpos,
+                           st->bmass, (cl_int)st->nb};
+}
+
+static bool run_density(mz_sim *sim, sph_state *st, cl_mem rho, cl_mem p)
+{
+    boundary_args b = boundary_of(st);
+    return KARGS(st->k_density, "sph_density", A(sim->n_u), A(st->P), A(st->grid.desc),
+                 A(st->grid.cell_start), A(st->grid.cell_end), A(sim->pos), A(b.desc),
+                 A(b.start), A(b.end), A(b.pos), A(b.mass), A(b.nb), A(rho), A(p)) &&
+           sim_launch(sim, st->k_density, sim->n, STAGE_DENSITY, "sph_density");
+}
+
+static int sph_step(mz_sim *sim, sph_state *st, double dt_seconds)
+{
+    cl_float dt = (cl_float)dt_seconds;
+    if (grid_build(&st->grid, sim->pos) != 0)
+        return -1;
+    if (sim->cl->profiling) {
+        /* --profile: the grid keeps its own events; wait for them and charge its stage. */
+        clFinish(sim->cl->queue);
+        grid_collect_profile(&st->grid);
+        sim->stages[STAGE_GRID].seconds += 1e-3 * st->grid.last_build_ms;
+        sim->stages[STAGE_GRID].launches++;
+    }
+    boundary_args b = boundary_of(st);
+    bool ok;
+    if (!st->collapsed) {
+        ok = run_density(sim, st, st->rho, st->p) &&
+             KARGS(st->k_forces, "sph_forces", A(sim->n_u), A(dt), A(st->P), A(st->gravity),
+                   A(st->walls), A(st->penalty), A(st->grid.desc), A(st->grid.cell_start),
+                   A(st->grid.cell_end), A(sim->pos), A(sim->vel), A(st->rho), A(st->p),
+                   A(b.desc), A(b.start), A(b.end), A(b.pos), A(b.mass), A(b.nb), A(sim->pred),
+                   A(st->vel_out), A(st->a2)) &&
+             sim_launch(sim, st->k_forces, sim->n, STAGE_FORCES, "sph_forces");
+    } else {
+        cl_float lag = (cl_float)st->lag;
+        ok = KARGS(st->k_collapsed, "csph_step", A(sim->n_u), A(dt), A(lag), A(st->P),
+                   A(st->gravity), A(st->walls), A(st->penalty), A(st->grid.desc),
+                   A(st->grid.cell_start), A(st->grid.cell_end), A(sim->pos), A(sim->vel),
+                   A(st->rho_prev), A(st->drho_prev), A(b.desc), A(b.start), A(b.end),
+                   A(b.pos), A(b.mass), A(b.nb), A(st->rho), A(st->drho), A(st->p),
+                   A(sim->pred), A(st->vel_out), A(st->a2)) &&
+             sim_launch(sim, st->k_collapsed, sim->n, STAGE_FORCES, "csph_step");
+        swap_mem(&st->rho, &st->rho_prev);
+        swap_mem(&st->drho, &st->drho_prev);
+        st->lag = dt_seconds; /* the densities just summed are at this step's start */
+    }
+    if (!ok)
+        return -1;
+    swap_mem(&sim->pos, &sim->pred);
+    swap_mem(&sim->vel, &st->vel_out);
+    return 0;
+}
+
+/* One fixed step (sim_substep counts it). */
+static int sph_substep(mz_sim *sim, double dt) { return sph_step(sim, sim->state, dt); }
+
+/* The CFL and force criteria from the largest |v| and |a| of the step just taken. */
+static int choose_dt(mz_sim *sim, sph_state *st)
+{
+    size_t groups = (sim->n + st->local - 1) / st->local;
+    if (groups > st->max_groups)
+        groups = st->max_groups;
+    size_t global = groups * st->local;
+    bool ok = KARGS(st->k_max, "speed_accel_max", A(sim->n_u), A(sim->vel), A(st->a2),
+                    A(st->partial)) &&
+              cl_ok(clSetKernelArg(st->k_max, 4, 8 * st->local, NULL),
+                    "clSetKernelArg(speed_accel_max, scratch)");
+    ok = ok && sim_launch_local(sim, st->k_max, global, st->local, STAGE_STEP_SIZE,
+                                "speed_accel_max") && cl_ok(clEnqueueReadBuffer(sim->cl->queue, st->partial, CL_TRUE, 0, 8 * groups,
+                                         st->partial_host, 0, NULL, NULL),
+                     "clEnqueueReadBuffer(step size)");
+    if (!ok)
+        return -1;
+    float v2 = 0, a2 = 0;
+    for (size_t g = 0; g < groups; g++) {
+        v2 = fmaxf(v2, st->partial_host[2 * g]);
+        a2 = fmaxf(a2, st->partial_host[2 * g + 1]);
+    }
+    double h = st->P.h, cfl = scene_cfl(sim->scene);
+    double dt = cfl * h / fmax(st->P.c0, sqrt(v2));
+    if (a2 > 0)
+        dt = fmin(dt, cfl * sqrt(h / sqrt(a2)));
+    st->next_dt = dt;
+    return 0;
+}
+
+static int sph_advance(mz_sim *sim, double frame_dt)
+{
+    sph_state *st = sim->state;
+    const mz_scene *s = sim->scene;
+    if (!st->adaptive) {
+        for (int k = 0; k < s->sim.substeps; k++)
+            if (sim_substep(sim, frame_dt / s->sim.substeps) != 0)
+                return -1;
+        return 0;
+    }
+    /* Steps of the chosen size; the last one of the frame ends on the frame exactly, and one
+     * that would leave a sliver under a quarter step takes half of what is left instead. */
+    double t = 0;
+    while (frame_dt - t > 1e-9 * frame_dt) {
+        double left = frame_dt - t, dt = st->next_dt;
+        if (dt >= left)
+            dt = left;
+        else if (left - dt < 0.25 * dt)
+            dt = 0.5 * left;
+        if (sph_step(sim, st, dt) != 0 || choose_dt(sim, st) != 0)
+            return -1;
+        sim_count_step(sim, dt);
+        t += dt;
+    }
+    return 0;
+}
+
+static void sph_release(mz_sim *sim)
+{
+    sph_state *st = sim->state;
+    if (!st)
+        return;
+    if (st->grid_made)
+        grid_release(&st->grid);
+    if (st->bgrid_made)
+        grid_release(&st->bgrid);
+    cl_kernel ks[] = {st->k_density, st->k_forces, st->k_collapsed, st->k_max};
+    for (size_t i = 0; i < sizeof ks / sizeof *ks; i++)
+        if (ks[i])
+            clReleaseKernel(ks[i]);
+    cl_mem ms[] = {st->vel_out, st->rho, st->p,      st->rho_prev, st->drho, st->drho_prev,
+                   st->a2,      st->partial, st->bpos, st->bmass,    st->dummy};
+    for (size_t i = 0; i < sizeof ms / sizeof *ms; i++)
+        if (ms[i])
+            clReleaseMemObject(ms[i]);
+    if (st->program)
+        clReleaseProgram(st->program);
+    free(st->partial_host);
+    free(st);
+    sim->state = NULL;
+}
+
+const mz_solver mz_solver_sph = {
+    .name = "SPH",
+    .stages = sph_stages,
+    /* new velocity, density, pressure, |a|², last density and pressure; the grid's keys,
+     * values and their copies, and its reorder copies of the six moved arrays */
+    .extra_bytes_per_particle = 16 + 4 * 5 + 16 + (16 + 16 + 4 * 5),
+    .init = sph_init,
+    .substep = sph_substep,
+    .advance = sph_advance,
+    .release = sph_release,
+};
