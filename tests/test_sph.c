@@ -14,10 +14,12 @@
 
 static mz_cl cl;
 
+/* PoCL by default; MIZU_TEST_DEVICE=gpu (or P:D) runs the same checks on another device. */
 static int open_device(void **state)
 {
     (void)state;
-    return mz_cl_open(&cl, "cpu", false);
+    const char *dev = getenv("MIZU_TEST_DEVICE");
+    return mz_cl_open(&cl, dev && *dev ? dev : "cpu", false);
 }
 
 static int close_device(void **state)
