@@ -1,5 +1,6 @@
 #include "sim.h"
 
+#include "cl_prog.h"
 #include "err.h"
 
 #include <math.h>
@@ -38,6 +39,22 @@ mz_walls_arg sim_walls(const mz_scene *scene)
 size_t sim_device_bytes(const mz_scene *scene, size_t n)
 {
     return n * (COMMON_BYTES_PER_PARTICLE + sim_solver_for(scene)->extra_bytes_per_particle);
+}
+
+cl_program sim_build_kernels(mz_sim *sim, const char *file, const char *const *names,
+                             cl_kernel *const *out)
+{
+    char defines[32];
+    snprintf(defines, sizeof defines, "-DMZ_DIM=%d", sim->scene->sim.dimensions);
+    cl_program p = cl_prog_build(sim->cl, file, defines);
+    bool ok = p != NULL;
+    for (size_t i = 0; ok && names[i]; i++)
+        ok = (*out[i] = cl_prog_kernel(p, names[i])) != NULL;
+    if (!ok && p) {
+        clReleaseProgram(p);
+        p = NULL;
+    }
+    return p;
 }
 
 bool set_kernel_args(cl_kernel k, const char *name, const mz_karg *args, size_t count)

@@ -84,6 +84,11 @@ bool sim_launch_local(mz_sim *sim, cl_kernel k, size_t global, size_t local, int
 /* Fold finished launches into the stage times (call after clFinish). */
 void sim_collect_profile(mz_sim *sim);
 
+/* Build a solver's kernel file for the scene (-DMZ_DIM) and look up its kernels: names[i] into
+ * *out[i], names NULL-terminated. The program, or NULL after reporting. */
+cl_program sim_build_kernels(mz_sim *sim, const char *file, const char *const *names,
+                             cl_kernel *const *out);
+
 /* Kernel arguments in one call: KARGS(kernel, "name", A(x), A(y), ...). */
 typedef struct mz_karg {
     size_t size;

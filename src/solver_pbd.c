@@ -5,7 +5,6 @@
  *   update     v += (x* − x_pred)/dt, x = x*
  *
  * The stage enum and the names below are the --profile rows, in the order they run. */
-#include "cl_prog.h"
 #include "err.h"
 #include "sim.h"
 
@@ -24,15 +23,10 @@ static int pbd_init(mz_sim *sim)
     const mz_scene *s = sim->scene;
     pbd_state *st = xcalloc(1, sizeof *st);
     sim->state = st;
-    char defines[64];
-    snprintf(defines, sizeof defines, "-DMZ_DIM=%d", s->sim.dimensions);
-    st->program = cl_prog_build(sim->cl, "pbd_integrate.cl", defines);
+    static const char *const names[] = {"predict", "domain", "update", NULL};
+    cl_kernel *const kernels[] = {&st->predict, &st->domain, &st->update};
+    st->program = sim_build_kernels(sim, "pbd_integrate.cl", names, kernels);
     if (!st->program)
-        return -1;
-    st->predict = cl_prog_kernel(st->program, "predict");
-    st->domain = cl_prog_kernel(st->program, "domain");
-    st->update = cl_prog_kernel(st->program, "update");
-    if (!st->predict || !st->domain || !st->update)
         return -1;
 
     mz_walls_arg walls = sim_walls(s);

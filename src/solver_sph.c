@@ -11,7 +11,6 @@
  * The update writes new positions and velocities into second buffers (neighbours still read the
  * old ones), and the handles are swapped. */
 #include "build.h"
-#include "cl_prog.h"
 #include "err.h"
 #include "grid.h"
 #include "sim.h"
@@ -140,16 +139,11 @@ static int sph_init(mz_sim *sim)
     st->walls = sim_walls(s);
     st->gravity = sim_gravity(s);
     st->penalty = s->domain.boundary.type == MZ_BOUNDARY_PENALTY;
-    char defines[64];
-    snprintf(defines, sizeof defines, "-DMZ_DIM=%d", s->sim.dimensions);
-    st->program = cl_prog_build(sim->cl, "sph.cl", defines);
+    static const char *const names[] = {"sph_density", "sph_forces", "csph_step",
+                                        "speed_accel_max", NULL};
+    cl_kernel *const kernels[] = {&st->k_density, &st->k_forces, &st->k_collapsed, &st->k_max};
+    st->program = sim_build_kernels(sim, "sph.cl", names, kernels);
     if (!st->program)
-        return -1;
-    st->k_density = cl_prog_kernel(st->program, "sph_density");
-    st->k_forces = cl_prog_kernel(st->program, "sph_forces");
-    st->k_collapsed = cl_prog_kernel(st->program, "csph_step");
-    st->k_max = cl_prog_kernel(st->program, "speed_accel_max");
-    if (!st->k_density || !st->k_forces || !st->k_collapsed || !st->k_max)
         return -1;
 
     size_t n = sim->n;

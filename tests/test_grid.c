@@ -2,6 +2,7 @@
  * counts against brute force (exact: the same float arithmetic as the kernels), determinism of
  * whole builds, and the reorder of registered buffers. */
 #include "test_util.h"
+#include "test_world.h"
 
 #include "cl_prog.h"
 #include "grid.h"
@@ -9,23 +10,7 @@
 
 #include <math.h>
 
-static mz_cl cl;
 #define PI 3.14159265358979323846
-
-/* PoCL by default; MIZU_TEST_DEVICE (cpu, gpu or P:D) runs the same checks on another device. */
-static int open_device(void **state)
-{
-    (void)state;
-    const char *spec = getenv("MIZU_TEST_DEVICE");
-    return mz_cl_open(&cl, spec && *spec ? spec : "cpu", false);
-}
-
-static int close_device(void **state)
-{
-    (void)state;
-    mz_cl_close(&cl);
-    return 0;
-}
 
 /* xorshift64*: the same clouds on every run. */
 static uint64_t rng = 88172645463325252ull;

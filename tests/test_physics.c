@@ -1,67 +1,8 @@
 /* The position-based stage list on PoCL against analytic answers. */
 #include "test_util.h"
-
-#include "build.h"
-#include "cl_ctx.h"
-#include "scene.h"
-#include "sim.h"
+#include "test_world.h"
 
 #include <math.h>
-
-static mz_cl cl;
-
-static int open_device(void **state)
-{
-    (void)state;
-    return mz_cl_open(&cl, "cpu", false);
-}
-
-static int close_device(void **state)
-{
-    (void)state;
-    mz_cl_close(&cl);
-    return 0;
-}
-
-typedef struct world {
-    mz_scene scene;
-    mz_particles parts;
-    mz_sim sim;
-    float *pos, *vel;
-} world;
-
-static void world_open(world *w, const char *json)
-{
-    mz_diag d = {0};
-    if (scene_load_text(json, strlen(json), "test.json", NULL, 0, &w->scene, &d) != 0) {
-        diag_print(&d, "test scene");
-        fail();
-    }
-    build_particles(&w->scene, &w->parts);
-    assert_int_equal(sim_create(&w->sim, &cl, &w->scene, &w->parts), 0);
-    w->pos = calloc(4 * w->parts.n, sizeof(float));
-    w->vel = calloc(4 * w->parts.n, sizeof(float));
-}
-
-static void world_read(world *w)
-{
-    size_t bytes = 16 * w->parts.n;
-    assert_int_equal(clEnqueueReadBuffer(cl.queue, w->sim.pos, CL_TRUE, 0, bytes, w->pos, 0, NULL,
-                                         NULL),
-                     CL_SUCCESS);
-    assert_int_equal(clEnqueueReadBuffer(cl.queue, w->sim.vel, CL_TRUE, 0, bytes, w->vel, 0, NULL,
-                                         NULL),
-                     CL_SUCCESS);
-}
-
-static void world_close(world *w)
-{
-    sim_release(&w->sim);
-    particles_free(&w->parts);
-    scene_free(&w->scene);
-    free(w->pos);
-    free(w->vel);
-}
 
 /* Symplectic Euler from rest-free start: y_n = y0 + v0·n·dt − g·dt²·n(n+1)/2, exactly. */
 static void test_free_fall(void **state)
@@ -71,7 +12,7 @@ static void test_free_fall(void **state)
     world_open(&w, "{\"mizu_scene\": 1, \"simulation\": {\"fps\": 60, \"substeps\": 4},"
                    "\"domain\": {\"min\": [-50,-50,-50], \"max\": [50,50,50]},"
                    "\"fluids\": [{\"positions\": [[1,10,-2]], \"velocities\": [[0.5,3,0]],"
-                   " \"spacing\": 0.02}]}");
+                   " \"spacing\": 0.02}]}", NULL, 0);
     double dt = scene_substep_dt(&w.scene), g = 9.81, worst_x = 0, worst_v = 0;
     for (int n = 1; n <= 240; n++) {
         assert_int_equal(sim_substep(&w.sim, dt), 0);
@@ -106,7 +47,7 @@ static void test_resting_on_penalty_floor(void **state)
     world_open(&w, "{\"mizu_scene\": 1, \"simulation\": {\"fps\": 60, \"substeps\": 4},"
                    "\"domain\": {\"min\": [0,0,0], \"max\": [1,1,1], \"boundary\":"
                    " {\"type\": \"penalty\", \"stiffness\": 10000, \"damping\": 256}},"
-                   "\"fluids\": [{\"positions\": [[0.5,0.01,0.5]], \"spacing\": 0.02}]}");
+                   "\"fluids\": [{\"positions\": [[0.5,0.01,0.5]], \"spacing\": 0.02}]}", NULL, 0);
     double r = 0.01, sag = 9.81 / 10000.0, dt = scene_substep_dt(&w.scene);
     for (int frame = 1; frame <= 600; frame++) {
         for (int k = 0; k < 4; k++)
@@ -131,7 +72,7 @@ static void test_fast_particle_stays_inside(void **state)
     world_open(&w, "{\"mizu_scene\": 1, \"simulation\": {\"fps\": 60, \"substeps\": 2},"
                    "\"domain\": {\"min\": [0,0,0], \"max\": [1,1,1]},"
                    "\"fluids\": [{\"positions\": [[0.5,0.9,0.5]], \"velocities\": [[20,-30,0]],"
-                   " \"spacing\": 0.02}]}");
+                   " \"spacing\": 0.02}]}", NULL, 0);
     double dt = scene_substep_dt(&w.scene);
     for (int step = 0; step < 1200; step++) {
         assert_int_equal(sim_substep(&w.sim, dt), 0);
@@ -153,7 +94,7 @@ static void test_drop_settles(void **state)
     world_open(&w, "{\"mizu_scene\": 1, \"simulation\": {\"fps\": 60, \"substeps\": 4},"
                    "\"domain\": {\"min\": [0,0,0], \"max\": [1,1,1]},"
                    "\"fluids\": [{\"positions\": [[0.5,0.35,0.5]], \"velocities\": [[0.5,-1,0]],"
-                   " \"spacing\": 0.1}]}");
+                   " \"spacing\": 0.1}]}", NULL, 0);
     double dt = scene_substep_dt(&w.scene), lowest = 1;
     for (int step = 0; step < 2400; step++) {
         assert_int_equal(sim_substep(&w.sim, dt), 0);
@@ -175,7 +116,7 @@ static void test_clamp_floor(void **state)
     world w;
     world_open(&w, "{\"mizu_scene\": 1, \"domain\": {\"min\": [0,0,0], \"max\": [1,1,1],"
                    " \"boundary\": {\"type\": \"clamp\"}},"
-                   "\"fluids\": [{\"positions\": [[0.5,0.5,0.5]], \"spacing\": 0.1}]}");
+                   "\"fluids\": [{\"positions\": [[0.5,0.5,0.5]], \"spacing\": 0.1}]}", NULL, 0);
     double dt = scene_substep_dt(&w.scene);
     for (int step = 0; step < 240; step++)
         assert_int_equal(sim_substep(&w.sim, dt), 0);
@@ -194,7 +135,7 @@ static void test_planar(void **state)
                    " \"gravity\": [0, -9.81, -5]},"
                    "\"domain\": {\"min\": [0,0,0], \"max\": [1,1,0]},"
                    "\"fluids\": [{\"box\": {\"min\": [0.2,0.2,0], \"max\": [0.4,0.4,0]},"
-                   " \"spacing\": 0.05, \"velocity\": [1, 0, 3]}]}");
+                   " \"spacing\": 0.05, \"velocity\": [1, 0, 3]}]}", NULL, 0);
     assert_int_equal(w.parts.n, 16);
     double dt = scene_substep_dt(&w.scene);
     for (int step = 0; step < 100; step++)

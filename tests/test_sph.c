@@ -1,91 +1,12 @@
 /* SPH on PoCL: the smoothing kernels, density against a host brute force, hydrostatics, the
  * collapsed variant, and mass conservation. */
 #include "test_util.h"
-
-#include "build.h"
-#include "cl_ctx.h"
-#include "scene.h"
-#include "sim.h"
+#include "test_world.h"
 #include "sph.h"
 #include "cl_prog.h"
 #include "grid.h"
 
 #include <math.h>
-
-static mz_cl cl;
-
-/* PoCL by default; MIZU_TEST_DEVICE=gpu (or P:D) runs the same checks on another device. */
-static int open_device(void **state)
-{
-    (void)state;
-    const char *dev = getenv("MIZU_TEST_DEVICE");
-    return mz_cl_open(&cl, dev && *dev ? dev : "cpu", false);
-}
-
-static int close_device(void **state)
-{
-    (void)state;
-    mz_cl_close(&cl);
-    return 0;
-}
-
-typedef struct world {
-    mz_scene scene;
-    mz_particles parts;
-    mz_sim sim;
-    float *pos, *vel, *rho, *p;
-    uint32_t *id;
-} world;
-
-static void world_open(world *w, const char *json, const char *const *sets, size_t n_sets)
-{
-    mz_diag d = {0};
-    memset(w, 0, sizeof *w);
-    if (scene_load_text(json, strlen(json), "test.json", sets, n_sets, &w->scene, &d) != 0) {
-        diag_print(&d, "test scene");
-        fail();
-    }
-    build_particles(&w->scene, &w->parts);
-    assert_int_equal(sim_create(&w->sim, &cl, &w->scene, &w->parts), 0);
-    size_t n = w->parts.n;
-    w->pos = calloc(4 * n, sizeof(float));
-    w->vel = calloc(4 * n, sizeof(float));
-    w->rho = calloc(n, sizeof(float));
-    w->p = calloc(n, sizeof(float));
-    w->id = calloc(n, sizeof(uint32_t));
-}
-
-/* The current state in device order. */
-static void world_read(world *w)
-{
-    size_t n = w->parts.n;
-    mz_sim *s = &w->sim;
-    struct {
-        cl_mem m;
-        void *dst;
-        size_t bytes;
-    } r[] = {{*s->field[MZ_FIELD_POSITION], w->pos, 16 * n},
-             {*s->field[MZ_FIELD_VELOCITY], w->vel, 16 * n},
-             {*s->field[MZ_FIELD_DENSITY], w->rho, 4 * n},
-             {*s->field[MZ_FIELD_PRESSURE], w->p, 4 * n},
-             {s->id, w->id, 4 * n}};
-    for (size_t i = 0; i < sizeof r / sizeof *r; i++)
-        assert_int_equal(clEnqueueReadBuffer(cl.queue, r[i].m, CL_TRUE, 0, r[i].bytes, r[i].dst,
-                                             0, NULL, NULL),
-                         CL_SUCCESS);
-}
-
-static void world_close(world *w)
-{
-    sim_release(&w->sim);
-    particles_free(&w->parts);
-    scene_free(&w->scene);
-    free(w->pos);
-    free(w->vel);
-    free(w->rho);
-    free(w->p);
-    free(w->id);
-}
 
 static double poly6(double r2, double h, int dim)
 {

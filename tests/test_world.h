@@ -1,0 +1,85 @@
+/* Shared by the tests that run kernels: the OpenCL device (PoCL unless MIZU_TEST_DEVICE says
+ * cpu, gpu or P:D) and a "world": a scene from JSON text, its particles and simulation, and the
+ * state read back in device order. Include after test_util.h. */
+#ifndef MZ_TEST_WORLD_H
+#define MZ_TEST_WORLD_H
+#include "build.h"
+#include "cl_ctx.h"
+#include "scene.h"
+#include "sim.h"
+
+static mz_cl cl;
+
+static int open_device(void **state)
+{
+    (void)state;
+    const char *spec = getenv("MIZU_TEST_DEVICE");
+    return mz_cl_open(&cl, spec && *spec ? spec : "cpu", false);
+}
+
+static int close_device(void **state)
+{
+    (void)state;
+    mz_cl_close(&cl);
+    return 0;
+}
+
+typedef struct world {
+    mz_scene scene;
+    mz_particles parts;
+    mz_sim sim;
+    float *pos, *vel, *rho, *p; /* device order; rho and p when the solver makes them */
+    uint32_t *id;
+} world;
+
+static inline void world_open(world *w, const char *json, const char *const *sets,
+                              size_t n_sets)
+{
+    mz_diag d = {0};
+    memset(w, 0, sizeof *w);
+    if (scene_load_text(json, strlen(json), "test.json", sets, n_sets, &w->scene, &d) != 0) {
+        diag_print(&d, "test scene");
+        fail();
+    }
+    build_particles(&w->scene, &w->parts);
+    assert_int_equal(sim_create(&w->sim, &cl, &w->scene, &w->parts), 0);
+    size_t n = w->parts.n;
+    w->pos = calloc(4 * n, sizeof(float));
+    w->vel = calloc(4 * n, sizeof(float));
+    w->rho = calloc(n, sizeof(float));
+    w->p = calloc(n, sizeof(float));
+    w->id = calloc(n, sizeof(uint32_t));
+}
+
+static inline void world_read_buffer(cl_mem *m, void *dst, size_t bytes)
+{
+    if (m)
+        assert_int_equal(clEnqueueReadBuffer(cl.queue, *m, CL_TRUE, 0, bytes, dst, 0, NULL, NULL),
+                         CL_SUCCESS);
+}
+
+/* The current state, through the output fields' handles (they follow every swap). */
+static inline void world_read(world *w)
+{
+    size_t n = w->parts.n;
+    mz_sim *s = &w->sim;
+    world_read_buffer(s->field[MZ_FIELD_POSITION], w->pos, 16 * n);
+    world_read_buffer(s->field[MZ_FIELD_VELOCITY], w->vel, 16 * n);
+    world_read_buffer(s->field[MZ_FIELD_DENSITY], w->rho, 4 * n);
+    world_read_buffer(s->field[MZ_FIELD_PRESSURE], w->p, 4 * n);
+    world_read_buffer(&s->id, w->id, 4 * n);
+}
+
+static inline void world_close(world *w)
+{
+    sim_release(&w->sim);
+    particles_free(&w->parts);
+    scene_free(&w->scene);
+    free(w->pos);
+    free(w->vel);
+    free(w->rho);
+    free(w->p);
+    free(w->id);
+}
+
+#endif
