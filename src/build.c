@@ -170,6 +170,41 @@ size_t build_wall_particles(const mz_scene *s, double spacing, int layers, float
     return n;
 }
 
+size_t build_collider_particles(const mz_scene *s, double spacing, int layers, float **pos,
+                                size_t n)
+{
+    int dim = s->sim.dimensions;
+    long cells[3] = {1, 1, 1};
+    for (int a = 0; a < dim; a++)
+        cells[a] = (long)ceil((s->domain.max[a] - s->domain.min[a]) / spacing - 1e-9);
+    size_t cap = n + 1024;
+    float *p = xrealloc(*pos, 4 * cap * sizeof *p);
+    for (long k = 0; k < cells[2]; k++)
+        for (long j = 0; j < cells[1]; j++)
+            for (long i = 0; i < cells[0]; i++) {
+                double x[3] = {s->domain.min[0] + (i + 0.5) * spacing,
+                               s->domain.min[1] + (j + 0.5) * spacing,
+                               dim == 3 ? s->domain.min[2] + (k + 0.5) * spacing : 0};
+                bool solid = false;
+                for (size_t c = 0; c < s->n_colliders && !solid; c++) {
+                    double d = collider_distance(&s->colliders[c], x, dim);
+                    solid = d < 0 && d >= -layers * spacing;
+                }
+                if (!solid)
+                    continue;
+                if (n == cap) {
+                    cap *= 2;
+                    p = xrealloc(p, 4 * cap * sizeof *p);
+                }
+                for (int a = 0; a < 3; a++)
+                    p[4 * n + a] = (float)x[a];
+                p[4 * n + 3] = 0.0f;
+                n++;
+            }
+    *pos = p;
+    return n;
+}
+
 void particles_free(mz_particles *p)
 {
     free(p->pos);

@@ -44,6 +44,12 @@ double build_lattice_gradient_sum(double spacing, double h, int dimensions);
  * the count. In 2D the shell around the rectangle (z = 0). */
 size_t build_wall_particles(const mz_scene *s, double spacing, int layers, float **pos);
 
+/* The colliders likewise: lattice points inside the domain and inside a solid, no deeper than
+ * `layers` spacings below its surface. Appends to *pos (n points already there); returns the
+ * new count. */
+size_t build_collider_particles(const mz_scene *s, double spacing, int layers, float **pos,
+                                size_t n);
+
 /* Fill p from a validated scene. */
 void build_particles(const mz_scene *s, mz_particles *p);
 void particles_free(mz_particles *p);

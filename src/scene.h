@@ -72,6 +72,22 @@ typedef struct mz_fluid {
     double artificial_viscosity; /* Monaghan's α */
 } mz_fluid;
 
+/* A static solid; exactly one shape. SPH samples it with boundary particles. */
+typedef struct mz_collider {
+    char *name;
+    bool has_sphere, has_box, has_plane;
+    struct mz_sphere {
+        double center[3], radius;
+    } sphere;
+    mz_box box;
+    struct mz_plane {
+        double point[3], normal[3]; /* normal points out of the solid, into the fluid */
+    } plane;
+} mz_collider;
+
+/* Signed distance from p to the collider's surface: negative inside the solid. */
+double collider_distance(const mz_collider *c, const double p[3], int dimensions);
+
 typedef struct mz_output {
     char *path;
     int every;        /* write every N-th frame */
@@ -87,6 +103,8 @@ typedef struct mz_scene {
     mz_domain domain;
     mz_fluid *fluids;
     size_t n_fluids;
+    mz_collider *colliders;
+    size_t n_colliders;
     mz_output output;
 
     char *path;           /* as given on the command line */

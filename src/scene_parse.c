@@ -127,6 +127,36 @@ static const mz_key fluid_keys[] = {
     {0}};
 static const mz_schema fluid_schema = {"fluid", fluid_keys, sizeof(mz_fluid)};
 
+static const mz_key sphere_keys[] = {
+    {.name = "center", .type = K_VEC3, .offset = OFF(struct mz_sphere, center),
+     .flags = K_REQUIRED, .unit = "m", .doc = "centre"},
+    {.name = "radius", .type = K_NUMBER, .offset = OFF(struct mz_sphere, radius),
+     .flags = K_REQUIRED | K_MIN_GT, .min = 0, .unit = "m", .doc = "radius"},
+    {0}};
+static const mz_schema sphere_schema = {"sphere", sphere_keys, sizeof(struct mz_sphere)};
+
+static const mz_key plane_keys[] = {
+    {.name = "point", .type = K_VEC3, .offset = OFF(struct mz_plane, point),
+     .flags = K_REQUIRED, .unit = "m", .doc = "a point on the plane"},
+    {.name = "normal", .type = K_VEC3, .offset = OFF(struct mz_plane, normal),
+     .flags = K_REQUIRED, .doc = "direction out of the solid, into the fluid (any length)"},
+    {0}};
+static const mz_schema plane_schema = {"plane", plane_keys, sizeof(struct mz_plane)};
+
+static const mz_key collider_keys[] = {
+    {.name = "name", .type = K_STRING, .offset = OFF(mz_collider, name),
+     .doc = "label for people reading the scene (messages name colliders by index)"},
+    {.name = "sphere", .type = K_OBJECT, .offset = OFF(mz_collider, sphere),
+     .sub = &sphere_schema, .aux_offset = OFF(mz_collider, has_sphere),
+     .doc = "a solid sphere (a disc in 2D)"},
+    {.name = "box", .type = K_OBJECT, .offset = OFF(mz_collider, box), .sub = &box_schema,
+     .aux_offset = OFF(mz_collider, has_box), .doc = "a solid axis-aligned box"},
+    {.name = "plane", .type = K_OBJECT, .offset = OFF(mz_collider, plane),
+     .sub = &plane_schema, .aux_offset = OFF(mz_collider, has_plane),
+     .doc = "the solid half-space behind a plane"},
+    {0}};
+static const mz_schema collider_schema = {"collider", collider_keys, sizeof(mz_collider)};
+
 static const mz_key output_keys[] = {
     {.name = "path", .type = K_STRING, .offset = OFF(mz_output, path),
      .doc = "HDF5 file to write, relative to the working directory (-o overrides; default: "
@@ -156,6 +186,10 @@ static const mz_key scene_keys[] = {
     {.name = "fluids", .type = K_LIST, .offset = OFF(mz_scene, fluids),
      .aux_offset = OFF(mz_scene, n_fluids), .sub = &fluid_schema,
      .doc = "particle blocks and lists, each run by one solver"},
+    {.name = "colliders", .type = K_LIST, .offset = OFF(mz_scene, colliders),
+     .aux_offset = OFF(mz_scene, n_colliders), .sub = &collider_schema,
+     .doc = "static solids inside the domain (SPH with particles walls: sampled with boundary "
+            "particles)"},
     {.name = "output", .type = K_OBJECT, .offset = OFF(mz_scene, output),
      .sub = &output_schema, .doc = "what is written, and where"},
     {0}};
@@ -229,6 +263,93 @@ double scene_speed_of_sound(const mz_scene *s)
         }
     }
     return 10.0 * sqrt(v2);
+}
+
+double collider_distance(const mz_collider *c, const double p[3], int dim)
+{
+    double d = 0;
+    if (c->has_sphere) {
+        for (int a = 0; a < dim; a++)
+            d += (p[a] - c->sphere.center[a]) * (p[a] - c->sphere.center[a]);
+        return sqrt(d) - c->sphere.radius;
+    }
+    if (c->has_box) {
+        /* distance outside, or minus the distance to the nearest face inside */
+        double outside = 0, inside = -INFINITY;
+        for (int a = 0; a < dim; a++) {
+            double q = fabs(p[a] - 0.5 * (c->box.min[a] + c->box.max[a])) -
+                       0.5 * (c->box.max[a] - c->box.min[a]);
+            outside += q > 0 ? q * q : 0;
+            inside = fmax(inside, q);
+        }
+        return outside > 0 ? sqrt(outside) : inside;
+    }
+    double len = 0;
+    for (int a = 0; a < dim; a++) {
+        d += (p[a] - c->plane.point[a]) * c->plane.normal[a];
+        len += c->plane.normal[a] * c->plane.normal[a];
+    }
+    return d / sqrt(len);
+}
+
+/* Exactly one shape each; solids only where a solver can feel them; no fluid inside a solid. */
+static void validate_colliders(const mz_scene *s, mz_diag *d)
+{
+    int dim = s->sim.dimensions;
+    for (size_t i = 0; i < s->n_colliders; i++) {
+        const mz_collider *c = &s->colliders[i];
+        if (c->has_sphere + c->has_box + c->has_plane != 1) {
+            diag_add(d, "colliders[%zu]: give exactly one of sphere, box or plane", i);
+            continue;
+        }
+        if (c->has_box) {
+            char p[64];
+            snprintf(p, sizeof p, "colliders[%zu].box", i);
+            if (!box_ok(c->box.min, c->box.max, dim, p, d))
+                continue;
+        }
+        if (c->has_plane) {
+            double len = 0;
+            for (int a = 0; a < dim; a++)
+                len += c->plane.normal[a] * c->plane.normal[a];
+            if (!(len > 0)) {
+                diag_add(d, "colliders[%zu].plane.normal must not be zero in the simulated "
+                            "axes", i);
+                continue;
+            }
+        }
+        if (s->domain.boundary.type != MZ_BOUNDARY_PARTICLES || !scene_is_sph(s)) {
+            diag_add(d, "colliders[%zu]: colliders are felt only by the SPH solvers with "
+                        "domain.boundary.type \"particles\" so far", i);
+            continue;
+        }
+        /* No fluid particle may start inside the solid. */
+        for (size_t f = 0; f < s->n_fluids; f++) {
+            const mz_fluid *fl = &s->fluids[f];
+            if (!fl->has_box)
+                continue; /* explicit positions: below */
+            size_t dims[3];
+            build_lattice_dims(fl, dim, dims);
+            bool inside = false;
+            for (size_t z = 0; z < dims[2] && !inside; z++)
+                for (size_t y = 0; y < dims[1] && !inside; y++)
+                    for (size_t x = 0; x < dims[0] && !inside; x++) {
+                        double p[3] = {fl->box.min[0] + (x + 0.5) * fl->spacing,
+                                       fl->box.min[1] + (y + 0.5) * fl->spacing,
+                                       fl->box.min[2] + (z + 0.5) * fl->spacing};
+                        inside = collider_distance(c, p, dim) < 0;
+                    }
+            if (inside)
+                diag_add(d, "fluids[%zu].box reaches inside colliders[%zu]", f, i);
+        }
+        for (size_t f = 0; f < s->n_fluids; f++)
+            for (size_t k = 0; k < s->fluids[f].positions.n; k++)
+                if (collider_distance(c, s->fluids[f].positions.p[k], dim) < 0) {
+                    diag_add(d, "fluids[%zu].positions[%zu] lies inside colliders[%zu]", f, k,
+                             i);
+                    break;
+                }
+    }
 }
 
 /* One solver per scene; SPH runs one fluid material (one mass, density, h and c0). */
@@ -325,6 +446,7 @@ static void validate(mz_scene *s, mz_diag *d)
                 break;
             }
     }
+    validate_colliders(s, d);
     validate_solver(s, d);
     unsigned produced = MZ_FIELD_BIT(MZ_FIELD_POSITION) | MZ_FIELD_BIT(MZ_FIELD_VELOCITY);
     if (scene_is_sph(s))

@@ -101,6 +101,7 @@ static int init_boundary(mz_sim *sim, sph_state *st)
     int layers = (int)ceil(st->P.h / spacing - 0.5 - 1e-9);
     float *pos = NULL;
     size_t nb = build_wall_particles(s, spacing, layers, &pos);
+    nb = build_collider_particles(s, spacing, layers, &pos, nb);
     float *mass = xmalloc((nb ? nb : 1) * sizeof *mass);
     for (size_t b = 0; b < nb; b++)
         mass[b] = st->P.mass;
@@ -364,9 +365,10 @@ static void sph_release(mz_sim *sim)
 const mz_solver mz_solver_sph = {
     .name = "SPH",
     .stages = sph_stages,
-    /* new velocity, density, pressure, |a|², last density and pressure; the grid's keys,
-     * values and their copies, and its reorder copies of the six moved arrays */
-    .extra_bytes_per_particle = 16 + 4 * 5 + 16 + (16 + 16 + 4 * 5),
+    /* new velocity; density, pressure, |a|² and (collapsed SPH) last density, its rate and the
+     * new rate; the grid's keys, values and their copies; its reorder copies of the moved
+     * arrays (position, velocity, inverse mass, id, body, last density and rate) */
+    .extra_bytes_per_particle = 16 + 4 * 6 + 16 + (16 + 16 + 4 * 5),
     .init = sph_init,
     .substep = sph_substep,
     .advance = sph_advance,

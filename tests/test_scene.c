@@ -154,6 +154,53 @@ static void test_bad_overrides(void **state)
 }
 
 /* Random bytes must fail fast with a position, never crash. */
+static void test_bad_colliders(void **state)
+{
+    (void)state;
+    const char *base = "{\"mizu_scene\": 1, \"domain\": {\"min\": [0,0,0], \"max\": [1,1,1],"
+                       " \"boundary\": {\"type\": \"particles\"}}, \"fluids\": [{\"solver\":"
+                       " \"wcsph\", \"box\": {\"min\": [0,0,0], \"max\": [0.2,0.2,0.2]},"
+                       " \"spacing\": 0.05}, {\"solver\": \"wcsph\", \"positions\": [[0.3,0.3,0.3],"
+                       " [0.6,0.6,0.6]], \"spacing\": 0.05}], \"colliders\": [%s]}";
+    static const struct {
+        const char *collider, *expected;
+    } cases[] = {
+        {"{\"sphere\": {\"center\": [0.5,0.5,0.5], \"radius\": 0.1}, \"box\": {\"min\": [0,0,0],"
+         " \"max\": [1,1,1]}}", "colliders[0]: give exactly one of sphere, box or plane"},
+        {"{\"sphere\": {\"center\": [0.1,0.1,0.1], \"radius\": 0.05}}",
+         "fluids[0].box reaches inside colliders[0]"},
+        {"{\"plane\": {\"point\": [0,0.5,0], \"normal\": [0,0,0]}}",
+         "colliders[0].plane.normal must not be zero in the simulated axes"},
+        {"{\"sphere\": {\"center\": [0.5,0.5,0.5], \"radius\": -1}}",
+         "colliders[0].sphere.radius must be > 0 (got -1)"},
+        {"{\"box\": {\"min\": [0.5,0.5,0.5], \"max\": [0.9,0.9,0.9]}}",
+         "fluids[1].positions[1] lies inside colliders[0]"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char text[1024];
+        snprintf(text, sizeof text, base, cases[i].collider);
+        mz_scene s;
+        mz_diag d = {0};
+        assert_int_equal(scene_load_text(text, strlen(text), "c.json", NULL, 0, &s, &d), -1);
+        if (d.count != 1 || strcmp(d.msgs[0], cases[i].expected))
+            fail_msg("case %zu: expected %s, got %s", i, cases[i].expected,
+                     d.count ? d.msgs[0] : "(nothing)");
+        diag_free(&d);
+        scene_free(&s);
+    }
+    /* Colliders with a solver that cannot feel them are refused, not ignored. */
+    const char *ballistic = "{\"mizu_scene\": 1, \"domain\": {\"min\": [0,0,0], \"max\": [1,1,1]},"
+                            " \"fluids\": [{\"positions\": [[0.5,0.9,0.5]], \"spacing\": 0.1}],"
+                            " \"colliders\": [{\"sphere\": {\"center\": [0.5,0.5,0.5], \"radius\": 0.1}}]}";
+    mz_scene s;
+    mz_diag d = {0};
+    assert_int_equal(scene_load_text(ballistic, strlen(ballistic), "b.json", NULL, 0, &s, &d), -1);
+    assert_string_equal(d.msgs[0], "colliders[0]: colliders are felt only by the SPH solvers "
+                                   "with domain.boundary.type \"particles\" so far");
+    diag_free(&d);
+    scene_free(&s);
+}
+
 static void test_garbage(void **state)
 {
     (void)state;
@@ -225,6 +272,7 @@ int main(void)
         cmocka_unit_test(test_bad_table),      cmocka_unit_test(test_valid_defaults),
         cmocka_unit_test(test_overrides),      cmocka_unit_test(test_bad_overrides),
         cmocka_unit_test(test_garbage),        cmocka_unit_test(test_explicit_particles),
+        cmocka_unit_test(test_bad_colliders),
     };
     return cmocka_run_group_tests_name("scene", tests, NULL, NULL);
 }

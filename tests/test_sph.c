@@ -36,6 +36,7 @@ static void check_density_brute_force(world *w)
     size_t nb = s->domain.boundary.type == MZ_BOUNDARY_PARTICLES
                     ? build_wall_particles(s, s->fluids[0].spacing, layers, &bpos)
                     : 0;
+    nb = build_collider_particles(s, s->fluids[0].spacing, layers, &bpos, nb);
     world_read(w);
     double worst = 0;
     for (size_t i = 0; i < w->parts.n; i++) {
@@ -349,12 +350,8 @@ static void check_frame(world *w, int frame)
 static void test_hydrostatic(void **state)
 {
     (void)state;
-    size_t len;
-    char *text = read_file("scenes/hydrostatic.json", &len);
-    assert_non_null(text);
     world w;
-    world_open(&w, text, NULL, 0);
-    free(text);
+    world_open_file(&w, "scenes/hydrostatic.json", NULL, 0);
     const mz_scene *s = &w.scene;
     double spacing = s->fluids[0].spacing, width = s->domain.max[0] - s->domain.min[0];
     double rho0 = s->fluids[0].rest_density;
@@ -406,15 +403,11 @@ static void test_hydrostatic(void **state)
 /* The dam break's surge front against Martin & Moyce (1952): within 10% over the data. */
 static void check_dam_break(const char *solver)
 {
-    size_t len;
-    char *text = read_file("scenes/dam_break_2d.json", &len);
-    assert_non_null(text);
     char set[64];
     snprintf(set, sizeof set, "fluids[0].solver=%s", solver);
     const char *sets[] = {set};
     world w;
-    world_open(&w, text, sets, 1);
-    free(text);
+    world_open_file(&w, "scenes/dam_break_2d.json", sets, 1);
     const mz_scene *s = &w.scene;
     double a = s->fluids[0].box.max[0] - s->fluids[0].box.min[0], spacing = s->fluids[0].spacing;
     int frames = s->sim.frames;
@@ -493,6 +486,36 @@ static void test_dam_break_collapsed(void **state)
     check_dam_break("collapsed_sph");
 }
 
+/* Water falling onto a ball and a step (scenes/obstacles_2d.json): the colliders' boundary
+ * particles enter the density exactly as the brute force says, and no particle ever gets
+ * inside a solid by more than half a spacing. */
+static void test_colliders(void **state)
+{
+    (void)state;
+    world w;
+    world_open_file(&w, "scenes/obstacles_2d.json", NULL, 0);
+    const mz_scene *s = &w.scene;
+    check_density_brute_force(&w);
+    double spacing = s->fluids[0].spacing, deepest = 0;
+    for (int f = 1; f <= s->sim.frames; f++) {
+        assert_int_equal(sim_advance_frame(&w.sim, scene_frame_dt(s)), 0);
+        world_read(&w);
+        check_frame(&w, f);
+        for (size_t i = 0; i < w.parts.n; i++)
+            for (size_t c = 0; c < s->n_colliders; c++) {
+                double x[3] = {w.pos[4 * i], w.pos[4 * i + 1], w.pos[4 * i + 2]};
+                double d = collider_distance(&s->colliders[c], x, 2);
+                deepest = fmin(deepest, d);
+                if (d < -0.5 * spacing)
+                    fail_msg("frame %d: particle %u is %.4f m inside colliders[%zu]", f, w.id[i],
+                             -d, c);
+            }
+    }
+    print_message("colliders: deepest %.2f spacings inside a solid over %d frames\n",
+                  -deepest / spacing, s->sim.frames);
+    world_close(&w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -502,6 +525,7 @@ int main(void)
         cmocka_unit_test(test_hydrostatic),
         cmocka_unit_test(test_dam_break_wcsph),
         cmocka_unit_test(test_dam_break_collapsed),
+        cmocka_unit_test(test_colliders),
     };
     return cmocka_run_group_tests_name("sph", tests, open_device, close_device);
 }

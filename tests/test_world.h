@@ -51,6 +51,18 @@ static inline void world_open(world *w, const char *json, const char *const *set
     w->id = calloc(n, sizeof(uint32_t));
 }
 
+/* The same from a scene file (paths relative to the repository root, where tests run). */
+static inline void world_open_file(world *w, const char *path, const char *const *sets,
+                                   size_t n_sets)
+{
+    size_t len;
+    char *text = read_file(path, &len);
+    if (!text)
+        fail_msg("cannot read %s", path);
+    world_open(w, text, sets, n_sets);
+    free(text);
+}
+
 static inline void world_read_buffer(cl_mem *m, void *dst, size_t bytes)
 {
     if (m)
