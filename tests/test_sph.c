@@ -320,7 +320,8 @@ static void test_kernels(void **state)
 {
     (void)state;
     check_kernels(tank2d, 2);
-    check_kernels("{\"mizu_scene\": 1, \"domain\": {\"min\": [0,0,0], \"max\": [1,1,1]},"
+    check_kernels("{\"mizu_scene\": 1, \"simulation\": {\"adaptive\": true},"
+                  " \"domain\": {\"min\": [0,0,0], \"max\": [1,1,1]},"
                   " \"fluids\": [{\"solver\": \"wcsph\", \"box\": {\"min\": [0.2,0.2,0.2],"
                   " \"max\": [0.4,0.4,0.4]}, \"spacing\": 0.02}]}",
                   3);
