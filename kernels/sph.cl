@@ -42,12 +42,21 @@ inline void mz_sph_integrate(const mz_sph *P, float dt, float4 gravity, const mz
     a.w = 0.0f;
     float4 v = mz_planar(vi + dt * a);
     v.w = 0.0f;
+    float a2 = a.x * a.x + a.y * a.y + a.z * a.z;
+    if (!isfinite(a2) || !isfinite(v.x + v.y + v.z)) {
+        /* Blown up: keep the particle where it was and say so through |a|² (the step-size
+         * reduction stops the run), rather than letting the clamp park a NaN in a corner. */
+        x_out[i] = xi;
+        v_out[i] = v;
+        a2_out[i] = INFINITY;
+        return;
+    }
     float4 x = xi + dt * v;
     float4 xc = mz_clamp_box(x, w->min, w->max);
     v = select(v, (float4)(0.0f), isnotequal(xc, x));
     x_out[i] = xc;
     v_out[i] = v;
-    a2_out[i] = a.x * a.x + a.y * a.y + a.z * a.z;
+    a2_out[i] = a2;
 }
 
 kernel void sph_density(uint n, mz_sph P, mz_grid_desc g, global const uint *cs,
@@ -102,7 +111,12 @@ kernel void sph_forces(uint n, float dt, mz_sph P, float4 gravity, mz_walls wall
  * acoustic modes (measured: the dam break blew up even at cfl 0.1); so the pass also sums the
  * continuity equation's rate Dρ/Dt = Σ_j m (v_i − v_j)·∇W_ij, and the forces use densities
  * carried forward to now, ρ̃ = ρ(t − lag) + lag · Dρ/Dt(t − lag), lag = the last step's dt. */
-inline float mz_csph_density_now(float rho, float drho, float lag) { return rho + lag * drho; }
+/* Carried forward, but never below half of what was summed: an oversized step must not drive a
+ * density to zero or below (p/ρ² and the viscosity would lose their meaning). */
+inline float mz_csph_density_now(float rho, float drho, float lag)
+{
+    return fmax(rho + lag * drho, 0.5f * rho);
+}
 
 kernel void csph_step(uint n, float dt, float lag, mz_sph P, float4 gravity, mz_walls walls,
                       int penalty, mz_grid_desc g, global const uint *cs, global const uint *ce,
@@ -161,8 +175,9 @@ kernel void csph_step(uint n, float dt, float lag, mz_sph P, float4 gravity, mz_
     mz_sph_integrate(&P, dt, gravity, &walls, penalty, xi, vi, a, x_out, v_out, a2_out, i);
 }
 
-/* Largest |v| and |a| for the adaptive time step: per work-group maxima into partial[group]
- * (max is order-free, so the result is exact and deterministic). */
+/* Largest |v|² and |a|² for the adaptive time step and blow-up detection: per work-group
+ * maxima into partial[group] (max is order-free: exact and deterministic); +inf if any is not
+ * finite. */
 kernel void speed_accel_max(uint n, global const float4 *v, global const float *a2,
                             global float2 *partial, local float2 *scratch)
 {
@@ -170,8 +185,10 @@ kernel void speed_accel_max(uint n, global const float4 *v, global const float *
     float2 m = (float2)(0.0f);
     for (uint i = get_global_id(0); i < n; i += get_global_size(0)) {
         float4 vi = v[i];
-        m.x = fmax(m.x, vi.x * vi.x + vi.y * vi.y + vi.z * vi.z);
-        m.y = fmax(m.y, a2[i]);
+        float v2 = vi.x * vi.x + vi.y * vi.y + vi.z * vi.z, ai = a2[i];
+        /* fmax drops NaN: turn anything non-finite into +inf, which fmax keeps. */
+        m.x = isfinite(v2) ? fmax(m.x, v2) : INFINITY;
+        m.y = isfinite(ai) ? fmax(m.y, ai) : INFINITY;
     }
     scratch[lid] = m;
     barrier(CLK_LOCAL_MEM_FENCE);

@@ -170,38 +170,106 @@ size_t build_wall_particles(const mz_scene *s, double spacing, int layers, float
     return n;
 }
 
-size_t build_collider_particles(const mz_scene *s, double spacing, int layers, float **pos,
-                                size_t n)
+/* The lattice index range [lo, hi] covering the collider's bounding box, clipped to the
+ * domain's cells; false when it misses the domain. */
+static bool collider_range(const mz_scene *s, const mz_collider *c, double spacing,
+                           const long cells[3], long lo[3], long hi[3])
 {
     int dim = s->sim.dimensions;
-    long cells[3] = {1, 1, 1};
+    for (int a = 0; a < 3; a++) {
+        double bmin = s->domain.min[a], bmax = s->domain.max[a];
+        if (c->has_sphere) {
+            bmin = c->sphere.center[a] - c->sphere.radius;
+            bmax = c->sphere.center[a] + c->sphere.radius;
+        } else if (c->has_box) {
+            bmin = c->box.min[a];
+            bmax = c->box.max[a];
+        }
+        lo[a] = a < dim ? (long)floor((bmin - s->domain.min[a]) / spacing - 0.5) : 0;
+        hi[a] = a < dim ? (long)ceil((bmax - s->domain.min[a]) / spacing - 0.5) : 0;
+        lo[a] = lo[a] < 0 ? 0 : lo[a];
+        hi[a] = hi[a] > cells[a] - 1 ? cells[a] - 1 : hi[a];
+        if (lo[a] > hi[a])
+            return false;
+    }
+    return true;
+}
+
+/* Lattice points of collider `which` that it samples (inside, within the shell), skipping those
+ * an earlier collider already took; appended to *pos when pos is not NULL. Returns the count. */
+static size_t sample_collider(const mz_scene *s, size_t which, double spacing, int layers,
+                              float **pos, size_t *n, size_t *cap)
+{
+    int dim = s->sim.dimensions;
+    long cells[3] = {1, 1, 1}, lo[3], hi[3];
     for (int a = 0; a < dim; a++)
         cells[a] = (long)ceil((s->domain.max[a] - s->domain.min[a]) / spacing - 1e-9);
-    size_t cap = n + 1024;
-    float *p = xrealloc(*pos, 4 * cap * sizeof *p);
-    for (long k = 0; k < cells[2]; k++)
-        for (long j = 0; j < cells[1]; j++)
-            for (long i = 0; i < cells[0]; i++) {
+    if (!collider_range(s, &s->colliders[which], spacing, cells, lo, hi))
+        return 0;
+    size_t count = 0;
+    for (long k = lo[2]; k <= hi[2]; k++)
+        for (long j = lo[1]; j <= hi[1]; j++)
+            for (long i = lo[0]; i <= hi[0]; i++) {
                 double x[3] = {s->domain.min[0] + (i + 0.5) * spacing,
                                s->domain.min[1] + (j + 0.5) * spacing,
                                dim == 3 ? s->domain.min[2] + (k + 0.5) * spacing : 0};
-                bool solid = false;
-                for (size_t c = 0; c < s->n_colliders && !solid; c++) {
+                bool taken = false;
+                for (size_t c = 0; c <= which && !taken; c++) {
                     double d = collider_distance(&s->colliders[c], x, dim);
-                    solid = d < 0 && d >= -layers * spacing;
+                    bool in = d < 0 && d >= -layers * spacing;
+                    if (c == which && !in)
+                        break;
+                    taken = c < which && in;
+                    if (c == which) {
+                        count++;
+                        if (pos) {
+                            if (*n == *cap) {
+                                *cap *= 2;
+                                *pos = xrealloc(*pos, 4 * *cap * sizeof **pos);
+                            }
+                            for (int a = 0; a < 3; a++)
+                                (*pos)[4 * *n + a] = (float)x[a];
+                            (*pos)[4 * *n + 3] = 0.0f;
+                            (*n)++;
+                        }
+                    }
                 }
-                if (!solid)
-                    continue;
-                if (n == cap) {
-                    cap *= 2;
-                    p = xrealloc(p, 4 * cap * sizeof *p);
-                }
-                for (int a = 0; a < 3; a++)
-                    p[4 * n + a] = (float)x[a];
-                p[4 * n + 3] = 0.0f;
-                n++;
             }
-    *pos = p;
+    return count;
+}
+
+size_t build_boundary_count(const mz_scene *s)
+{
+    int dim = s->sim.dimensions, layers = build_wall_layers(s);
+    double spacing = s->fluids[0].spacing, inner = 1, outer = 1;
+    for (int a = 0; a < dim; a++) {
+        double cells = ceil((s->domain.max[a] - s->domain.min[a]) / spacing - 1e-9);
+        inner *= cells;
+        outer *= cells + 2 * layers;
+    }
+    size_t n = (size_t)(outer - inner);
+    for (size_t c = 0; c < s->n_colliders; c++)
+        n += build_collider_samples(s, c, spacing, layers);
+    return n;
+}
+
+int build_wall_layers(const mz_scene *s)
+{
+    return (int)ceil(scene_support_radius(s) / s->fluids[0].spacing - 0.5 - 1e-9);
+}
+
+size_t build_collider_samples(const mz_scene *s, size_t which, double spacing, int layers)
+{
+    return sample_collider(s, which, spacing, layers, NULL, NULL, NULL);
+}
+
+size_t build_collider_particles(const mz_scene *s, double spacing, int layers, float **pos,
+                                size_t n)
+{
+    size_t cap = n + 1024;
+    *pos = xrealloc(*pos, 4 * cap * sizeof **pos);
+    for (size_t c = 0; c < s->n_colliders; c++)
+        sample_collider(s, c, spacing, layers, pos, &n, &cap);
     return n;
 }
 

@@ -49,6 +49,13 @@ size_t build_wall_particles(const mz_scene *s, double spacing, int layers, float
  * new count. */
 size_t build_collider_particles(const mz_scene *s, double spacing, int layers, float **pos,
                                 size_t n);
+/* How many boundary particles collider `which` gets (after those of earlier colliders). */
+size_t build_collider_samples(const mz_scene *s, size_t which, double spacing, int layers);
+/* SPH with particle walls: how many wall and collider particles the scene gets (counted, not
+ * built). */
+size_t build_boundary_count(const mz_scene *s);
+/* SPH: the wall layers the support radius needs, ceil(h / spacing − 1/2). */
+int build_wall_layers(const mz_scene *s);
 
 /* Fill p from a validated scene. */
 void build_particles(const mz_scene *s, mz_particles *p);

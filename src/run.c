@@ -96,6 +96,9 @@ static bool enqueue_readback(mz_sim *sim, unsigned fields, readback *rb)
     return ok;
 }
 
+/* Whether the readback of the frame before frame f is still waiting to be written. */
+static bool prev_pending(const readback rb[2], long f) { return rb[(f + 1) & 1].pending; }
+
 /* Wait for a readback, put it in id order, append it to the file. */
 static int finish_readback(readback *rb, size_t n, unsigned fields, float *ordered[],
                            mz_h5_out *out, double *write_seconds)
@@ -210,8 +213,14 @@ int cmd_run(const mz_run_opts *o)
     bool failed = false;
     const char *why = NULL;
     for (long f = 0; f <= frames && !failed; f++) {
-        if (f > 0)
-            failed = sim_advance_frame(&sim, frame_dt) != 0;
+        if (f > 0 && sim_advance_frame(&sim, frame_dt) != 0) {
+            failed = true;
+            why = "the simulation failed";
+            /* The frame before is whole: its readback was queued before the failing step. */
+            if (prev_pending(rb, f))
+                finish_readback(&rb[(f + 1) & 1], parts.n, fields, ordered, out, &write_s);
+            break;
+        }
         readback *cur = &rb[f & 1], *prev = &rb[(f + 1) & 1];
         if (!failed && f % scene.output.every == 0)
             failed = !enqueue_readback(&sim, fields, cur);
@@ -239,7 +248,7 @@ int cmd_run(const mz_run_opts *o)
     if (failed) {
         char status[160];
         snprintf(status, sizeof status, "stopped at frame %ld: %s", written,
-                 why ? why : "device failure");
+                 why ? why : "a device failure");
         h5_out_close(out, false, status);
         mz_error("run stopped; %s holds the %ld frames written before the failure (marked "
                  "incomplete)",
@@ -256,6 +265,9 @@ int cmd_run(const mz_run_opts *o)
                       write_s);
     rc = MZ_EXIT_OK;
 done:
+    /* A failed run can leave readbacks queued into rb[]: let the device finish before freeing. */
+    if (cl.queue)
+        clFinish(cl.queue);
     for (int b = 0; b < 2; b++) {
         if (rb[b].pending)
             clReleaseEvent(rb[b].done);
@@ -309,8 +321,11 @@ int cmd_check(const mz_run_opts *o)
                build_particle_mass(&s, f));
     }
     size_t bytes = sim_device_bytes(&s, n);
-    printf("  %zu particles in all; device memory about %.1f MB (%zu bytes per particle)\n", n,
-           (double)bytes / 1e6, n ? bytes / n : 0);
+    printf("  %zu particles in all", n);
+    if (scene_is_sph(&s) && s.domain.boundary.type == MZ_BOUNDARY_PARTICLES)
+        printf(", and %zu boundary particles on the walls and colliders", build_boundary_count(&s));
+    printf("; device memory about %.1f MB (%zu bytes per particle)\n", (double)bytes / 1e6,
+           n ? bytes / n : 0);
     long written = s.sim.frames / s.output.every + 1;
     size_t per_frame = 0;
     for (int f = 0; f < MZ_FIELD_COUNT; f++)

@@ -115,7 +115,7 @@ static const mz_key fluid_keys[] = {
      .def = "0", .flags = K_MIN, .min = 0, .unit = "m",
      .doc = "SPH: kernel support radius h (neighbours within h); 0: 2 x spacing"},
     {.name = "speed_of_sound", .type = K_NUMBER, .offset = OFF(mz_fluid, speed_of_sound),
-     .def = "0", .flags = K_MIN, .min = 0, .unit = "m/s",
+     .def = "0", .flags = K_MIN | K_MAX, .min = 0, .max = 1e5, .unit = "m/s",
      .doc = "SPH: numerical speed of sound c0 (Tait stiffness B = rest_density c0^2 / 7); 0: "
             "10 x the largest expected speed, sqrt(2 |g| height) or the initial speed"},
     {.name = "viscosity", .type = K_NUMBER, .offset = OFF(mz_fluid, viscosity), .def = "0",
@@ -240,8 +240,9 @@ double scene_support_radius(const mz_scene *s)
     return f->support_radius > 0 ? f->support_radius : 2.0 * f->spacing;
 }
 
-/* c0 = 10 × the largest speed the flow should reach: free fall from the top of the fluid to the
- * floor, or the fastest initial velocity. */
+/* c0 = 10 × the largest speed the flow should reach: free fall from the highest fluid particle
+ * to the lowest corner of the domain, heights measured against gravity, or the fastest initial
+ * velocity. */
 double scene_speed_of_sound(const mz_scene *s)
 {
     const mz_fluid *f0 = &s->fluids[0];
@@ -249,12 +250,28 @@ double scene_speed_of_sound(const mz_scene *s)
         return f0->speed_of_sound;
     const double *g = s->sim.gravity;
     double g_len = sqrt(g[0] * g[0] + g[1] * g[1] + g[2] * g[2]), v2 = 0;
+    /* height of p along −ĝ */
+#define UP(p) (g_len > 0 ? -((p)[0] * g[0] + (p)[1] * g[1] + (p)[2] * g[2]) / g_len : 0.0)
+    double floor_h = INFINITY;
+    for (int corner = 0; corner < 8; corner++) {
+        double c[3];
+        for (int a = 0; a < 3; a++)
+            c[a] = (corner >> a & 1) ? s->domain.max[a] : s->domain.min[a];
+        floor_h = fmin(floor_h, UP(c));
+    }
     for (size_t i = 0; i < s->n_fluids; i++) {
         const mz_fluid *f = &s->fluids[i];
-        double top = f->has_box ? f->box.max[1] : s->domain.min[1];
+        double top = -INFINITY;
+        for (int corner = 0; f->has_box && corner < 8; corner++) {
+            double c[3];
+            for (int a = 0; a < 3; a++)
+                c[a] = (corner >> a & 1) ? f->box.max[a] : f->box.min[a];
+            top = fmax(top, UP(c));
+        }
         for (size_t k = 0; k < f->positions.n; k++)
-            top = fmax(top, f->positions.p[k][1]);
-        v2 = fmax(v2, 2.0 * g_len * (top - s->domain.min[1]));
+            top = fmax(top, UP(f->positions.p[k]));
+        if (top > floor_h)
+            v2 = fmax(v2, 2.0 * g_len * (top - floor_h));
         const double *v = f->velocity;
         v2 = fmax(v2, v[0] * v[0] + v[1] * v[1] + v[2] * v[2]);
         for (size_t k = 0; k < f->velocities.n; k++) {
@@ -262,6 +279,7 @@ double scene_speed_of_sound(const mz_scene *s)
             v2 = fmax(v2, u[0] * u[0] + u[1] * u[1] + u[2] * u[2]);
         }
     }
+#undef UP
     return 10.0 * sqrt(v2);
 }
 
@@ -323,6 +341,12 @@ static void validate_colliders(const mz_scene *s, mz_diag *d)
                         "domain.boundary.type \"particles\" so far", i);
             continue;
         }
+        if (build_collider_samples(s, i, s->fluids[0].spacing, build_wall_layers(s)) == 0) {
+            diag_add(d, "colliders[%zu] gets no boundary particle at spacing %g (it is thinner "
+                        "than the spacing, outside the domain, or inside an earlier collider)",
+                     i, s->fluids[0].spacing);
+            continue;
+        }
         /* No fluid particle may start inside the solid. */
         for (size_t f = 0; f < s->n_fluids; f++) {
             const mz_fluid *fl = &s->fluids[f];
@@ -337,16 +361,18 @@ static void validate_colliders(const mz_scene *s, mz_diag *d)
                         double p[3] = {fl->box.min[0] + (x + 0.5) * fl->spacing,
                                        fl->box.min[1] + (y + 0.5) * fl->spacing,
                                        fl->box.min[2] + (z + 0.5) * fl->spacing};
-                        inside = collider_distance(c, p, dim) < 0;
+                        inside = collider_distance(c, p, dim) < 0.5 * fl->spacing;
                     }
             if (inside)
-                diag_add(d, "fluids[%zu].box reaches inside colliders[%zu]", f, i);
+                diag_add(d, "fluids[%zu].box reaches within half a spacing of colliders[%zu] "
+                            "(its particles would start on the solid's own)", f, i);
         }
         for (size_t f = 0; f < s->n_fluids; f++)
             for (size_t k = 0; k < s->fluids[f].positions.n; k++)
-                if (collider_distance(c, s->fluids[f].positions.p[k], dim) < 0) {
-                    diag_add(d, "fluids[%zu].positions[%zu] lies inside colliders[%zu]", f, k,
-                             i);
+                if (collider_distance(c, s->fluids[f].positions.p[k], dim) <
+                    0.5 * s->fluids[f].spacing) {
+                    diag_add(d, "fluids[%zu].positions[%zu] lies within half a spacing of "
+                                "colliders[%zu]", f, k, i);
                     break;
                 }
     }
@@ -394,9 +420,26 @@ static void validate_solver(const mz_scene *s, mz_diag *d)
             diag_add(d, "simulation.adaptive applies to the SPH solvers only");
         return;
     }
-    if (f0->support_radius > 0 && f0->support_radius < f0->spacing)
-        diag_add(d, "fluids[0].support_radius must be at least the spacing %g (got %g)",
-                 f0->spacing, f0->support_radius);
+    /* Below 1.5 spacings the lattice's neighbours sit on the kernel's edge (at one spacing the
+     * gradient sums to zero); above 10 the host-side lattice sums and the neighbour counts run
+     * away. 2 is the usual choice. */
+    if (f0->support_radius > 0 &&
+        (f0->support_radius < 1.5 * f0->spacing || f0->support_radius > 10 * f0->spacing))
+        diag_add(d, "fluids[0].support_radius must be between 1.5 and 10 times the spacing "
+                    "(%g..%g m; got %g)",
+                 1.5 * f0->spacing, 10 * f0->spacing, f0->support_radius);
+    /* Two SPH fluids in one place double the density there: Tait turns that into ~100 B. */
+    for (size_t i = 0; i < s->n_fluids; i++)
+        for (size_t j = i + 1; j < s->n_fluids; j++) {
+            const mz_fluid *a = &s->fluids[i], *b = &s->fluids[j];
+            if (!a->has_box || !b->has_box)
+                continue;
+            bool overlap = true;
+            for (int k = 0; k < s->sim.dimensions; k++)
+                overlap &= a->box.min[k] < b->box.max[k] && b->box.min[k] < a->box.max[k];
+            if (overlap)
+                diag_add(d, "fluids[%zu].box overlaps fluids[%zu].box", j, i);
+        }
     if (scene_speed_of_sound(s) <= 0)
         diag_add(d, "fluids[0].speed_of_sound is needed: with no gravity and no initial speed "
                     "there is no speed to scale it from");
@@ -446,8 +489,17 @@ static void validate(mz_scene *s, mz_diag *d)
                 break;
             }
     }
-    validate_colliders(s, d);
     validate_solver(s, d);
+    if (d->count)
+        return;
+    size_t n = build_particle_count(s);
+    if (n == 0)
+        diag_add(d, "the scene makes no particles (add a fluid with a box or positions)");
+    else if (n > MZ_MAX_PARTICLES)
+        diag_add(d, "the scene makes %zu particles; at most %zu are supported", n,
+                 MZ_MAX_PARTICLES);
+    else
+        validate_colliders(s, d);
     unsigned produced = MZ_FIELD_BIT(MZ_FIELD_POSITION) | MZ_FIELD_BIT(MZ_FIELD_VELOCITY);
     if (scene_is_sph(s))
         produced |= MZ_FIELD_BIT(MZ_FIELD_DENSITY) | MZ_FIELD_BIT(MZ_FIELD_PRESSURE);
@@ -457,14 +509,6 @@ static void validate(mz_scene *s, mz_diag *d)
             diag_add(d, "output.fields: %s is not produced by the %s solver", mz_field_names[f],
                      mz_solver_names[scene_solver(s)]);
     s->output.fields |= MZ_FIELD_BIT(MZ_FIELD_POSITION);
-    if (d->count)
-        return;
-    size_t n = build_particle_count(s);
-    if (n == 0)
-        diag_add(d, "the scene makes no particles (add a fluid with a box or positions)");
-    else if (n > MZ_MAX_PARTICLES)
-        diag_add(d, "the scene makes %zu particles; at most %zu are supported", n,
-                 MZ_MAX_PARTICLES);
 }
 
 /* --set PATH=VALUE on the JSON tree, before validation. PATH: key(.key|[index])*. */
@@ -542,9 +586,16 @@ static void apply_override(cJSON *root, const char *arg, mz_diag *d)
                 node = cJSON_GetArrayItem(node, (int)idx);
             }
         }
-        if (*p == '.')
+        if (*p == '.') {
             p++;
+            if (!*p) { /* "a.b." names nothing */
+                diag_add(d, "--set %s: bad path (ends with '.')", path);
+                ok = false;
+            }
+        }
     }
+    if (ok && value) /* the walk ended without a key to set, e.g. "fluids[0]." */
+        diag_add(d, "--set %s: bad path (names no key)", path);
     cJSON_Delete(value);
     free(path);
 }

@@ -38,7 +38,14 @@ mz_walls_arg sim_walls(const mz_scene *scene)
 
 size_t sim_device_bytes(const mz_scene *scene, size_t n)
 {
-    return n * (COMMON_BYTES_PER_PARTICLE + sim_solver_for(scene)->extra_bytes_per_particle);
+    size_t bytes = n * (COMMON_BYTES_PER_PARTICLE + sim_solver_for(scene)->extra_bytes_per_particle);
+    if (scene_is_sph(scene) && scene->domain.boundary.type == MZ_BOUNDARY_PARTICLES) {
+        /* wall and collider particles: position, mass, their grid's keys, values, copies and
+         * reorder copies (the cell tables come on top) */
+        size_t nb = build_boundary_count(scene);
+        bytes += nb * (16 + 4 + 16 + 16 + 4);
+    }
+    return bytes;
 }
 
 cl_program sim_build_kernels(mz_sim *sim, const char *file, const char *const *names,

@@ -98,7 +98,7 @@ static int init_boundary(mz_sim *sim, sph_state *st)
 {
     const mz_scene *s = sim->scene;
     double spacing = s->fluids[0].spacing;
-    int layers = (int)ceil(st->P.h / spacing - 0.5 - 1e-9);
+    int layers = build_wall_layers(s);
     float *pos = NULL;
     size_t nb = build_wall_particles(s, spacing, layers, &pos);
     nb = build_collider_particles(s, spacing, layers, &pos, nb);
@@ -137,6 +137,16 @@ static int sph_init(mz_sim *sim)
     st->collapsed = scene_solver(s) == MZ_SOLVER_COLLAPSED_SPH;
     st->adaptive = s->sim.adaptive;
     st->P = sph_params_for(s);
+    const sph_params *P = &st->P;
+    float c[] = {P->poly6, P->spiky_grad, P->visc_lap, P->tait_b, P->mass, P->h2, P->wall_d};
+    for (size_t i = 0; i < sizeof c / sizeof *c; i++)
+        if (!isfinite(c[i]) || c[i] == 0.0f) {
+            mz_error("SPH kernel constants leave single precision for spacing %g m and support "
+                     "radius %g m (poly6 %g, spiky %g, Tait B %g): choose units that keep "
+                     "lengths within a few decades of 1",
+                     s->fluids[0].spacing, P->h, P->poly6, P->spiky_grad, P->tait_b);
+            return -1;
+        }
     st->walls = sim_walls(s);
     st->gravity = sim_gravity(s);
     st->penalty = s->domain.boundary.type == MZ_BOUNDARY_PENALTY;
@@ -170,6 +180,8 @@ static int sph_init(mz_sim *sim)
     }
     /* The step-size reduction: a fixed number of groups, each a power-of-two size. */
     st->local = (sim->cl->type & CL_DEVICE_TYPE_GPU) ? 256 : 64;
+    while (st->local > sim->cl->max_wg) /* a power of two the device takes */
+        st->local /= 2;
     st->max_groups = (sim->cl->type & CL_DEVICE_TYPE_GPU) ? 512 : 16;
     st->partial = sph_buffer(sim, 8 * st->max_groups, "clCreateBuffer(step size)");
     st->partial_host = xcalloc(2 * st->max_groups, sizeof(float));
@@ -306,6 +318,21 @@ static int choose_dt(mz_sim *sim, sph_state *st)
     double dt = cfl * h / fmax(st->P.c0, sqrt(v2));
     if (a2 > 0)
         dt = fmin(dt, cfl * sqrt(h / sqrt(a2)));
+    /* A non-finite speed, or a step a million times below the CFL step of c0, is a blow-up:
+     * stop with the frames so far rather than run on with NaNs or steps of zero. */
+    double cfl_dt = cfl * h / st->P.c0;
+    if (!isfinite(v2) || !isfinite(a2) || !(dt >= 1e-6 * cfl_dt)) {
+        mz_error("the simulation blew up at t = %.6g s (step %ld): %s. Likely causes: a step "
+                 "too long for the speed of sound (more simulation.substeps, or "
+                 "simulation.adaptive), too little artificial_viscosity, or particles started "
+                 "on top of each other or of a wall",
+                 sim->time, sim->step,
+                 !isfinite(v2) || !isfinite(a2) ? "velocities or accelerations are no longer "
+                                                   "finite"
+                                                 : "the stable step fell below a millionth of "
+                                                   "the CFL step (runaway accelerations)");
+        return -1;
+    }
     st->next_dt = dt;
     return 0;
 }
@@ -318,7 +345,7 @@ static int sph_advance(mz_sim *sim, double frame_dt)
         for (int k = 0; k < s->sim.substeps; k++)
             if (sim_substep(sim, frame_dt / s->sim.substeps) != 0)
                 return -1;
-        return 0;
+        return choose_dt(sim, st); /* once a frame: the blow-up check */
     }
     /* Steps of the chosen size; the last one of the frame ends on the frame exactly, and one
      * that would leave a sliver under a quarter step takes half of what is left instead. */

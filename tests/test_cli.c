@@ -145,6 +145,38 @@ static void test_bad_scene_keeps_old_output(void **state)
     free(kept);
 }
 
+/* A run that blows up stops with exit 1 and says so, keeps the frames before it, and marks the
+ * file incomplete; it never hangs or reports success. (Found by review: NaNs used to be
+ * clamped into a corner and a zero step hung the adaptive loop.) */
+static void test_blow_up_is_reported(void **state)
+{
+    (void)state;
+    const char *out = test_path("blown.h5");
+    char args[512], *err;
+    snprintf(args, sizeof args,
+             "run scenes/dam_break_2d.json --frames 10 --set simulation.adaptive=false"
+             " --set simulation.substeps=2 -q -o %s", out);
+    assert_int_equal(run_mizu(args, &err), 1);
+    assert_non_null(strstr(err, "the simulation blew up at t = "));
+    assert_non_null(strstr(err, "marked incomplete"));
+    free(err);
+    hid_t f = H5Fopen(out, H5F_ACC_RDONLY, H5P_DEFAULT);
+    assert_true(f >= 0);
+    hid_t d = H5Dopen2(f, "/particles/all/position/value", H5P_DEFAULT);
+    hid_t sp = H5Dget_space(d);
+    hsize_t dims[3];
+    H5Sget_simple_extent_dims(sp, dims, NULL);
+    assert_true(dims[0] >= 1 && dims[0] < 11);
+    int complete = 1;
+    hid_t a = H5Aopen_by_name(f, "/parameters/run", "complete", H5P_DEFAULT, H5P_DEFAULT);
+    H5Aread(a, H5T_NATIVE_INT, &complete);
+    assert_int_equal(complete, 0);
+    H5Aclose(a);
+    H5Sclose(sp);
+    H5Dclose(d);
+    H5Fclose(f);
+}
+
 static void test_usage_errors(void **state)
 {
     (void)state;
@@ -162,6 +194,12 @@ static void test_usage_errors(void **state)
         {"run scenes/falling_block.json --device 7:0", "no device 0 on platform 7", 1},
         {"run scenes/falling_block.json --set nokey", "expected PATH=VALUE", 2},
         {"info /nonexistent.h5", "/nonexistent.h5", 1},
+        {"check scenes/dam_break_2d.json --set fluids[0].support_radius=0.002",
+         "fluids[0].support_radius must be between 1.5 and 10 times the spacing", 2},
+        {"check scenes/dam_break_2d.json --set fluids[0].speed_of_sound=1e39",
+         "fluids[0].speed_of_sound must be >= 0 and <= 100000 (got 1e+39)", 2},
+        {"check scenes/obstacles_2d.json --set colliders[0].sphere.radius=0.0005",
+         "colliders[0] gets no boundary particle at spacing 0.004", 2},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         char *err;
@@ -209,6 +247,7 @@ int main(void)
         cmocka_unit_test(test_unwritable_output),
         cmocka_unit_test(test_bad_scene_keeps_old_output),
         cmocka_unit_test(test_usage_errors),
+        cmocka_unit_test(test_blow_up_is_reported),
         cmocka_unit_test(test_check_info_keys_devices),
     };
     return cmocka_run_group_tests_name("cli", tests, NULL, NULL);

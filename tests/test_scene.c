@@ -142,6 +142,8 @@ static void test_bad_overrides(void **state)
         {"colliders[0].radius=1", "--set colliders[0].radius: colliders is not in the scene"},
         {"simulation.fps=fast", "simulation.fps must be a number (got \"fast\")"},
         {"simulation.fps=60fps", "simulation.fps must be a number (got \"60fps\")"},
+        {"simulation.fps.=5", "--set simulation.fps.: bad path (ends with '.')"},
+        {"fluids[0].=5", "--set fluids[0].: bad path (ends with '.')"},
         {"simulation.frames=2000000000", "simulation.frames must be >= 1 and <= 1e+09 (got 2e+09)"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
@@ -168,13 +170,14 @@ static void test_bad_colliders(void **state)
         {"{\"sphere\": {\"center\": [0.5,0.5,0.5], \"radius\": 0.1}, \"box\": {\"min\": [0,0,0],"
          " \"max\": [1,1,1]}}", "colliders[0]: give exactly one of sphere, box or plane"},
         {"{\"sphere\": {\"center\": [0.1,0.1,0.1], \"radius\": 0.05}}",
-         "fluids[0].box reaches inside colliders[0]"},
+         "fluids[0].box reaches within half a spacing of colliders[0] (its particles would "
+         "start on the solid's own)"},
         {"{\"plane\": {\"point\": [0,0.5,0], \"normal\": [0,0,0]}}",
          "colliders[0].plane.normal must not be zero in the simulated axes"},
         {"{\"sphere\": {\"center\": [0.5,0.5,0.5], \"radius\": -1}}",
          "colliders[0].sphere.radius must be > 0 (got -1)"},
         {"{\"box\": {\"min\": [0.5,0.5,0.5], \"max\": [0.9,0.9,0.9]}}",
-         "fluids[1].positions[1] lies inside colliders[0]"},
+         "fluids[1].positions[1] lies within half a spacing of colliders[0]"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         char text[1024];
@@ -188,6 +191,17 @@ static void test_bad_colliders(void **state)
         diag_free(&d);
         scene_free(&s);
     }
+    /* Two SPH fluids in one place would double the density there. */
+    const char *overlap = "{\"mizu_scene\": 1, \"domain\": {\"min\": [0,0,0], \"max\": [1,1,1]},"
+                          " \"fluids\": [{\"solver\": \"wcsph\", \"box\": {\"min\": [0,0,0],"
+                          " \"max\": [0.5,0.5,0.5]}, \"spacing\": 0.05}, {\"solver\": \"wcsph\","
+                          " \"box\": {\"min\": [0.4,0,0], \"max\": [0.9,0.5,0.5]}, \"spacing\": 0.05}]}";
+    mz_scene so;
+    mz_diag dd = {0};
+    assert_int_equal(scene_load_text(overlap, strlen(overlap), "o.json", NULL, 0, &so, &dd), -1);
+    assert_string_equal(dd.msgs[0], "fluids[1].box overlaps fluids[0].box");
+    diag_free(&dd);
+    scene_free(&so);
     /* Colliders with a solver that cannot feel them are refused, not ignored. */
     const char *ballistic = "{\"mizu_scene\": 1, \"domain\": {\"min\": [0,0,0], \"max\": [1,1,1]},"
                             " \"fluids\": [{\"positions\": [[0.5,0.9,0.5]], \"spacing\": 0.1}],"
