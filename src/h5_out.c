@@ -494,6 +494,8 @@ static int xdmf_append(mz_h5_out *o, long f, long step, double time)
     return 0;
 }
 
+void h5_out_no_exit_handler(void) { H5dont_atexit(); }
+
 char *h5_out_xdmf_path(const char *h5_path)
 {
     /* Like Python's os.path.splitext: the last dot of the basename, leading dots aside. */

@@ -55,6 +55,10 @@ const char *h5_out_path(const mz_h5_out *o);
  * "stopped by SIGTERM at frame 12"), flush and close. 0, or -1 after reporting. */
 int h5_out_close(mz_h5_out *o, bool complete, const char *status);
 
+/* Call first thing in main: mizu closes its files itself, and HDF5 1.10's exit handler crashes
+ * on a file whose close failed (a full disk), turning exit 1 into a segfault. */
+void h5_out_no_exit_handler(void);
+
 /* The sidecar's path for an output path: "out.h5" -> "out.xdmf". Caller frees. */
 char *h5_out_xdmf_path(const char *h5_path);
 

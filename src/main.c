@@ -2,6 +2,7 @@
 #include "cl_ctx.h"
 #include "cl_prog.h"
 #include "err.h"
+#include "h5_out.h"
 #include "info.h"
 #include "run.h"
 #include "scene.h"
@@ -106,6 +107,7 @@ static int scene_command(const char *cmd, int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+    h5_out_no_exit_handler();
     if (argc < 2)
         return usage_error("%s", "no command given");
     const char *cmd = argv[1];
