@@ -222,7 +222,7 @@ int cmd_run(const mz_run_opts *o)
             break;
         }
         readback *cur = &rb[f & 1], *prev = &rb[(f + 1) & 1];
-        if (!failed && f % scene.output.every == 0)
+        if (f % scene.output.every == 0)
             failed = !enqueue_readback(&sim, fields, cur);
         if (!failed && prev->pending &&
             finish_readback(prev, parts.n, fields, ordered, out, &write_s) != 0) {

@@ -490,6 +490,16 @@ static void validate(mz_scene *s, mz_diag *d)
             }
     }
     validate_solver(s, d);
+    unsigned produced = MZ_FIELD_BIT(MZ_FIELD_POSITION) | MZ_FIELD_BIT(MZ_FIELD_VELOCITY);
+    if (scene_is_sph(s))
+        produced |= MZ_FIELD_BIT(MZ_FIELD_DENSITY) | MZ_FIELD_BIT(MZ_FIELD_PRESSURE);
+    unsigned extra = s->output.fields & ~produced;
+    for (int f = 0; f < MZ_FIELD_COUNT; f++)
+        if (extra & MZ_FIELD_BIT(f))
+            diag_add(d, "output.fields: %s is not produced by the %s solver", mz_field_names[f],
+                     mz_solver_names[scene_solver(s)]);
+    s->output.fields |= MZ_FIELD_BIT(MZ_FIELD_POSITION);
+    /* The checks below walk lattices: only on a scene that is otherwise sound. */
     if (d->count)
         return;
     size_t n = build_particle_count(s);
@@ -500,15 +510,6 @@ static void validate(mz_scene *s, mz_diag *d)
                  MZ_MAX_PARTICLES);
     else
         validate_colliders(s, d);
-    unsigned produced = MZ_FIELD_BIT(MZ_FIELD_POSITION) | MZ_FIELD_BIT(MZ_FIELD_VELOCITY);
-    if (scene_is_sph(s))
-        produced |= MZ_FIELD_BIT(MZ_FIELD_DENSITY) | MZ_FIELD_BIT(MZ_FIELD_PRESSURE);
-    unsigned extra = s->output.fields & ~produced;
-    for (int f = 0; f < MZ_FIELD_COUNT; f++)
-        if (extra & MZ_FIELD_BIT(f))
-            diag_add(d, "output.fields: %s is not produced by the %s solver", mz_field_names[f],
-                     mz_solver_names[scene_solver(s)]);
-    s->output.fields |= MZ_FIELD_BIT(MZ_FIELD_POSITION);
 }
 
 /* --set PATH=VALUE on the JSON tree, before validation. PATH: key(.key|[index])*. */

@@ -24,7 +24,7 @@ enum sph_stage { STAGE_GRID, STAGE_DENSITY, STAGE_FORCES, STAGE_STEP_SIZE };
 static const char *const sph_stages[] = {"grid", "density", "forces", "step size", NULL};
 
 typedef struct sph_state {
-    bool collapsed, adaptive, primed; /* primed: the initial density pass ran */
+    bool collapsed, adaptive;
     sph_params P;
     mz_walls_arg walls;
     cl_float4 gravity;
@@ -216,7 +216,6 @@ static int sph_init(mz_sim *sim)
     /* After the build: it swaps the handles of the buffers it moves, rho_prev among them. */
     if (!run_density(sim, st, st->collapsed ? st->rho_prev : st->rho, st->p))
         return -1;
-    st->primed = true;
     /* Collapsed SPH's newest densities are swapped into rho_prev at the end of each step. */
     sim->field[MZ_FIELD_DENSITY] = st->collapsed ? &st->rho_prev : &st->rho;
     sim->field[MZ_FIELD_PRESSURE] = &st->p;

@@ -215,6 +215,19 @@ static void test_bad_colliders(void **state)
     scene_free(&s);
 }
 
+/* Errors of different kinds come together, not one per run. */
+static void test_errors_reported_together(void **state)
+{
+    (void)state;
+    const char *sets[] = {"output.fields=[\"position\",\"density\"]",
+                          "fluids[0].box.max=[0.3,0.05,0.3]"};
+    char *got = load_errors(DATA "good_minimal.json", sets, 2);
+    assert_string_equal(got, "fluids[0].box: max must exceed min on every axis (y: min 0.1, "
+                             "max 0.05)\n"
+                             "output.fields: density is not produced by the ballistic solver");
+    free(got);
+}
+
 static void test_garbage(void **state)
 {
     (void)state;
@@ -287,6 +300,7 @@ int main(void)
         cmocka_unit_test(test_overrides),      cmocka_unit_test(test_bad_overrides),
         cmocka_unit_test(test_garbage),        cmocka_unit_test(test_explicit_particles),
         cmocka_unit_test(test_bad_colliders),
+        cmocka_unit_test(test_errors_reported_together),
     };
     return cmocka_run_group_tests_name("scene", tests, NULL, NULL);
 }
