@@ -5,8 +5,9 @@
 #include "common.clh"
 #include "walls.clh"
 
-/* v += dt·(g + a_walls); x* = x + dt·v. Pinned particles (w = 0) stay put. */
-kernel void predict(uint n, float dt, float4 gravity, mz_walls walls, int penalty,
+/* v = keep·(v + dt·(g + a_walls)); x* = x + dt·v. keep = exp(−damping·dt) (1: none).
+ * Pinned particles (w = 0) stay put. */
+kernel void predict(uint n, float dt, float keep, float4 gravity, mz_walls walls, int penalty,
                     global const float4 *x, global float4 *v, global float4 *xp,
                     global const float *inv_mass)
 {
@@ -22,7 +23,7 @@ kernel void predict(uint n, float dt, float4 gravity, mz_walls walls, int penalt
     float4 vi = v[i];
     float4 a = penalty ? mz_limit_accel(mz_wall_accel(xi, vi, &walls), walls.accel_limit)
                        : (float4)(0.0f);
-    vi = mz_planar(vi + dt * (gravity + a));
+    vi = mz_planar((vi + dt * (gravity + a)) * keep);
     vi.w = 0.0f;
     v[i] = vi;
     xp[i] = xi + dt * vi;
@@ -30,10 +31,11 @@ kernel void predict(uint n, float dt, float4 gravity, mz_walls walls, int penalt
 
 /* Keep predicted positions inside [lo, hi]: the domain itself for penalty walls (a safety net:
  * no particle ever leaves), the domain shrunk by each particle's radius for clamp walls. */
-kernel void domain(uint n, float4 lo, float4 hi, int by_radius, global float4 *xp)
+kernel void domain(uint n, float4 lo, float4 hi, int by_radius, global const float *inv_mass,
+                   global float4 *xp)
 {
     uint i = get_global_id(0);
-    if (i >= n)
+    if (i >= n || inv_mass[i] == 0.0f) /* pinned particles stay where they were put */
         return;
     float4 p = xp[i];
     float r = by_radius ? p.w : 0.0f;

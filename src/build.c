@@ -1,5 +1,7 @@
 #include "build.h"
 
+#include "bodies.h"
+
 #include <math.h>
 #include <stdlib.h>
 
@@ -27,7 +29,7 @@ size_t build_fluid_count(const mz_fluid *f, int dimensions)
 
 size_t build_particle_count(const mz_scene *s)
 {
-    size_t n = 0;
+    size_t n = bodies_particle_count(s);
     for (size_t i = 0; i < s->n_fluids; i++) {
         size_t c = build_fluid_count(&s->fluids[i], s->sim.dimensions);
         n = (n > SIZE_MAX - c) ? SIZE_MAX : n + c;
@@ -81,6 +83,7 @@ double build_particle_mass(const mz_scene *s, const mz_fluid *f)
 static void put(mz_particles *p, size_t i, const double x[3], const double v[3], float radius,
                 float inv_mass, uint32_t body, int dimensions)
 {
+    p->phase[i] = MZ_PHASE_FLUID;
     bool flat = dimensions == 2;
     p->pos[4 * i + 0] = (float)x[0];
     p->pos[4 * i + 1] = (float)x[1];
@@ -95,6 +98,8 @@ static void put(mz_particles *p, size_t i, const double x[3], const double v[3],
     p->body[i] = body;
 }
 
+static void build_bodies(const mz_scene *s, mz_particles *p, size_t first);
+
 void build_particles(const mz_scene *s, mz_particles *p)
 {
     int dim = s->sim.dimensions;
@@ -105,6 +110,7 @@ void build_particles(const mz_scene *s, mz_particles *p)
     p->inv_mass = xcalloc(n, sizeof *p->inv_mass);
     p->id = xcalloc(n, sizeof *p->id);
     p->body = xcalloc(n, sizeof *p->body);
+    p->phase = xcalloc(n, sizeof *p->phase);
     size_t i = 0;
     for (size_t b = 0; b < s->n_fluids; b++) {
         const mz_fluid *f = &s->fluids[b];
@@ -128,6 +134,53 @@ void build_particles(const mz_scene *s, mz_particles *p)
                 put(p, i++, f->positions.p[k], v, radius, w, (uint32_t)b, dim);
             }
         }
+    }
+    build_bodies(s, p, i);
+}
+
+/* The cloths and meshes after the fluids: particles from `first` on, their constraints and
+ * triangles (in particle ids). */
+static void build_bodies(const mz_scene *s, mz_particles *p, size_t first)
+{
+    int dim = s->sim.dimensions;
+    size_t nc = bodies_constraint_count(s), nt = 0, c = 0, t = 0, i = first;
+    for (size_t k = 0; k < s->n_cloths + s->n_meshes; k++) {
+        const mz_body *b = k < s->n_cloths ? &s->cloths[k] : &s->meshes[k - s->n_cloths];
+        nt += b->geom->n_tris;
+    }
+    p->n_constraints = nc;
+    p->con_ends = xcalloc(2 * nc + 2, sizeof *p->con_ends);
+    p->con_params = xcalloc(4 * nc + 4, sizeof *p->con_params);
+    p->n_triangles = nt;
+    p->triangles = xcalloc(3 * nt + 3, sizeof *p->triangles);
+    for (size_t k = 0; k < s->n_cloths + s->n_meshes; k++) {
+        const mz_body *b = k < s->n_cloths ? &s->cloths[k] : &s->meshes[k - s->n_cloths];
+        const mz_body_geom *g = b->geom;
+        uint32_t body = (uint32_t)(s->n_fluids + k);
+        float w = (float)((double)g->n / b->mass);
+        for (size_t j = 0; j < g->n; j++) {
+            put(p, i + j, g->x[j], b->velocity, (float)(0.5 * g->thickness),
+                g->pinned[j] ? 0.0f : w, body, dim);
+            p->phase[i + j] = (uint32_t)g->phase;
+        }
+        for (size_t e = 0; e < g->n_stretch + g->n_bend; e++) {
+            bool bend = e >= g->n_stretch;
+            const uint32_t *pair = bend ? g->bend[e - g->n_stretch] : g->stretch[e];
+            const double *xa = g->x[pair[0]], *xb = g->x[pair[1]];
+            double r2 = 0;
+            for (int a = 0; a < dim; a++)
+                r2 += (xa[a] - xb[a]) * (xa[a] - xb[a]);
+            p->con_ends[2 * c + 0] = (uint32_t)(i + pair[0]);
+            p->con_ends[2 * c + 1] = (uint32_t)(i + pair[1]);
+            p->con_params[4 * c + 0] = (float)sqrt(r2);
+            p->con_params[4 * c + 1] = (float)(bend ? b->bending_compliance : b->compliance);
+            p->con_params[4 * c + 2] = (float)b->stiffness;
+            c++;
+        }
+        for (size_t j = 0; j < g->n_tris; j++, t++)
+            for (int a = 0; a < 3; a++)
+                p->triangles[3 * t + a] = (uint32_t)(i + g->tris[j][a]);
+        i += g->n;
     }
 }
 
@@ -184,6 +237,9 @@ static bool collider_range(const mz_scene *s, const mz_collider *c, double spaci
         } else if (c->has_box) {
             bmin = c->box.min[a];
             bmax = c->box.max[a];
+        } else if (c->has_capsule) {
+            bmin = fmin(c->capsule.a[a], c->capsule.b[a]) - c->capsule.radius;
+            bmax = fmax(c->capsule.a[a], c->capsule.b[a]) + c->capsule.radius;
         }
         lo[a] = a < dim ? (long)floor((bmin - s->domain.min[a]) / spacing - 0.5) : 0;
         hi[a] = a < dim ? (long)ceil((bmax - s->domain.min[a]) / spacing - 0.5) : 0;
@@ -280,5 +336,9 @@ void particles_free(mz_particles *p)
     free(p->inv_mass);
     free(p->id);
     free(p->body);
+    free(p->phase);
+    free(p->con_ends);
+    free(p->con_params);
+    free(p->triangles);
     *p = (mz_particles){0};
 }

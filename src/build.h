@@ -13,8 +13,26 @@ typedef struct mz_particles {
     float *vel;       /* 4 per particle: vx, vy, vz, 0 */
     float *inv_mass;  /* 1/m; 0 pins a particle */
     uint32_t *id;     /* creation order: the order of every output array */
-    uint32_t *body;   /* index of the body (fluids[i], ...) that made the particle */
+    uint32_t *body;   /* index of the body that made the particle: fluids, then cloths, then
+                       * meshes, in scene order */
+    uint32_t *phase;  /* MZ_PHASE_*: what kind of body the particle belongs to */
+
+    /* Position-based bodies: distance constraints between particle ids (stretch and bending
+     * alike), and the triangles of cloth surfaces for output. */
+    size_t n_constraints;
+    uint32_t *con_ends;   /* 2 per constraint: particle ids a, b */
+    float *con_params;    /* 4 per constraint: rest length, compliance, stiffness, 0 */
+    size_t n_triangles;
+    uint32_t *triangles;  /* 3 per triangle: particle ids */
 } mz_particles;
+
+/* The kind of body a particle belongs to (the `phase` output field). */
+typedef enum mz_phase {
+    MZ_PHASE_FLUID = 0,    /* fluids[] */
+    MZ_PHASE_CLOTH = 1,    /* cloths[] and meshes[] of kind cloth */
+    MZ_PHASE_SOFTBODY = 2, /* meshes[] of kind softbody */
+    MZ_PHASE_RIGID = 3,    /* reserved for rigid bodies */
+} mz_phase;
 
 /* Lattice cells per axis for a box fluid (particles sit at cell centres); 0 on an axis means
  * the box is thinner than the spacing. Returns the product. */

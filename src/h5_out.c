@@ -1,10 +1,11 @@
-/* HDF5 output in the H5MD 1.1 layout described in h5_out.h, plus the XDMF sidecar.
+/* HDF5 output in the H5MD 1.1 layout described in h5_out.h; the XDMF sidecar is xdmf.c's.
  *
  * Every object is addressed by its absolute path from the file, so error messages can name it.
  * HDF5's own error printing is off; failures are reported as "writing PATH: WHAT failed: WHY",
  * WHY being the system's reason when HDF5 recorded one ("No space left on device"). */
 #include "h5_out.h"
 #include "err.h"
+#include "xdmf.h"
 
 #include <hdf5.h>
 
@@ -44,16 +45,14 @@
 #define RESERVE_MARGIN (1u << 20)   /* room reserved beyond a frame's data, for metadata */
 
 struct mz_h5_out {
-    char *path, *xdmf_path;
-    char *h5_ref;      /* the .h5 file's basename, XML-escaped, as the sidecar names it */
+    char *path;
     size_t n;
     unsigned fields;
     hid_t file, step, time;
     hid_t value[MZ_FIELD_COUNT];
     int fd;            /* the .h5 again, for reserving disk space (HDF5 has its own) */
     long frames;       /* complete frames in the file */
-    int xdmf_fd;
-    off_t xdmf_tail;   /* offset of the sidecar's closing tags: the next frame goes there */
+    mz_xdmf *xdmf;     /* the sidecar */
 };
 
 /* ---- error reporting ---- */
@@ -187,12 +186,12 @@ static int put_int_attr(const mz_h5_out *o, const char *obj, const char *name, i
     return put_attr(o, obj, name, H5T_STD_I64LE, H5T_NATIVE_INT64, 0, &v);
 }
 
-/* Dataset NAME of n values (n 0 with scalar: one value), contiguous. */
-static int put_dataset(const mz_h5_out *o, const char *name, hid_t ftype, hid_t mtype,
-                       int scalar, size_t n, const void *v)
+/* Dataset NAME of n rows of cols values (cols 0: [n]; scalar: one value), contiguous. */
+static int put_table(const mz_h5_out *o, const char *name, hid_t ftype, hid_t mtype,
+                     int scalar, size_t n, size_t cols, const void *v)
 {
-    hsize_t dim = n;
-    hid_t space = scalar ? H5Screate(H5S_SCALAR) : H5Screate_simple(1, &dim, NULL);
+    hsize_t dims[2] = {n, cols};
+    hid_t space = scalar ? H5Screate(H5S_SCALAR) : H5Screate_simple(cols ? 2 : 1, dims, NULL);
     hid_t dcpl = untimed_plist(H5P_DATASET_CREATE), d = -1;
     if (space >= 0 && dcpl >= 0 && ftype >= 0 && mtype >= 0)
         d = H5Dcreate2(o->file, name, ftype, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
@@ -203,6 +202,13 @@ static int put_dataset(const mz_h5_out *o, const char *name, hid_t ftype, hid_t 
     close_id(dcpl);
     close_id(space);
     return ok ? 0 : -1;
+}
+
+/* Dataset NAME of n values (n 0 with scalar: one value), contiguous. */
+static int put_dataset(const mz_h5_out *o, const char *name, hid_t ftype, hid_t mtype,
+                       int scalar, size_t n, const void *v)
+{
+    return put_table(o, name, ftype, mtype, scalar, n, 0, v);
 }
 
 static int put_str(const mz_h5_out *o, const char *name, const char *s)
@@ -253,7 +259,16 @@ static int write_h5md(const mz_h5_out *o)
                : 0;
 }
 
-static int write_particles(const mz_h5_out *o, const mz_h5_meta *m, const uint32_t *body)
+/* [n] int32 from n uint32 values, or zeros for NULL. */
+static int put_per_particle(const mz_h5_out *o, const char *name, const uint32_t *v)
+{
+    uint32_t *zeros = v ? NULL : xcalloc(o->n, sizeof *zeros);
+    int rc = put_dataset(o, name, H5T_STD_I32LE, H5T_NATIVE_UINT32, 0, o->n, v ? v : zeros);
+    free(zeros);
+    return rc;
+}
+
+static int write_particles(const mz_h5_out *o, const mz_h5_meta *m, const mz_h5_static *st)
 {
     static const char *const groups[] = {"/particles", "/particles/all", "/particles/all/box",
                                          NULL};
@@ -278,11 +293,31 @@ static int write_particles(const mz_h5_out *o, const mz_h5_meta *m, const uint32
     free(id);
     if (rc)
         return -1;
-    uint32_t *zeros = body ? NULL : xcalloc(o->n, sizeof *zeros);
-    rc = put_dataset(o, "/particles/all/body", H5T_STD_I32LE, H5T_NATIVE_UINT32, 0, o->n,
-                     body ? body : zeros);
-    free(zeros);
-    return rc;
+    return put_per_particle(o, "/particles/all/body", st->body) ||
+                   put_per_particle(o, "/particles/all/phase", st->phase)
+               ? -1
+               : 0;
+}
+
+/* H5MD 1.1 connectivity: /connectivity/triangles, [M, 3] particle indices (rows of
+ * /particles/all, which are ids), its particles_group attribute an object reference to
+ * /particles/all. Nothing without triangles. */
+static int write_connectivity(const mz_h5_out *o, const mz_h5_static *st)
+{
+    static const char *const groups[] = {"/connectivity", NULL};
+    static const char name[] = "/connectivity/triangles";
+    if (st->n_triangles == 0)
+        return 0;
+    if (make_groups(o, groups) || put_table(o, name, H5T_STD_I32LE, H5T_NATIVE_UINT32, 0,
+                                            st->n_triangles, 3, st->triangles))
+        return -1;
+    /* An object reference is the object's address in the file: as reproducible as the rest. */
+    hobj_ref_t ref;
+    if (H5Rcreate(&ref, o->file, "/particles/all", H5R_OBJECT, -1) < 0) {
+        h5_fail(o->path, "referring to /particles/all from %s", name);
+        return -1;
+    }
+    return put_attr(o, name, "particles_group", H5T_STD_REF_OBJ, H5T_STD_REF_OBJ, 0, &ref);
 }
 
 static int write_parameters(const mz_h5_out *o, const mz_h5_meta *m)
@@ -379,141 +414,14 @@ static int create_fields(mz_h5_out *o, int gzip_level)
     return 0;
 }
 
-/* ---- XDMF sidecar ---- */
-
-static const char xdmf_head[] =
-    "<?xml version=\"1.0\" ?>\n"
-    "<!DOCTYPE Xdmf SYSTEM \"Xdmf.dtd\" []>\n"
-    "<Xdmf Version=\"2.0\">\n"
-    " <Domain>\n"
-    "  <Grid Name=\"particles\" GridType=\"Collection\" CollectionType=\"Temporal\">\n";
-static const char xdmf_close[] = "  </Grid>\n </Domain>\n</Xdmf>\n";
-
-static char *xml_escape(const char *s)
-{
-    mz_str b = {0};
-    str_addf(&b, "%s", "");
-    for (; *s; s++) {
-        switch (*s) {
-        case '&': str_addf(&b, "&amp;"); break;
-        case '<': str_addf(&b, "&lt;"); break;
-        case '>': str_addf(&b, "&gt;"); break;
-        case '"': str_addf(&b, "&quot;"); break;
-        default: str_addf(&b, "%c", *s);
-        }
-    }
-    return b.s;
-}
-
-/* Frame f of DSET ([frames, n, 3] or [frames, n]) as a HyperSlab DataItem. */
-static void xdmf_slab(mz_str *b, const mz_h5_out *o, long f, const char *dset, int comp)
-{
-    char shape[48];
-    int three = comp == 3;
-    snprintf(shape, sizeof shape, three ? "%zu 3" : "%zu", o->n);
-    str_addf(b,
-             "      <DataItem ItemType=\"HyperSlab\" Dimensions=\"1 %s\" Type=\"HyperSlab\">\n"
-             "       <DataItem Dimensions=\"3 %d\" Format=\"XML\">%ld 0%s 1 1%s 1 %s</DataItem>\n"
-             "       <DataItem Dimensions=\"%ld %s\" NumberType=\"Float\" Precision=\"4\" "
-             "Format=\"HDF\">%s:%s</DataItem>\n"
-             "      </DataItem>\n",
-             shape, three ? 3 : 2, f, three ? " 0" : "", three ? " 1" : "", shape, f + 1, shape,
-             o->h5_ref, dset);
-}
-
-static void xdmf_grid(mz_str *b, const mz_h5_out *o, long f, long step, double time)
-{
-    str_addf(b,
-             "   <Grid Name=\"frame %ld\" GridType=\"Uniform\">\n"
-             "    <Time Value=\"%.17g\"/>\n"
-             "    <Information Name=\"step\" Value=\"%ld\"/>\n"
-             "    <Topology TopologyType=\"Polyvertex\" NumberOfElements=\"%zu\" "
-             "NodesPerElement=\"1\"/>\n"
-             "    <Geometry GeometryType=\"XYZ\">\n",
-             f, time, step, o->n);
-    xdmf_slab(b, o, f, "/particles/all/position/value", 3);
-    str_addf(b, "    </Geometry>\n");
-    for (int k = 0; k < MZ_FIELD_COUNT; k++) {
-        const mz_field_info *fi = &mz_field_infos[k];
-        if (k == MZ_FIELD_POSITION || !(o->fields & MZ_FIELD_BIT(k)))
-            continue;
-        char dset[96];
-        snprintf(dset, sizeof dset, "/particles/all/%s/value", fi->name);
-        str_addf(b, "    <Attribute Name=\"%s\" AttributeType=\"%s\" Center=\"Node\">\n",
-                 fi->name, fi->components == 3 ? "Vector" : "Scalar");
-        xdmf_slab(b, o, f, dset, fi->components);
-        str_addf(b, "    </Attribute>\n");
-    }
-    str_addf(b,
-             "    <Attribute Name=\"body\" AttributeType=\"Scalar\" Center=\"Node\">\n"
-             "     <DataItem Dimensions=\"%zu\" NumberType=\"Int\" Precision=\"4\" "
-             "Format=\"HDF\">%s:/particles/all/body</DataItem>\n"
-             "    </Attribute>\n"
-             "   </Grid>\n",
-             o->n, o->h5_ref);
-}
-
-/* Space for len bytes at offset of fd, taken before writing so that a full disk fails the
- * write cleanly instead of half way. 0, or an errno. Filesystems that cannot reserve say
- * EINVAL/EOPNOTSUPP: then the write itself has to tell. */
-static int reserve_fd(int fd, off_t offset, off_t len)
-{
-    int err = posix_fallocate(fd, offset, len);
-    return err == EINVAL || err == EOPNOTSUPP ? 0 : err;
-}
-
-/* Write frame f's grid (f < 0: none) where the closing tags were, then the closing tags again:
- * O(1) a frame, and the file is whole XML after every call. */
-static int xdmf_append(mz_h5_out *o, long f, long step, double time)
-{
-    mz_str b = {0};
-    if (o->xdmf_tail == 0)
-        str_addf(&b, "%s", xdmf_head);
-    if (f >= 0)
-        xdmf_grid(&b, o, f, step, time);
-    off_t tail = o->xdmf_tail + (off_t)b.len;
-    str_addf(&b, "%s", xdmf_close);
-    int err = reserve_fd(o->xdmf_fd, o->xdmf_tail, (off_t)b.len);
-    for (size_t done = 0; !err && done < b.len;) {
-        ssize_t w = pwrite(o->xdmf_fd, b.s + done, b.len - done, o->xdmf_tail + (off_t)done);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            err = w < 0 ? errno : EIO;
-        else
-            done += (size_t)w;
-    }
-    if (!err && ftruncate(o->xdmf_fd, o->xdmf_tail + (off_t)b.len) != 0)
-        err = errno;
-    str_free(&b);
-    if (err) {
-        mz_error("writing %s: %s", o->xdmf_path, strerror(err));
-        return -1;
-    }
-    o->xdmf_tail = tail;
-    return 0;
-}
-
 void h5_out_no_exit_handler(void) { H5dont_atexit(); }
 
-char *h5_out_xdmf_path(const char *h5_path)
-{
-    /* Like Python's os.path.splitext: the last dot of the basename, leading dots aside. */
-    const char *base = strrchr(h5_path, '/');
-    base = base ? base + 1 : h5_path;
-    while (*base == '.')
-        base++;
-    const char *dot = strrchr(base, '.');
-    size_t keep = dot ? (size_t)(dot - h5_path) : strlen(h5_path);
-    char *x = xmalloc(keep + sizeof ".xdmf");
-    memcpy(x, h5_path, keep);
-    memcpy(x + keep, ".xdmf", sizeof ".xdmf");
-    return x;
-}
+char *h5_out_xdmf_path(const char *h5_path) { return xdmf_path_for(h5_path); }
 
 /* ---- create, write, close ---- */
 
-static int check_args(const char *path, const char *xdmf, size_t n, int gzip_level)
+static int check_args(const char *path, const char *xdmf, size_t n, int gzip_level,
+                      const mz_h5_static *st)
 {
     if (n == 0)
         mz_error("writing %s: there are no particles to write", path);
@@ -526,8 +434,21 @@ static int check_args(const char *path, const char *xdmf, size_t n, int gzip_lev
         mz_error("writing %s: this HDF5 library has no gzip (deflate) filter", path);
     else if (!strcmp(path, xdmf))
         mz_error("writing %s: the output must not be named .xdmf (the sidecar is)", path);
-    else
+    else if (st->n_triangles > 0 && !st->triangles)
+        mz_error("writing %s: %zu triangles but no triangle list", path, st->n_triangles);
+    else if (st->n_triangles > (size_t)INT32_MAX)
+        mz_error("writing %s: %zu triangles is more than the %d the file allows", path,
+                 st->n_triangles, INT32_MAX);
+    else {
+        for (size_t k = 0; k < 3 * st->n_triangles; k++)
+            if (st->triangles[k] >= n) {
+                mz_error("writing %s: triangle %zu names particle %lu, but there are %zu "
+                         "particles",
+                         path, k / 3, (unsigned long)st->triangles[k], n);
+                return -1;
+            }
         return 0;
+    }
     return -1;
 }
 
@@ -548,28 +469,23 @@ static int discard(mz_h5_out *o, int failed_create)
     }
     if (o->fd >= 0)
         close(o->fd);
-    if (o->xdmf_fd >= 0 && close(o->xdmf_fd) != 0) {
-        if (!failed_create)
-            mz_error("writing %s: %s", o->xdmf_path, strerror(errno));
+    if (xdmf_close(o->xdmf, failed_create))
         rc = -1;
-    }
-    if (failed_create) {
+    if (failed_create)
         remove(o->path);
-        remove(o->xdmf_path);
-    }
     free(o->path);
-    free(o->xdmf_path);
-    free(o->h5_ref);
     free(o);
     return rc;
 }
 
 mz_h5_out *h5_out_create(const char *path, size_t n, unsigned fields, int gzip_level,
-                         const mz_h5_meta *meta, const uint32_t *body)
+                         const mz_h5_meta *meta, const mz_h5_static *st)
 {
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    static const mz_h5_static no_static;
+    st = st ? st : &no_static;
     char *xdmf = h5_out_xdmf_path(path);
-    if (check_args(path, xdmf, n, gzip_level)) {
+    if (check_args(path, xdmf, n, gzip_level, st)) {
         free(xdmf);
         return NULL;
     }
@@ -583,23 +499,19 @@ mz_h5_out *h5_out_create(const char *path, size_t n, unsigned fields, int gzip_l
     close(fd);
     mz_h5_out *o = xcalloc(1, sizeof *o);
     o->path = xstrdup(path);
-    o->xdmf_path = xdmf;
-    const char *base = strrchr(path, '/');
-    o->h5_ref = xml_escape(base ? base + 1 : path);
     o->n = n;
     o->fields = fields | MZ_FIELD_BIT(MZ_FIELD_POSITION);
     o->file = o->step = o->time = -1;
-    o->fd = o->xdmf_fd = -1;
+    o->fd = -1;
     for (int f = 0; f < MZ_FIELD_COUNT; f++)
         o->value[f] = -1;
     static const mz_h5_meta no_meta;
     meta = meta ? meta : &no_meta;
 
-    o->xdmf_fd = open(xdmf, O_WRONLY | O_CREAT | O_TRUNC, 0666);
-    if (o->xdmf_fd < 0) {
-        mz_error("cannot create %s: %s", xdmf, strerror(errno));
+    o->xdmf = xdmf_create(xdmf, path, n, o->fields, st->n_triangles);
+    free(xdmf);
+    if (!o->xdmf)
         goto fail;
-    }
     /* No file lock, so that `mizu info`, h5py and ParaView can read the file during the run. */
     hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
     if (fapl >= 0 && MZ_FILE_LOCKING_OFF(fapl) >= 0)
@@ -613,15 +525,13 @@ mz_h5_out *h5_out_create(const char *path, size_t n, unsigned fields, int gzip_l
         mz_error("cannot open %s: %s", path, strerror(errno));
         goto fail;
     }
-    if (write_h5md(o) || write_particles(o, meta, body) || write_parameters(o, meta) ||
-        create_fields(o, gzip_level))
+    if (write_h5md(o) || write_particles(o, meta, st) || write_connectivity(o, st) ||
+        write_parameters(o, meta) || create_fields(o, gzip_level))
         goto fail;
     if (H5Fflush(o->file, H5F_SCOPE_GLOBAL) < 0) {
         h5_fail(path, "flushing");
         goto fail;
     }
-    if (xdmf_append(o, -1, 0, 0.0))
-        goto fail;
     return o;
 fail:
     discard(o, 1);
@@ -701,7 +611,7 @@ static int reserve(const mz_h5_out *o, unsigned long long bytes, const char *wha
 {
     struct stat st;
     int err = fstat(o->fd, &st) != 0 ? errno
-                                     : reserve_fd(o->fd, st.st_size,
+                                     : xdmf_reserve_space(o->fd, st.st_size,
                                                   (off_t)(bytes + RESERVE_MARGIN));
     if (!err)
         return 0;
@@ -748,7 +658,7 @@ int h5_out_write_frame(mz_h5_out *o, long step, double time,
     trim(o);
     o->frames++;
     /* The sidecar only ever names frames already on disk. */
-    return xdmf_append(o, o->frames - 1, step, time);
+    return xdmf_append_frame(o->xdmf, o->frames - 1, step, time);
 fail:
     roll_back(o);
     trim(o);

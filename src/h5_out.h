@@ -4,9 +4,14 @@
  *   /particles/all/box          attrs dimension=3, boundary=["none","none","none"]; edges [3]
  *   /particles/all/id           [N] int32, particle ids (output rows are in id order: row i = id i)
  *   /particles/all/body         [N] int32, index of the scene body that made each particle
+ *   /particles/all/phase        [N] int32, MZ_PHASE_* of each particle (0 fluid, 1 cloth,
+ *                               2 softbody, 3 rigid)
  *   /particles/all/<field>/     step [F] int64, time [F] float64,
  *                               value [F, N, 3] or [F, N] float32, extendible along F,
  *                               one chunk per frame, attr unit
+ *   /connectivity/triangles     [M, 3] int32, particle ids (= rows) of the cloth surfaces'
+ *                               triangles, attr particles_group = object reference to
+ *                               /particles/all; only when there are triangles
  *   /parameters/scene/          given (the scene text), effective (every key as used),
  *                               overrides (the --set arguments), path
  *   /parameters/build/          version, git_revision, compiler, hdf5, device, platform, driver,
@@ -15,8 +20,8 @@
  *
  * The file is flushed after every frame, so a killed run leaves a readable file of the frames
  * written so far; `complete` = 0 tells a reader the run did not finish. OUT.xdmf beside OUT.h5
- * is kept valid after every frame. Dataset creation times are not recorded, so two identical
- * runs write byte-identical files. */
+ * (xdmf.h) is kept valid after every frame. Dataset creation times are not recorded, so two
+ * identical runs write byte-identical files. */
 #ifndef MZ_H5_OUT_H
 #define MZ_H5_OUT_H
 #include "fields.h"
@@ -35,13 +40,21 @@ typedef struct mz_h5_meta {
     double domain_min[3], domain_max[3];
 } mz_h5_meta;
 
+/* What does not change over the run, per particle and between particles. */
+typedef struct mz_h5_static {
+    const uint32_t *body;      /* n body indices in id order, or NULL: all 0 */
+    const uint32_t *phase;     /* n MZ_PHASE_* values, or NULL: all 0 */
+    const uint32_t *triangles; /* 3 particle ids per triangle (cloth surfaces), or NULL */
+    size_t n_triangles;        /* 0: no connectivity */
+} mz_h5_static;
+
 typedef struct mz_h5_out mz_h5_out;
 
 /* Create or truncate PATH (and PATH's .xdmf) for n particles and the fields in the mask
- * (MZ_FIELD_BIT). gzip_level 0: no compression. body: n body indices in id order.
+ * (MZ_FIELD_BIT). gzip_level 0: no compression. meta and st may be NULL (all empty).
  * NULL after reporting why (mz_error), leaving no file behind. */
 mz_h5_out *h5_out_create(const char *path, size_t n, unsigned fields, int gzip_level,
-                         const mz_h5_meta *meta, const uint32_t *body);
+                         const mz_h5_meta *meta, const mz_h5_static *st);
 
 /* Append one frame. data[f] for each field in the mask: components × n floats in id order.
  * Flushes the file and updates the sidecar. 0, or -1 after reporting (the frames before stay). */

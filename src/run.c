@@ -4,6 +4,7 @@
  * and while the device computes the next frame the host converts and writes this one. */
 #include "run.h"
 
+#include "bodies.h"
 #include "build.h"
 #include "cl_prog.h"
 #include "err.h"
@@ -190,9 +191,11 @@ int cmd_run(const mz_run_opts *o)
                        .kernel_build_options = MZ_CL_BUILD_OPTIONS};
     memcpy(meta.domain_min, scene.domain.min, sizeof meta.domain_min);
     memcpy(meta.domain_max, scene.domain.max, sizeof meta.domain_max);
+    mz_h5_static st = {.body = parts.body, .phase = parts.phase, .triangles = parts.triangles,
+                       .n_triangles = parts.n_triangles};
     out = h5_out_create(path, parts.n, fields,
                         scene.output.compression == MZ_COMPRESSION_GZIP ? scene.output.level : 0,
-                        &meta, parts.body);
+                        &meta, &st);
     if (!out)
         goto done;
     for (int b = 0; b < 2; b++) {
@@ -319,6 +322,19 @@ int cmd_check(const mz_run_opts *o)
         }
         printf(", spacing %g m, particle mass %.4g kg\n", f->spacing,
                build_particle_mass(&s, f));
+    }
+    for (size_t i = 0; i < s.n_cloths + s.n_meshes; i++) {
+        bool cloth = i < s.n_cloths;
+        const mz_body *b = cloth ? &s.cloths[i] : &s.meshes[i - s.n_cloths];
+        const mz_body_geom *g = b->geom;
+        size_t pinned = 0;
+        for (size_t k = 0; k < g->n; k++)
+            pinned += g->pinned[k];
+        printf("  %s[%zu]%s%s%s: %s, %zu particles (%zu pinned), %zu stretch and %zu bending "
+               "constraints, thickness %.4g m\n", cloth ? "cloths" : "meshes",
+               cloth ? i : i - s.n_cloths, b->name ? " \"" : "", b->name ? b->name : "",
+               b->name ? "\"" : "", g->phase == MZ_PHASE_SOFTBODY ? "softbody" : "cloth", g->n,
+               pinned, g->n_stretch, g->n_bend, g->thickness);
     }
     size_t bytes = sim_device_bytes(&s, n);
     printf("  %zu particles in all", n);

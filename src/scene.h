@@ -44,6 +44,8 @@ typedef struct mz_simulation {
     int dimensions;    /* 2: z fixed at 0 */
     bool adaptive;     /* SPH: time step from CFL and force limits instead of substeps */
     double cfl;        /* λ in dt = λ·h / max(c, |v|max) */
+    double damping;    /* position-based: velocity damping rate, 1/s */
+    double relaxation; /* position-based: Jacobi over-relaxation ω */
 } mz_simulation;
 
 typedef struct mz_boundary {
@@ -72,10 +74,11 @@ typedef struct mz_fluid {
     double artificial_viscosity; /* Monaghan's α */
 } mz_fluid;
 
-/* A static solid; exactly one shape. SPH samples it with boundary particles. */
+/* A static solid; exactly one shape. SPH samples it with boundary particles; position-based
+ * solvers push particles out along its signed distance, with friction. */
 typedef struct mz_collider {
     char *name;
-    bool has_sphere, has_box, has_plane;
+    bool has_sphere, has_box, has_plane, has_capsule;
     struct mz_sphere {
         double center[3], radius;
     } sphere;
@@ -83,7 +86,53 @@ typedef struct mz_collider {
     struct mz_plane {
         double point[3], normal[3]; /* normal points out of the solid, into the fluid */
     } plane;
+    struct mz_capsule {
+        double a[3], b[3], radius; /* the segment a–b, swept by a sphere */
+    } capsule;
+    double friction, static_friction; /* position-based contacts */
 } mz_collider;
+
+typedef enum mz_cloth_plane { MZ_PLANE_XZ, MZ_PLANE_XY, MZ_PLANE_YZ } mz_cloth_plane;
+typedef enum mz_mesh_kind { MZ_MESH_CLOTH, MZ_MESH_SOFTBODY } mz_mesh_kind;
+
+/* Named pins of a cloth grid (bits of mz_body.pins): corner_UV and edge_u0 (all particles with
+ * u index 0) ... */
+enum {
+    MZ_PIN_CORNER_00, MZ_PIN_CORNER_10, MZ_PIN_CORNER_01, MZ_PIN_CORNER_11,
+    MZ_PIN_EDGE_U0, MZ_PIN_EDGE_U1, MZ_PIN_EDGE_V0, MZ_PIN_EDGE_V1, MZ_PIN_COUNT
+};
+
+struct mz_body_geom; /* built at load time (src/bodies.h) */
+
+/* A position-based body: cloths[] (a grid) and meshes[] (an OBJ file) share this. */
+typedef struct mz_body {
+    char *name;
+    /* cloths[] */
+    struct mz_cloth_grid {
+        double origin[3]; /* the corner of particle (0, 0) */
+        double size[2];   /* extent along u and v, m */
+        int resolution[2];/* particles along u and v */
+        int plane;        /* mz_cloth_plane: the axes u, v run along */
+    } grid;
+    unsigned pins;        /* MZ_PIN_* bits */
+    /* meshes[] */
+    char *obj;
+    int kind;             /* mz_mesh_kind */
+    double scale, rotate[3], translate[3];
+    double spacing;       /* softbody: voxel lattice spacing */
+    /* both */
+    bool has_pin_box;
+    mz_box pin_box;       /* particles starting inside are pinned */
+    double mass;          /* total, kg */
+    double compliance, bending_compliance; /* XPBD, m/N */
+    double stiffness;     /* PBD k in (0, 1] */
+    double thickness;     /* contact distance between particles, m; 0: from the geometry */
+    bool self_collision;
+    double friction, static_friction;
+    double velocity[3];
+
+    struct mz_body_geom *geom; /* particles and constraints, made when the scene loads */
+} mz_body;
 
 /* Signed distance from p to the collider's surface: negative inside the solid. */
 double collider_distance(const mz_collider *c, const double p[3], int dimensions);
@@ -105,6 +154,8 @@ typedef struct mz_scene {
     size_t n_fluids;
     mz_collider *colliders;
     size_t n_colliders;
+    mz_body *cloths, *meshes;
+    size_t n_cloths, n_meshes;
     mz_output output;
 
     char *path;           /* as given on the command line */

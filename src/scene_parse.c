@@ -1,4 +1,5 @@
 /* JSON scene → mz_scene: the key tables, --set overrides, and the checks that span keys. */
+#include "bodies.h"
 #include "build.h"
 #include "fields.h"
 #include "scene.h"
@@ -16,6 +17,10 @@ const char *const mz_solver_names[MZ_SOLVER_COUNT + 1] = {"ballistic", "wcsph", 
                                                           0};
 static const char *const boundary_names[] = {"penalty", "clamp", "particles", 0};
 static const char *const compression_names[] = {"none", "gzip", 0};
+static const char *const plane_names[] = {"xz", "xy", "yz", 0};
+static const char *const mesh_kind_names[] = {"cloth", "softbody", 0};
+static const char *const pin_names[] = {"corner_00", "corner_10", "corner_01", "corner_11",
+                                        "edge_u0",   "edge_u1",   "edge_v0",   "edge_v1", 0};
 
 #define OFF(T, f) offsetof(T, f)
 
@@ -42,6 +47,15 @@ static const mz_key simulation_keys[] = {
      .flags = K_MIN | K_MAX, .min = 0, .max = 1,
      .doc = "SPH step: dt = cfl x min(h / max(c0, |v|max), sqrt(h / |a|max)); 0: the solver's "
             "own, 0.4 for wcsph and 0.2 for collapsed_sph (its forces act a step late)"},
+    {.name = "damping", .type = K_NUMBER, .offset = OFF(mz_simulation, damping), .def = "0",
+     .flags = K_MIN, .min = 0, .unit = "1/s",
+     .doc = "position-based solvers: velocities decay as exp(-damping t) (air drag on cloth, "
+            "settling tests); 0: none"},
+    {.name = "relaxation", .type = K_NUMBER, .offset = OFF(mz_simulation, relaxation),
+     .def = "1.5", .flags = K_MIN_GT | K_MAX, .min = 0, .max = 2,
+     .doc = "position-based solvers: over-relaxation factor omega of the parallel (Jacobi) "
+            "constraint projection; each constraint's correction is scaled by omega over the "
+            "number of constraints its particles share"},
     {0}};
 static const mz_schema simulation_schema = {"simulation", simulation_keys, sizeof(mz_simulation)};
 
@@ -143,6 +157,16 @@ static const mz_key plane_keys[] = {
     {0}};
 static const mz_schema plane_schema = {"plane", plane_keys, sizeof(struct mz_plane)};
 
+static const mz_key capsule_keys[] = {
+    {.name = "a", .type = K_VEC3, .offset = OFF(struct mz_capsule, a), .flags = K_REQUIRED,
+     .unit = "m", .doc = "one end of the axis"},
+    {.name = "b", .type = K_VEC3, .offset = OFF(struct mz_capsule, b), .flags = K_REQUIRED,
+     .unit = "m", .doc = "the other end of the axis"},
+    {.name = "radius", .type = K_NUMBER, .offset = OFF(struct mz_capsule, radius),
+     .flags = K_REQUIRED | K_MIN_GT, .min = 0, .unit = "m", .doc = "radius"},
+    {0}};
+static const mz_schema capsule_schema = {"capsule", capsule_keys, sizeof(struct mz_capsule)};
+
 static const mz_key collider_keys[] = {
     {.name = "name", .type = K_STRING, .offset = OFF(mz_collider, name),
      .doc = "label for people reading the scene (messages name colliders by index)"},
@@ -154,8 +178,100 @@ static const mz_key collider_keys[] = {
     {.name = "plane", .type = K_OBJECT, .offset = OFF(mz_collider, plane),
      .sub = &plane_schema, .aux_offset = OFF(mz_collider, has_plane),
      .doc = "the solid half-space behind a plane"},
+    {.name = "capsule", .type = K_OBJECT, .offset = OFF(mz_collider, capsule),
+     .sub = &capsule_schema, .aux_offset = OFF(mz_collider, has_capsule),
+     .doc = "a solid capsule: the points within radius of the segment a-b"},
+    {.name = "friction", .type = K_NUMBER, .offset = OFF(mz_collider, friction), .def = "0.3",
+     .flags = K_MIN, .min = 0,
+     .doc = "position-based: kinetic friction coefficient of contacts with this solid"},
+    {.name = "static_friction", .type = K_NUMBER, .offset = OFF(mz_collider, static_friction),
+     .def = "0.4", .flags = K_MIN, .min = 0,
+     .doc = "position-based: static friction coefficient (a contact sticks while the sliding "
+            "it would need is below static_friction x penetration)"},
     {0}};
 static const mz_schema collider_schema = {"collider", collider_keys, sizeof(mz_collider)};
+
+static const mz_key grid_keys[] = {
+    {.name = "origin", .type = K_VEC3, .offset = OFF(struct mz_cloth_grid, origin),
+     .flags = K_REQUIRED, .unit = "m", .doc = "position of particle (0, 0), a corner"},
+    {.name = "size", .type = K_VEC2, .offset = OFF(struct mz_cloth_grid, size),
+     .flags = K_REQUIRED | K_MIN_GT, .min = 0, .unit = "m", .doc = "extent along u and v"},
+    {.name = "resolution", .type = K_INT2, .offset = OFF(struct mz_cloth_grid, resolution),
+     .flags = K_REQUIRED | K_MIN | K_MAX, .min = 2, .max = 16384,
+     .doc = "particles along u and v"},
+    {.name = "plane", .type = K_ENUM, .offset = OFF(struct mz_cloth_grid, plane),
+     .def = "\"xz\"", .names = plane_names,
+     .doc = "the axes u and v run along: xz (horizontal), xy or yz (vertical)"},
+    {0}};
+static const mz_schema grid_schema = {"grid", grid_keys, sizeof(struct mz_cloth_grid)};
+
+/* Keys every position-based body has (cloths[] and meshes[]). */
+#define BODY_KEYS                                                                             \
+    {.name = "name", .type = K_STRING, .offset = OFF(mz_body, name),                          \
+     .doc = "label for messages and the output file"},                                        \
+    {.name = "pin_box", .type = K_OBJECT, .offset = OFF(mz_body, pin_box), .sub = &box_schema, \
+     .aux_offset = OFF(mz_body, has_pin_box),                                                 \
+     .doc = "particles starting inside this box are pinned (inverse mass 0: they never move)"}, \
+    {.name = "mass", .type = K_NUMBER, .offset = OFF(mz_body, mass), .def = "1",              \
+     .flags = K_MIN_GT, .min = 0, .unit = "kg",                                               \
+     .doc = "total mass, shared equally by the particles"},                                   \
+    {.name = "compliance", .type = K_NUMBER, .offset = OFF(mz_body, compliance), .def = "0",  \
+     .flags = K_MIN, .min = 0, .unit = "m/N",                                                 \
+     .doc = "XPBD compliance (inverse stiffness) of the stretch constraints; 0: as stiff as "  \
+            "the iterations make it"},                                                        \
+    {.name = "bending_compliance", .type = K_NUMBER, .offset = OFF(mz_body, bending_compliance), \
+     .def = "0.1", .flags = K_MIN, .min = 0, .unit = "m/N",                                   \
+     .doc = "cloth: XPBD compliance of the bending constraints (the distance across each "     \
+            "pair of adjacent triangles)"},                                                   \
+    {.name = "stiffness", .type = K_NUMBER, .offset = OFF(mz_body, stiffness), .def = "1",    \
+     .flags = K_MIN_GT | K_MAX, .min = 0, .max = 1,                                           \
+     .doc = "plain PBD stiffness k applied per iteration (below 1, the result depends on the " \
+            "iteration count; prefer compliance)"},                                           \
+    {.name = "thickness", .type = K_NUMBER, .offset = OFF(mz_body, thickness), .def = "0",    \
+     .flags = K_MIN, .min = 0, .unit = "m",                                                   \
+     .doc = "contact distance between two particles; 0: the grid spacing, the mean edge "      \
+            "length (OBJ cloth) or the voxel spacing (softbody)"},                            \
+    {.name = "self_collision", .type = K_BOOL, .offset = OFF(mz_body, self_collision),        \
+     .def = "true", .doc = "whether the body's own particles collide with each other (pairs " \
+                           "joined by a constraint never do)"},                                \
+    {.name = "friction", .type = K_NUMBER, .offset = OFF(mz_body, friction), .def = "0.3",    \
+     .flags = K_MIN, .min = 0, .doc = "kinetic friction coefficient of particle contacts"},   \
+    {.name = "static_friction", .type = K_NUMBER, .offset = OFF(mz_body, static_friction),    \
+     .def = "0.4", .flags = K_MIN, .min = 0,                                                  \
+     .doc = "static friction coefficient of particle contacts (at least friction)"},          \
+    {.name = "velocity", .type = K_VEC3, .offset = OFF(mz_body, velocity), .def = "[0, 0, 0]", \
+     .unit = "m/s", .doc = "initial velocity of every particle"}
+
+static const mz_key cloth_keys[] = {
+    {.name = "grid", .type = K_OBJECT, .offset = OFF(mz_body, grid), .sub = &grid_schema,
+     .flags = K_REQUIRED, .doc = "a rectangular grid of particles, triangulated"},
+    {.name = "pinned", .type = K_FLAGS, .offset = OFF(mz_body, pins), .def = "[]",
+     .names = pin_names,
+     .doc = "named pins: corner_UV is particle (u, v) with 0 the first and 1 the last index; "
+            "edge_u0 is every particle with u index 0, and so on"},
+    BODY_KEYS,
+    {0}};
+static const mz_schema cloth_schema = {"cloth", cloth_keys, sizeof(mz_body)};
+
+static const mz_key mesh_keys[] = {
+    {.name = "obj", .type = K_STRING, .offset = OFF(mz_body, obj), .flags = K_REQUIRED,
+     .doc = "Wavefront OBJ file (v and f lines), relative to the scene file"},
+    {.name = "kind", .type = K_ENUM, .offset = OFF(mz_body, kind), .def = "\"cloth\"",
+     .names = mesh_kind_names,
+     .doc = "cloth: vertices become particles, edges stretch constraints; softbody: the closed "
+            "mesh's inside is filled with a lattice of `spacing`, each point joined to its 26 "
+            "neighbours"},
+    {.name = "scale", .type = K_NUMBER, .offset = OFF(mz_body, scale), .def = "1",
+     .flags = K_MIN_GT, .min = 0, .doc = "uniform scale, applied first"},
+    {.name = "rotate", .type = K_VEC3, .offset = OFF(mz_body, rotate), .def = "[0, 0, 0]",
+     .unit = "degrees", .doc = "rotation about x, then y, then z, applied after scaling"},
+    {.name = "translate", .type = K_VEC3, .offset = OFF(mz_body, translate),
+     .def = "[0, 0, 0]", .unit = "m", .doc = "translation, applied last"},
+    {.name = "spacing", .type = K_NUMBER, .offset = OFF(mz_body, spacing), .def = "0",
+     .flags = K_MIN, .min = 0, .unit = "m", .doc = "softbody: lattice spacing (required)"},
+    BODY_KEYS,
+    {0}};
+static const mz_schema mesh_schema = {"mesh", mesh_keys, sizeof(mz_body)};
 
 static const mz_key output_keys[] = {
     {.name = "path", .type = K_STRING, .offset = OFF(mz_output, path),
@@ -189,7 +305,13 @@ static const mz_key scene_keys[] = {
     {.name = "colliders", .type = K_LIST, .offset = OFF(mz_scene, colliders),
      .aux_offset = OFF(mz_scene, n_colliders), .sub = &collider_schema,
      .doc = "static solids inside the domain (SPH with particles walls: sampled with boundary "
-            "particles)"},
+            "particles; position-based solvers: pushed out along the signed distance)"},
+    {.name = "cloths", .type = K_LIST, .offset = OFF(mz_scene, cloths),
+     .aux_offset = OFF(mz_scene, n_cloths), .sub = &cloth_schema,
+     .doc = "position-based cloth sheets from a grid"},
+    {.name = "meshes", .type = K_LIST, .offset = OFF(mz_scene, meshes),
+     .aux_offset = OFF(mz_scene, n_meshes), .sub = &mesh_schema,
+     .doc = "position-based bodies from OBJ meshes: cloth or softbody"},
     {.name = "output", .type = K_OBJECT, .offset = OFF(mz_scene, output),
      .sub = &output_schema, .doc = "what is written, and where"},
     {0}};
@@ -302,6 +424,21 @@ double collider_distance(const mz_collider *c, const double p[3], int dim)
         }
         return outside > 0 ? sqrt(outside) : inside;
     }
+    if (c->has_capsule) {
+        /* distance to the nearest point of the segment, less the radius */
+        const double *a = c->capsule.a, *b = c->capsule.b;
+        double ab2 = 0, t = 0;
+        for (int k = 0; k < dim; k++) {
+            ab2 += (b[k] - a[k]) * (b[k] - a[k]);
+            t += (p[k] - a[k]) * (b[k] - a[k]);
+        }
+        t = ab2 > 0 ? fmin(fmax(t / ab2, 0.0), 1.0) : 0.0;
+        for (int k = 0; k < dim; k++) {
+            double q = p[k] - (a[k] + t * (b[k] - a[k]));
+            d += q * q;
+        }
+        return sqrt(d) - c->capsule.radius;
+    }
     double len = 0;
     for (int a = 0; a < dim; a++) {
         d += (p[a] - c->plane.point[a]) * c->plane.normal[a];
@@ -316,8 +453,8 @@ static void validate_colliders(const mz_scene *s, mz_diag *d)
     int dim = s->sim.dimensions;
     for (size_t i = 0; i < s->n_colliders; i++) {
         const mz_collider *c = &s->colliders[i];
-        if (c->has_sphere + c->has_box + c->has_plane != 1) {
-            diag_add(d, "colliders[%zu]: give exactly one of sphere, box or plane", i);
+        if (c->has_sphere + c->has_box + c->has_plane + c->has_capsule != 1) {
+            diag_add(d, "colliders[%zu]: give exactly one of sphere, box, plane or capsule", i);
             continue;
         }
         if (c->has_box) {
@@ -336,12 +473,15 @@ static void validate_colliders(const mz_scene *s, mz_diag *d)
                 continue;
             }
         }
-        if (s->domain.boundary.type != MZ_BOUNDARY_PARTICLES || !scene_is_sph(s)) {
-            diag_add(d, "colliders[%zu]: colliders are felt only by the SPH solvers with "
-                        "domain.boundary.type \"particles\" so far", i);
+        if (c->static_friction < c->friction)
+            diag_add(d, "colliders[%zu].static_friction (%g) must be at least friction (%g)",
+                     i, c->static_friction, c->friction);
+        if (scene_is_sph(s) && s->domain.boundary.type != MZ_BOUNDARY_PARTICLES) {
+            diag_add(d, "colliders[%zu]: the SPH solvers feel colliders only with "
+                        "domain.boundary.type \"particles\"", i);
             continue;
         }
-        if (build_collider_samples(s, i, s->fluids[0].spacing, build_wall_layers(s)) == 0) {
+        if (scene_is_sph(s) && build_collider_samples(s, i, s->fluids[0].spacing, build_wall_layers(s)) == 0) {
             diag_add(d, "colliders[%zu] gets no boundary particle at spacing %g (it is thinner "
                         "than the spacing, outside the domain, or inside an earlier collider)",
                      i, s->fluids[0].spacing);
@@ -412,6 +552,9 @@ static void validate_solver(const mz_scene *s, mz_diag *d)
                          a, b);
         }
     }
+    if (sph && s->n_cloths + s->n_meshes)
+        diag_add(d, "%s: cloths and meshes need a position-based scene (fluids[0].solver is "
+                    "%s)", s->n_cloths ? "cloths" : "meshes", mz_solver_names[f0->solver]);
     if (!sph) {
         if (s->domain.boundary.type == MZ_BOUNDARY_PARTICLES)
             diag_add(d, "domain.boundary.type \"particles\" needs an SPH solver (wcsph or "
@@ -502,9 +645,13 @@ static void validate(mz_scene *s, mz_diag *d)
     /* The checks below walk lattices: only on a scene that is otherwise sound. */
     if (d->count)
         return;
+    bodies_prepare(s, d);
+    if (d->count)
+        return;
     size_t n = build_particle_count(s);
     if (n == 0)
-        diag_add(d, "the scene makes no particles (add a fluid with a box or positions)");
+        diag_add(d, "the scene makes no particles (add a fluid with a box or positions, a "
+                    "cloth or a mesh)");
     else if (n > MZ_MAX_PARTICLES)
         diag_add(d, "the scene makes %zu particles; at most %zu are supported", n,
                  MZ_MAX_PARTICLES);
@@ -711,6 +858,7 @@ int scene_load(const char *path, const char *const *overrides, size_t n_override
 
 void scene_free(mz_scene *s)
 {
+    bodies_free(s);
     schema_free(&scene_schema, s);
     free(s->path);
     free(s->dir);

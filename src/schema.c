@@ -114,22 +114,30 @@ static bool read_name(const mz_key *k, const cJSON *v, int *out, const char *pat
     return true;
 }
 
-static bool read_vec3(const cJSON *v, double out[3], const char *path, mz_diag *d)
+/* An array of n numbers, each checked against elem (its type and bounds). */
+static bool read_numbers(const mz_key *elem, const cJSON *v, double *out, int n,
+                         const char *path, mz_diag *d)
 {
     char got[96];
-    if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) != 3) {
+    if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) != n) {
         describe_json(v, got, sizeof got);
-        diag_add(d, "%s must be an array of 3 numbers (got %s)", path, got);
+        diag_add(d, "%s must be an array of %d %s (got %s)", path, n,
+                 elem->type == K_INT ? "integers" : "numbers", got);
         return false;
     }
-    static const mz_key any = {.name = "", .type = K_NUMBER};
     bool ok = true;
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < n; i++) {
         char p[512];
         snprintf(p, sizeof p, "%s[%d]", path, i);
-        ok &= read_number(&any, cJSON_GetArrayItem(v, i), &out[i], p, d);
+        ok &= read_number(elem, cJSON_GetArrayItem(v, i), &out[i], p, d);
     }
     return ok;
+}
+
+static bool read_vec3(const cJSON *v, double out[3], const char *path, mz_diag *d)
+{
+    static const mz_key any = {.name = "", .type = K_NUMBER};
+    return read_numbers(&any, v, out, 3, path, d);
 }
 
 static void read_value(const mz_key *k, const cJSON *v, void *dst, const char *path, mz_diag *d);
@@ -232,6 +240,20 @@ static void read_value(const mz_key *k, const cJSON *v, void *dst, const char *p
     case K_VEC3:
         read_vec3(v, FIELD(dst, k, double), path, d);
         break;
+    case K_VEC2:
+    case K_INT2: {
+        mz_key elem = *k;
+        elem.type = k->type == K_INT2 ? K_INT : K_NUMBER;
+        double x[2];
+        if (read_numbers(&elem, v, x, 2, path, d))
+            for (int i = 0; i < 2; i++) {
+                if (k->type == K_INT2)
+                    FIELD(dst, k, int)[i] = (int)x[i];
+                else
+                    FIELD(dst, k, double)[i] = x[i];
+            }
+        break;
+    }
     case K_FLAGS:
         read_flags(k, v, FIELD(dst, k, unsigned), path, d);
         break;
@@ -329,6 +351,12 @@ cJSON *schema_write(const mz_schema *s, const void *src)
         case K_VEC3:
             v = cJSON_CreateDoubleArray(CFIELD(src, k, double), 3);
             break;
+        case K_VEC2:
+            v = cJSON_CreateDoubleArray(CFIELD(src, k, double), 2);
+            break;
+        case K_INT2:
+            v = cJSON_CreateIntArray(CFIELD(src, k, int), 2);
+            break;
         case K_FLAGS:
             v = cJSON_CreateArray();
             for (int i = 0; k->names[i]; i++)
@@ -401,6 +429,8 @@ static const char *type_text(const mz_key *k, mz_str *b)
     case K_BOOL: return "boolean";
     case K_STRING: return "string";
     case K_VEC3: return "[x, y, z]";
+    case K_VEC2: return "[a, b]";
+    case K_INT2: return "[integer, integer]";
     case K_OBJECT: return "object";
     case K_LIST: return "array of objects";
     case K_POINTS: return "array of [x, y, z]";

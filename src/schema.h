@@ -17,6 +17,8 @@ typedef enum mz_ktype {
     K_STRING, /* char * (owned) */
     K_ENUM,   /* int index into names */
     K_VEC3,   /* double[3] */
+    K_VEC2,   /* double[2]; bounds apply to each element */
+    K_INT2,   /* int[2]; bounds apply to each element */
     K_FLAGS,  /* unsigned bit mask from an array of names */
     K_OBJECT, /* nested struct at offset; with aux_offset: optional, bool present flag there */
     K_LIST,   /* array of objects: elem pointer at offset, size_t count at aux_offset */

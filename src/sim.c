@@ -1,5 +1,6 @@
 #include "sim.h"
 
+#include "bodies.h"
 #include "cl_prog.h"
 #include "err.h"
 
@@ -45,6 +46,8 @@ size_t sim_device_bytes(const mz_scene *scene, size_t n)
         size_t nb = build_boundary_count(scene);
         bytes += nb * (16 + 4 + 16 + 16 + 4);
     }
+    if (!scene_is_sph(scene)) /* constraints: ends, parameters, λ, correction, two adjacencies */
+        bytes += bodies_constraint_count(scene) * (8 + 16 + 4 + 16 + 8);
     return bytes;
 }
 
@@ -97,7 +100,10 @@ int sim_create(mz_sim *sim, mz_cl *cl, const mz_scene *scene, const mz_particles
         return -1;
     sim->field[MZ_FIELD_POSITION] = &sim->pos;
     sim->field[MZ_FIELD_VELOCITY] = &sim->vel;
-    return sim->solver->init(sim);
+    sim->parts = p;
+    int rc = sim->solver->init(sim);
+    sim->parts = NULL;
+    return rc;
 }
 
 void sim_count_step(mz_sim *sim, double dt)

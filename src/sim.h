@@ -45,6 +45,7 @@ struct mz_sim {
     size_t n;
     cl_uint n_u; /* n as a kernel argument */
     cl_mem pos, pred, vel, inv_mass, id, body;
+    const mz_particles *parts; /* what sim_create uploaded: for the solver's init only */
     /* Where each output field lives: the variable holding its buffer handle, so that handles
      * swapped by the grid's reorder or a solver's double buffering are always followed. */
     cl_mem *field[MZ_FIELD_COUNT];

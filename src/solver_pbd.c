@@ -1,22 +1,169 @@
-/* Position-based solvers (Müller et al. 2006; XPBD, Macklin et al. 2016), one substep:
+/* Position-based solvers (Müller et al. 2006; XPBD, Macklin et al. 2016; small steps, Macklin
+ * et al. 2019), one substep:
  *
- *   predict    v += dt·(g + walls), x* = x + dt·v        (pinned: w = 0, never move)
- *   iterations × [ constraint projection ... , domain ]  (ballistic: no constraints)
- *   update     v += (x* − x_pred)/dt, x = x*
+ *   predict      v += dt·(g + walls), v *= damping, x* = x + dt·v   (pinned: w = 0)
+ *   grid         the neighbour grid on x* (when anything collides)
+ *   iterations × [ distance (solve, apply) → contacts → colliders → domain ]
+ *   update       v = (x* − x)/dt, x = x*
  *
- * The stage enum and the names below are the --profile rows, in the order they run. */
+ * Every sweep is a per-constraint pass followed by a per-particle gather (Jacobi; see
+ * kernels/pbd_constraints.cl), so runs are deterministic. λ is reset every substep. Particle
+ * buffers stay in id order (constraints name particles by id); contacts read a snapshot of the
+ * predicted positions sorted by cell. The stage enum and names are the --profile rows. */
+#include "bodies.h"
 #include "err.h"
+#include "grid.h"
 #include "sim.h"
 
+#include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
-enum pbd_stage { STAGE_PREDICT, STAGE_DOMAIN, STAGE_UPDATE };
-static const char *const pbd_stages[] = {"predict", "domain", "update", NULL};
+enum pbd_stage {
+    STAGE_PREDICT, STAGE_GRID, STAGE_DISTANCE, STAGE_CONTACTS, STAGE_COLLIDERS, STAGE_DOMAIN,
+    STAGE_UPDATE
+};
+static const char *const pbd_stages[] = {"predict",   "grid",   "distance", "contacts",
+                                         "colliders", "domain", "update",   NULL};
+
+/* Layouts of mz_body_info and mz_collider_dev in kernels/pbd_constraints.cl. */
+typedef struct body_info {
+    cl_float friction, static_friction;
+    cl_uint flags, pad;
+} body_info;
+enum { BODY_COLLIDES = 1, BODY_SELF = 2 };
+
+typedef struct collider_dev {
+    cl_float4 a, b;
+    cl_float radius, friction, static_friction;
+    cl_int type;
+} collider_dev;
+enum { COLLIDER_SPHERE, COLLIDER_BOX, COLLIDER_PLANE, COLLIDER_CAPSULE };
 
 typedef struct pbd_state {
-    cl_program program;
+    cl_program program, cprogram;
     cl_kernel predict, domain, update;
+    cl_kernel solve, apply, sort, collide, colliders;
+    cl_uint nc, n_colliders;
+    bool contacts;
+    mz_grid grid;
+    bool grid_made;
+    cl_mem ends, params, lambda, corr, degree, adj_start, adj, sorted, bodies, solids;
 } pbd_state;
+
+/* Per particle, its incident constraints as 2·c + (second end): a CSR adjacency. */
+static void adjacency(const mz_particles *p, cl_uint **start, cl_uint **adj, cl_uint **degree)
+{
+    size_t n = p->n, nc = p->n_constraints;
+    *start = xcalloc(n + 1, sizeof **start);
+    *degree = xcalloc(n ? n : 1, sizeof **degree);
+    *adj = xcalloc(2 * nc + 1, sizeof **adj);
+    for (size_t c = 0; c < nc; c++) {
+        (*degree)[p->con_ends[2 * c]]++;
+        (*degree)[p->con_ends[2 * c + 1]]++;
+    }
+    for (size_t i = 0; i < n; i++)
+        (*start)[i + 1] = (*start)[i] + (*degree)[i];
+    cl_uint *fill = xcalloc(n ? n : 1, sizeof *fill);
+    for (size_t c = 0; c < nc; c++)
+        for (int side = 0; side < 2; side++) {
+            uint32_t i = p->con_ends[2 * c + side];
+            (*adj)[(*start)[i] + fill[i]++] = (cl_uint)(2 * c + side);
+        }
+    free(fill);
+}
+
+static bool body_tables(mz_sim *sim, pbd_state *st, double *contact)
+{
+    const mz_scene *s = sim->scene;
+    size_t nb = s->n_fluids + s->n_cloths + s->n_meshes;
+    body_info *info = xcalloc(nb, sizeof *info);
+    size_t colliding = 0;
+    *contact = 0;
+    for (size_t k = 0; k < s->n_cloths + s->n_meshes; k++) {
+        const mz_body *b = k < s->n_cloths ? &s->cloths[k] : &s->meshes[k - s->n_cloths];
+        body_info *bi = &info[s->n_fluids + k];
+        bi->friction = (cl_float)b->friction;
+        bi->static_friction = (cl_float)b->static_friction;
+        bi->flags = BODY_COLLIDES | (b->self_collision ? BODY_SELF : 0);
+        colliding += b->self_collision ? 2 : 1;
+        *contact = fmax(*contact, b->geom->thickness);
+    }
+    st->contacts = colliding >= 2;
+    st->bodies = mz_cl_buffer(sim->cl, CL_MEM_READ_ONLY, nb * sizeof *info, info,
+                              "clCreateBuffer(body table)");
+    free(info);
+
+    size_t nsol = s->n_colliders;
+    collider_dev *cd = xcalloc(nsol + 1, sizeof *cd);
+    for (size_t k = 0; k < nsol; k++) {
+        const mz_collider *c = &s->colliders[k];
+        collider_dev *d = &cd[k];
+        d->friction = (cl_float)c->friction;
+        d->static_friction = (cl_float)c->static_friction;
+        if (c->has_sphere) {
+            d->type = COLLIDER_SPHERE;
+            d->a = sim_float4(c->sphere.center);
+            d->radius = (cl_float)c->sphere.radius;
+        } else if (c->has_box) {
+            double centre[3], half[3];
+            for (int a = 0; a < 3; a++) {
+                centre[a] = 0.5 * (c->box.min[a] + c->box.max[a]);
+                half[a] = 0.5 * (c->box.max[a] - c->box.min[a]);
+            }
+            d->type = COLLIDER_BOX;
+            d->a = sim_float4(centre);
+            d->b = sim_float4(half);
+        } else if (c->has_plane) {
+            double nrm[3], len = 0;
+            int dim = s->sim.dimensions;
+            for (int a = 0; a < 3; a++)
+                len += a < dim ? c->plane.normal[a] * c->plane.normal[a] : 0;
+            for (int a = 0; a < 3; a++)
+                nrm[a] = a < dim ? c->plane.normal[a] / sqrt(len) : 0;
+            d->type = COLLIDER_PLANE;
+            d->a = sim_float4(c->plane.point);
+            d->b = sim_float4(nrm);
+        } else {
+            d->type = COLLIDER_CAPSULE;
+            d->a = sim_float4(c->capsule.a);
+            d->b = sim_float4(c->capsule.b);
+            d->radius = (cl_float)c->capsule.radius;
+        }
+        if (s->sim.dimensions == 2)
+            d->a.s[2] = d->b.s[2] = 0.0f;
+    }
+    st->n_colliders = (cl_uint)nsol;
+    st->solids = mz_cl_buffer(sim->cl, CL_MEM_READ_ONLY, (nsol + 1) * sizeof *cd, cd,
+                              "clCreateBuffer(colliders)");
+    free(cd);
+    return st->bodies && st->solids;
+}
+
+static bool constraint_buffers(mz_sim *sim, pbd_state *st)
+{
+    const mz_particles *p = sim->parts;
+    size_t nc = p->n_constraints, n = p->n;
+    cl_uint *start, *adj, *degree;
+    adjacency(p, &start, &adj, &degree);
+    mz_cl *cl = sim->cl;
+    cl_mem_flags ro = CL_MEM_READ_ONLY, rw = CL_MEM_READ_WRITE;
+    st->nc = (cl_uint)nc;
+    size_t m = nc ? nc : 1;
+    st->ends = mz_cl_buffer(cl, ro, 8 * m, nc ? p->con_ends : NULL, "clCreateBuffer(constraint ends)");
+    st->params = mz_cl_buffer(cl, ro, 16 * m, nc ? p->con_params : NULL,
+                              "clCreateBuffer(constraint parameters)");
+    st->lambda = mz_cl_buffer(cl, rw, 4 * m, NULL, "clCreateBuffer(lambda)");
+    st->corr = mz_cl_buffer(cl, rw, 16 * m, NULL, "clCreateBuffer(constraint corrections)");
+    st->adj_start = mz_cl_buffer(cl, ro, 4 * (n + 1), start, "clCreateBuffer(adjacency start)");
+    st->adj = mz_cl_buffer(cl, ro, 4 * (2 * nc + 1), adj, "clCreateBuffer(adjacency)");
+    st->degree = mz_cl_buffer(cl, ro, 4 * (n ? n : 1), degree, "clCreateBuffer(degree)");
+    free(start);
+    free(adj);
+    free(degree);
+    return st->ends && st->params && st->lambda && st->corr && st->adj_start && st->adj &&
+           st->degree;
+}
 
 static int pbd_init(mz_sim *sim)
 {
@@ -26,33 +173,101 @@ static int pbd_init(mz_sim *sim)
     static const char *const names[] = {"predict", "domain", "update", NULL};
     cl_kernel *const kernels[] = {&st->predict, &st->domain, &st->update};
     st->program = sim_build_kernels(sim, "pbd_integrate.cl", names, kernels);
+    static const char *const cnames[] = {"distance_solve", "distance_apply", "sort_positions",
+                                         "collide", "colliders", NULL};
+    cl_kernel *const ckernels[] = {&st->solve, &st->apply, &st->sort, &st->collide,
+                                   &st->colliders};
     if (!st->program)
         return -1;
+    st->cprogram = sim_build_kernels(sim, "pbd_constraints.cl", cnames, ckernels);
+    double contact = 0;
+    if (!st->cprogram || !constraint_buffers(sim, st) || !body_tables(sim, st, &contact))
+        return -1;
+    if (st->contacts) {
+        st->sorted = mz_cl_buffer(sim->cl, CL_MEM_READ_WRITE, 16 * sim->n, NULL,
+                                  "clCreateBuffer(sorted positions)");
+        if (!st->sorted || grid_create(&st->grid, sim->cl, sim->n, contact, s->sim.dimensions,
+                                       s->domain.min, s->domain.max, MZ_GRID_AUTO) != 0)
+            return -1;
+        st->grid_made = true;
+    }
 
     mz_walls_arg walls = sim_walls(s);
     cl_float4 gravity = sim_gravity(s);
     cl_int penalty = s->domain.boundary.type == MZ_BOUNDARY_PENALTY;
     cl_int by_radius = !penalty;
-    cl_float dt = 0.0f; /* set per substep */
-    bool ok = KARGS(st->predict, "predict", A(sim->n_u), A(dt), A(gravity), A(walls), A(penalty),
-                    A(sim->pos), A(sim->vel), A(sim->pred), A(sim->inv_mass)) &&
+    cl_float dt = 0.0f, keep = 1.0f; /* set per substep */
+    cl_float omega = (cl_float)s->sim.relaxation;
+    bool ok = KARGS(st->predict, "predict", A(sim->n_u), A(dt), A(keep), A(gravity), A(walls),
+                    A(penalty), A(sim->pos), A(sim->vel), A(sim->pred), A(sim->inv_mass)) &&
               KARGS(st->domain, "domain", A(sim->n_u), A(walls.min), A(walls.max),
-                    A(by_radius), A(sim->pred)) &&
+                    A(by_radius), A(sim->inv_mass), A(sim->pred)) &&
               KARGS(st->update, "update", A(sim->n_u), A(dt), A(sim->pos), A(sim->vel),
-                    A(sim->pred));
+                    A(sim->pred)) &&
+              KARGS(st->solve, "distance_solve", A(st->nc), A(dt), A(omega), A(st->ends),
+                    A(st->params), A(sim->pred), A(sim->inv_mass), A(st->degree), A(st->lambda),
+                    A(st->corr)) &&
+              KARGS(st->apply, "distance_apply", A(sim->n_u), A(st->adj_start), A(st->adj),
+                    A(st->corr), A(sim->inv_mass), A(sim->pred)) &&
+              KARGS(st->colliders, "colliders", A(sim->n_u), A(st->n_colliders), A(st->solids),
+                    A(sim->pos), A(sim->inv_mass), A(sim->pred));
+    if (ok && st->contacts) /* the grid's slot buffer and description are set per build */
+        ok = KARGS(st->collide, "collide", A(sim->n_u), A(st->grid.desc), A(st->grid.cell_start),
+                   A(st->grid.cell_end), A(st->sorted), A(st->grid.vals), A(sim->pos),
+                   A(sim->inv_mass), A(sim->body), A(st->bodies), A(st->adj_start), A(st->adj),
+                   A(st->ends), A(omega), A(sim->pred));
     return ok ? 0 : -1;
+}
+
+static bool contacts(mz_sim *sim, pbd_state *st)
+{
+    return KARGS(st->sort, "sort_positions", A(sim->n_u), A(st->grid.vals), A(sim->pred),
+                 A(st->sorted)) &&
+           sim_launch(sim, st->sort, sim->n, STAGE_CONTACTS, "sort_positions") &&
+           sim_launch(sim, st->collide, sim->n, STAGE_CONTACTS, "collide");
 }
 
 static int pbd_substep(mz_sim *sim, double dt_seconds)
 {
     pbd_state *st = sim->state;
+    const mz_scene *s = sim->scene;
     cl_float dt = (cl_float)dt_seconds;
-    if (!cl_ok(clSetKernelArg(st->predict, 1, sizeof dt, &dt), "clSetKernelArg(predict, dt)") ||
-        !cl_ok(clSetKernelArg(st->update, 1, sizeof dt, &dt), "clSetKernelArg(update, dt)"))
-        return -1;
-    bool ok = sim_launch(sim, st->predict, sim->n, STAGE_PREDICT, "predict");
-    /* Constraint projection joins here, before the domain, once solvers have constraints. */
-    ok = ok && sim_launch(sim, st->domain, sim->n, STAGE_DOMAIN, "domain");
+    cl_float keep = (cl_float)exp(-s->sim.damping * dt_seconds);
+    cl_float inv_dt2 = (cl_float)(1.0 / (dt_seconds * dt_seconds));
+    bool ok = cl_ok(clSetKernelArg(st->predict, 1, sizeof dt, &dt), "clSetKernelArg(predict)") &&
+              cl_ok(clSetKernelArg(st->predict, 2, sizeof keep, &keep), "clSetKernelArg(predict)") &&
+              cl_ok(clSetKernelArg(st->update, 1, sizeof dt, &dt), "clSetKernelArg(update)") &&
+              cl_ok(clSetKernelArg(st->solve, 1, sizeof inv_dt2, &inv_dt2),
+                    "clSetKernelArg(distance_solve)");
+    ok = ok && sim_launch(sim, st->predict, sim->n, STAGE_PREDICT, "predict");
+    if (ok && st->contacts) {
+        ok = grid_build(&st->grid, sim->pred) == 0 &&
+             cl_ok(clSetKernelArg(st->collide, 5, sizeof st->grid.vals, &st->grid.vals),
+                   "clSetKernelArg(collide)");
+        if (ok && sim->cl->profiling) {
+            /* --profile: the grid keeps its own events; wait for them and charge its stage. */
+            clFinish(sim->cl->queue);
+            grid_collect_profile(&st->grid);
+            sim->stages[STAGE_GRID].seconds += 1e-3 * st->grid.last_build_ms;
+            sim->stages[STAGE_GRID].launches++;
+        }
+    }
+    if (ok && st->nc) {
+        cl_float zero = 0.0f;
+        ok = cl_ok(clEnqueueFillBuffer(sim->cl->queue, st->lambda, &zero, sizeof zero, 0,
+                                       4 * (size_t)st->nc, 0, NULL, NULL),
+                   "clEnqueueFillBuffer(lambda)");
+    }
+    for (int it = 0; ok && it < s->sim.iterations; it++) {
+        if (st->nc)
+            ok = sim_launch(sim, st->solve, st->nc, STAGE_DISTANCE, "distance_solve") &&
+                 sim_launch(sim, st->apply, sim->n, STAGE_DISTANCE, "distance_apply");
+        if (ok && st->contacts)
+            ok = contacts(sim, st);
+        if (ok && st->n_colliders)
+            ok = sim_launch(sim, st->colliders, sim->n, STAGE_COLLIDERS, "colliders");
+        ok = ok && sim_launch(sim, st->domain, sim->n, STAGE_DOMAIN, "domain");
+    }
     ok = ok && sim_launch(sim, st->update, sim->n, STAGE_UPDATE, "update");
     return ok ? 0 : -1;
 }
@@ -62,12 +277,22 @@ static void pbd_release(mz_sim *sim)
     pbd_state *st = sim->state;
     if (!st)
         return;
-    cl_kernel ks[] = {st->predict, st->domain, st->update};
+    cl_kernel ks[] = {st->predict, st->domain, st->update, st->solve,
+                      st->apply,   st->sort,   st->collide, st->colliders};
     for (size_t i = 0; i < sizeof ks / sizeof *ks; i++)
         if (ks[i])
             clReleaseKernel(ks[i]);
+    cl_mem ms[] = {st->ends,  st->params, st->lambda, st->corr,   st->degree,
+                   st->adj_start, st->adj, st->sorted, st->bodies, st->solids};
+    for (size_t i = 0; i < sizeof ms / sizeof *ms; i++)
+        if (ms[i])
+            clReleaseMemObject(ms[i]);
+    if (st->grid_made)
+        grid_release(&st->grid);
     if (st->program)
         clReleaseProgram(st->program);
+    if (st->cprogram)
+        clReleaseProgram(st->cprogram);
     free(st);
     sim->state = NULL;
 }
@@ -75,7 +300,7 @@ static void pbd_release(mz_sim *sim)
 const mz_solver mz_solver_pbd = {
     .name = "position based",
     .stages = pbd_stages,
-    .extra_bytes_per_particle = 0,
+    .extra_bytes_per_particle = 16 + 4 + 4 + 16, /* sorted snapshot, degree, adjacency, grid */
     .init = pbd_init,
     .substep = pbd_substep,
     .release = pbd_release,

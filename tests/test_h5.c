@@ -8,7 +8,9 @@
 
 #include <hdf5.h>
 
+#include <ctype.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 
@@ -19,6 +21,12 @@
 
 static const char scene_text[] = "{\"version\": 1, \"fluids\": [{\"name\": \"water\"}]}\n";
 static const uint32_t body[N] = {0, 0, 1, 1, 2};
+static const uint32_t phase[N] = {0, 0, 1, 1, 2};
+#define NTRI 3 /* triangles */
+static const uint32_t triangles[3 * NTRI] = {0, 1, 2, 1, 3, 2, 2, 3, 4};
+static const mz_h5_static body_only = {.body = body};
+static const mz_h5_static with_surfaces = {
+    .body = body, .phase = phase, .triangles = triangles, .n_triangles = NTRI};
 
 /* Known values: field f, frame t, particle i, component k. */
 static float expected(int f, long t, size_t i, int k)
@@ -26,7 +34,7 @@ static float expected(int f, long t, size_t i, int k)
     return (float)(1000 * f + 100 * t + 10 * (long)i + k) + 0.25f;
 }
 
-static mz_h5_out *create(const char *path, unsigned fields, int gzip)
+static mz_h5_out *create_st(const char *path, unsigned fields, int gzip, const mz_h5_static *st)
 {
     static const char *const overrides[] = {"simulation.frames=3", "output.every=1"};
     mz_h5_meta meta = {.scene_path = "scenes/test.json", .scene_given = scene_text,
@@ -34,7 +42,12 @@ static mz_h5_out *create(const char *path, unsigned fields, int gzip)
                        .n_overrides = 2, .device = "test device", .platform = "test platform",
                        .driver = "1.0", .kernel_build_options = "-cl-fast-relaxed-math",
                        .domain_min = {-1, 0, -1}, .domain_max = {1, 2, 1}};
-    return h5_out_create(path, N, fields, gzip, &meta, body);
+    return h5_out_create(path, N, fields, gzip, &meta, st);
+}
+
+static mz_h5_out *create(const char *path, unsigned fields, int gzip)
+{
+    return create_st(path, fields, gzip, &body_only);
 }
 
 static int write_frame(mz_h5_out *o, unsigned fields, long t)
@@ -53,9 +66,10 @@ static int write_frame(mz_h5_out *o, unsigned fields, long t)
     return h5_out_write_frame(o, 10 * t, 0.5 * (double)t, data);
 }
 
-static void write_run(const char *path, unsigned fields, int gzip, long frames)
+static void write_run_st(const char *path, unsigned fields, int gzip, long frames,
+                         const mz_h5_static *st)
 {
-    mz_h5_out *o = create(path, fields, gzip);
+    mz_h5_out *o = create_st(path, fields, gzip, st);
     assert_non_null(o);
     for (long t = 0; t < frames; t++)
         assert_int_equal(write_frame(o, fields, t), 0);
@@ -63,6 +77,11 @@ static void write_run(const char *path, unsigned fields, int gzip, long frames)
     assert_int_equal(h5_out_close(o, true, "finished"), 0);
     /* Nothing left open: no HDF5 file, dataset, group, type, space or attribute id. */
     assert_int_equal(H5Fget_obj_count((hid_t)H5F_OBJ_ALL, H5F_OBJ_ALL), 0);
+}
+
+static void write_run(const char *path, unsigned fields, int gzip, long frames)
+{
+    write_run_st(path, fields, gzip, frames, &body_only);
 }
 
 /* ---- reading back ---- */
@@ -217,13 +236,20 @@ static void test_round_trip(void **state)
     check_series(file, "density", 3);
     check_str(file, "/particles/all/position/time", "unit", "s");
 
-    int32_t b[N], id[N];
+    int32_t b[N], id[N], ph[N];
+    hsize_t dims[3], maxd[3];
     read_all(file, "/particles/all/body", H5T_NATIVE_INT32, b);
     read_all(file, "/particles/all/id", H5T_NATIVE_INT32, id);
+    assert_int_equal(rank_of(file, "/particles/all/phase", dims, maxd), 1);
+    assert_int_equal(dims[0], N);
+    read_all(file, "/particles/all/phase", H5T_NATIVE_INT32, ph);
     for (int i = 0; i < N; i++) {
         assert_int_equal(b[i], body[i]);
         assert_int_equal(id[i], i);
+        assert_int_equal(ph[i], 0); /* no phase given: all fluid */
     }
+    /* No triangles: no connectivity at all. */
+    assert_int_equal(H5Lexists(file, "/connectivity", H5P_DEFAULT), 0);
     double edges[3];
     read_all(file, "/particles/all/box/edges", H5T_NATIVE_DOUBLE, edges);
     assert_true(edges[0] == 2 && edges[1] == 2 && edges[2] == 2);
@@ -319,16 +345,21 @@ static unsigned char *slurp(const char *path, size_t *len)
 static void test_deterministic(void **state)
 {
     (void)state;
-    const char *a = test_path("det_a.h5"), *b = test_path("det_b.h5");
-    write_run(a, POS | VEL | DEN, 0, 3);
-    sleep(1); /* any timestamp left in the file would now differ */
-    write_run(b, POS | VEL | DEN, 0, 3);
-    size_t na, nb;
-    unsigned char *da = slurp(a, &na), *db = slurp(b, &nb);
-    assert_int_equal(na, nb);
-    assert_memory_equal(da, db, na);
-    free(da);
-    free(db);
+    static const char *const names[2][2] = {{"det_a.h5", "det_b.h5"},
+                                            {"det_tri_a.h5", "det_tri_b.h5"}};
+    for (int k = 0; k < 2; k++) {
+        const mz_h5_static *st = k ? &with_surfaces : &body_only;
+        const char *a = test_path(names[k][0]), *b = test_path(names[k][1]);
+        write_run_st(a, POS | VEL | DEN, 0, 3, st);
+        sleep(1); /* any timestamp left in the file would now differ */
+        write_run_st(b, POS | VEL | DEN, 0, 3, st);
+        size_t na, nb;
+        unsigned char *da = slurp(a, &na), *db = slurp(b, &nb);
+        assert_int_equal(na, nb);
+        assert_memory_equal(da, db, na);
+        free(da);
+        free(db);
+    }
 }
 
 static void test_unwritable(void **state)
@@ -379,10 +410,186 @@ static int count(const char *hay, const char *needle)
     return n;
 }
 
+/* Skip an entity reference at *p ('&'); false when it is not one XML allows. */
+static bool xml_entity(const char **p)
+{
+    static const char *const named[] = {"&amp;", "&lt;", "&gt;", "&quot;", "&apos;"};
+    for (size_t k = 0; k < sizeof named / sizeof named[0]; k++)
+        if (!strncmp(*p, named[k], strlen(named[k]))) {
+            *p += strlen(named[k]);
+            return true;
+        }
+    if ((*p)[1] != '#')
+        return false;
+    const char *q = *p + 2;
+    int hex = *q == 'x';
+    q += hex;
+    const char *digits = q;
+    while (hex ? isxdigit((unsigned char)*q) : isdigit((unsigned char)*q))
+        q++;
+    if (q == digits || *q != ';')
+        return false;
+    *p = q + 1;
+    return true;
+}
+
+static bool xml_name_char(char c)
+{
+    return isalnum((unsigned char)c) || c == '_' || c == '-' || c == '.' || c == ':';
+}
+
+/* A well-formedness check of the XML the sidecar uses: the declaration, a DOCTYPE with an
+ * empty internal subset, comments, elements with quoted attributes (each name once), text and
+ * entity references; exactly one root element. NULL if well-formed, else what is wrong. */
+static const char *xml_problem(const char *x)
+{
+    enum { DEPTH = 64 };
+    const char *stack[DEPTH];
+    size_t len[DEPTH];
+    int depth = 0, roots = 0;
+    const char *p = x;
+    if (strncmp(p, "<?xml ", 6))
+        return "no XML declaration at the start";
+    p = strstr(p, "?>");
+    if (!p)
+        return "unterminated XML declaration";
+    p += 2;
+    while (*p) {
+        if (*p == '&') {
+            if (!xml_entity(&p))
+                return "a bad entity reference";
+            continue;
+        }
+        if (*p != '<') {
+            if (depth == 0 && !isspace((unsigned char)*p))
+                return "text outside the root element";
+            p++;
+            continue;
+        }
+        if (!strncmp(p, "<!--", 4)) {
+            p = strstr(p + 4, "-->");
+            if (!p)
+                return "unterminated comment";
+            p += 3;
+        } else if (!strncmp(p, "<!DOCTYPE", 9)) {
+            if (roots || depth)
+                return "DOCTYPE after the root element starts";
+            p = strchr(p, '>');
+            if (!p)
+                return "unterminated DOCTYPE";
+            p++;
+        } else if (!strncmp(p, "<?", 2)) {
+            p = strstr(p, "?>");
+            if (!p)
+                return "unterminated processing instruction";
+            p += 2;
+        } else if (p[1] == '/') {
+            const char *name = p + 2, *q = name;
+            while (xml_name_char(*q))
+                q++;
+            if (depth == 0)
+                return "a closing tag without an open element";
+            depth--;
+            if ((size_t)(q - name) != len[depth] || strncmp(name, stack[depth], len[depth]))
+                return "a closing tag that does not match the open element";
+            while (isspace((unsigned char)*q))
+                q++;
+            if (*q != '>')
+                return "a malformed closing tag";
+            p = q + 1;
+        } else {
+            const char *name = p + 1, *q = name;
+            while (xml_name_char(*q))
+                q++;
+            size_t nlen = (size_t)(q - name);
+            if (nlen == 0)
+                return "a tag without a name";
+            if (depth == 0 && roots++)
+                return "more than one root element";
+            const char *attrs[32];
+            size_t alen[32];
+            int nattr = 0;
+            for (;;) {
+                int space = 0;
+                while (isspace((unsigned char)*q))
+                    q++, space = 1;
+                if (*q == '>' || !strncmp(q, "/>", 2))
+                    break;
+                const char *an = q;
+                while (xml_name_char(*q))
+                    q++;
+                if (!space || q == an || *q != '=' || (q[1] != '"' && q[1] != '\''))
+                    return "a malformed attribute";
+                for (int k = 0; k < nattr; k++)
+                    if (alen[k] == (size_t)(q - an) && !strncmp(attrs[k], an, alen[k]))
+                        return "an attribute given twice";
+                if (nattr == 32)
+                    return "too many attributes";
+                attrs[nattr] = an;
+                alen[nattr++] = (size_t)(q - an);
+                char quote = q[1];
+                q += 2;
+                while (*q != quote) {
+                    if (!*q || *q == '<')
+                        return "an unterminated attribute value";
+                    if (*q == '&') {
+                        if (!xml_entity(&q))
+                            return "a bad entity reference in an attribute";
+                    } else {
+                        q++;
+                    }
+                }
+                q++;
+            }
+            if (*q == '>') {
+                if (depth == DEPTH)
+                    return "elements nested too deep";
+                stack[depth] = name;
+                len[depth++] = nlen;
+                p = q + 1;
+            } else {
+                p = q + 2;
+            }
+        }
+    }
+    if (depth)
+        return "elements left open at the end";
+    if (!roots)
+        return "no root element";
+    return NULL;
+}
+
+static void check_well_formed(const char *x)
+{
+    const char *why = xml_problem(x);
+    if (why)
+        fail_msg("the sidecar is not well-formed XML: %s", why);
+}
+
+static void test_xml_checker(void **state)
+{
+    (void)state;
+    static const char *const good[] = {
+        "<?xml version=\"1.0\" ?>\n<!DOCTYPE a SYSTEM \"a.dtd\" []>\n<a x=\"1\"><b/>t&amp;</a>\n",
+        "<?xml version=\"1.0\"?><a><b y='&lt;'></b><!-- c --></a>",
+    };
+    static const char *const bad[] = {
+        "<?xml version=\"1.0\"?><a><b></a></b>", "<?xml version=\"1.0\"?><a>",
+        "<?xml version=\"1.0\"?><a></a><b/>", "<?xml version=\"1.0\"?><a x=1/>",
+        "<?xml version=\"1.0\"?><a x=\"1\" x=\"2\"/>", "<?xml version=\"1.0\"?><a>&</a>",
+        "<?xml version=\"1.0\"?><a x=\"<\"/>", "<?xml version=\"1.0\"?><a/>text",
+    };
+    for (size_t k = 0; k < sizeof good / sizeof good[0]; k++)
+        assert_null(xml_problem(good[k]));
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++)
+        assert_non_null(xml_problem(bad[k]));
+}
+
 static void check_xdmf(const char *xpath, int frames)
 {
     char *x = read_file(xpath, NULL);
     assert_non_null(x);
+    check_well_formed(x);
     const char *end = "  </Grid>\n </Domain>\n</Xdmf>\n";
     size_t len = strlen(x);
     assert_true(len > strlen(end));
@@ -393,6 +600,13 @@ static void check_xdmf(const char *xpath, int frames)
     assert_int_equal(count(x, "Format=\"HDF\">xdmf.h5:/particles/all/position/value<"), frames);
     assert_int_equal(count(x, "TopologyType=\"Polyvertex\""), frames);
     assert_int_equal(count(x, "<Attribute Name=\"body\""), frames);
+    assert_int_equal(count(x, "<Attribute Name=\"phase\""), frames);
+    assert_int_equal(count(x, "Format=\"HDF\">xdmf.h5:/particles/all/phase<"), frames);
+    /* Without triangles, no surfaces: one uniform grid per frame. */
+    assert_int_equal(count(x, "GridType=\"Uniform\""), frames);
+    assert_null(strstr(x, "Spatial"));
+    assert_null(strstr(x, "connectivity"));
+    assert_null(strstr(x, "Triangle"));
     if (frames > 1)
         assert_non_null(strstr(x, ">1 0 0 1 1 1 1 5 3</DataItem>"));
     free(x);
@@ -414,6 +628,125 @@ static void test_xdmf(void **state)
     assert_int_equal(h5_out_close(o, true, "finished"), 0);
     check_xdmf(xpath, 3);
     free(xpath);
+}
+
+/* Phase, triangles and their sidecar. */
+static void check_surface_xdmf(const char *xpath, int frames)
+{
+    char *x = read_file(xpath, NULL);
+    assert_non_null(x);
+    check_well_formed(x);
+    const char *end = "  </Grid>\n </Domain>\n</Xdmf>\n";
+    assert_string_equal(x + strlen(x) - strlen(end), end);
+    assert_int_equal(count(x, "CollectionType=\"Temporal\""), 1);
+    assert_int_equal(count(x, "<Grid Name=\"frame "), frames);
+    assert_int_equal(count(x, "GridType=\"Collection\" CollectionType=\"Spatial\""), frames);
+    assert_int_equal(count(x, "<Grid Name=\"particles\" GridType=\"Uniform\""), frames);
+    assert_int_equal(count(x, "<Grid Name=\"surfaces\" GridType=\"Uniform\""), frames);
+    assert_int_equal(count(x, "<Time "), frames);
+    assert_int_equal(count(x, "TopologyType=\"Polyvertex\" NumberOfElements=\"5\""), frames);
+    assert_int_equal(count(x, "TopologyType=\"Triangle\" NumberOfElements=\"3\" "
+                              "NodesPerElement=\"3\">"),
+                     frames);
+    assert_int_equal(count(x, "<DataItem Dimensions=\"3 3\" NumberType=\"Int\" Precision=\"4\" "
+                              "Format=\"HDF\">surf.h5:/connectivity/triangles</DataItem>"),
+                     frames);
+    /* Both grids on the frame's positions, with the same attributes. */
+    assert_int_equal(count(x, "Format=\"HDF\">surf.h5:/particles/all/position/value<"),
+                     2 * frames);
+    assert_int_equal(count(x, "<Attribute Name=\"velocity\""), 2 * frames);
+    assert_int_equal(count(x, "<Attribute Name=\"body\""), 2 * frames);
+    assert_int_equal(count(x, "<Attribute Name=\"phase\""), 2 * frames);
+    for (int f = 0; f < frames; f++) {
+        char slab[64];
+        snprintf(slab, sizeof slab, ">%d 0 0 1 1 1 1 5 3</DataItem>", f);
+        assert_int_equal(count(x, slab), 2 * 2); /* position and velocity, on both grids */
+    }
+    free(x);
+}
+
+static void test_surfaces(void **state)
+{
+    (void)state;
+    const char *path = test_path("surf.h5");
+    char *xpath = h5_out_xdmf_path(path);
+    mz_h5_out *o = create_st(path, POS | VEL, 0, &with_surfaces);
+    assert_non_null(o);
+    check_surface_xdmf(xpath, 0);
+    for (long t = 0; t < 3; t++) {
+        assert_int_equal(write_frame(o, POS | VEL, t), 0);
+        check_surface_xdmf(xpath, (int)t + 1);
+    }
+    assert_int_equal(h5_out_close(o, true, "finished"), 0);
+    check_surface_xdmf(xpath, 3);
+    assert_int_equal(H5Fget_obj_count((hid_t)H5F_OBJ_ALL, H5F_OBJ_ALL), 0);
+    free(xpath);
+
+    hid_t file = open_ro(path);
+    int32_t ph[N], b[N], tri[3 * NTRI];
+    read_all(file, "/particles/all/phase", H5T_NATIVE_INT32, ph);
+    read_all(file, "/particles/all/body", H5T_NATIVE_INT32, b);
+    for (int i = 0; i < N; i++) {
+        assert_int_equal(ph[i], phase[i]);
+        assert_int_equal(b[i], body[i]);
+    }
+    hid_t d = H5Dopen2(file, "/particles/all/phase", H5P_DEFAULT);
+    hid_t t = H5Dget_type(d);
+    assert_true(H5Tequal(t, H5T_STD_I32LE) > 0);
+    H5Tclose(t);
+    H5Dclose(d);
+
+    hsize_t dims[3], maxd[3];
+    assert_int_equal(rank_of(file, "/connectivity/triangles", dims, maxd), 2);
+    assert_int_equal(dims[0], NTRI);
+    assert_int_equal(dims[1], 3);
+    d = H5Dopen2(file, "/connectivity/triangles", H5P_DEFAULT);
+    t = H5Dget_type(d);
+    assert_true(H5Tequal(t, H5T_STD_I32LE) > 0);
+    H5Tclose(t);
+    H5Dclose(d);
+    read_all(file, "/connectivity/triangles", H5T_NATIVE_INT32, tri);
+    for (int k = 0; k < 3 * NTRI; k++)
+        assert_int_equal(tri[k], triangles[k]);
+
+    /* particles_group: an object reference that resolves to /particles/all. */
+    hid_t a = H5Aopen_by_name(file, "/connectivity/triangles", "particles_group", H5P_DEFAULT,
+                              H5P_DEFAULT);
+    assert_true(a >= 0);
+    t = H5Aget_type(a);
+    assert_int_equal(H5Tget_class(t), H5T_REFERENCE);
+    assert_true(H5Tequal(t, H5T_STD_REF_OBJ) > 0);
+    H5Tclose(t);
+    hid_t s = H5Aget_space(a);
+    assert_int_equal(H5Sget_simple_extent_type(s), H5S_SCALAR);
+    H5Sclose(s);
+    hobj_ref_t ref;
+    assert_true(H5Aread(a, H5T_STD_REF_OBJ, &ref) >= 0);
+    H5Aclose(a);
+    hid_t g = H5Rdereference2(file, H5P_DEFAULT, H5R_OBJECT, &ref);
+    assert_true(g >= 0);
+    assert_int_equal(H5Iget_type(g), H5I_GROUP);
+    char name[64] = {0};
+    assert_true(H5Iget_name(g, name, sizeof name) > 0);
+    assert_string_equal(name, "/particles/all");
+    H5Oclose(g);
+    H5Fclose(file);
+}
+
+/* Triangles that name a particle not in the file, or a count without a list: refused before
+ * any file is made. */
+static void test_bad_triangles(void **state)
+{
+    (void)state;
+    static const uint32_t out_of_range[3] = {0, 1, N};
+    const mz_h5_static bad[] = {{.triangles = out_of_range, .n_triangles = 1},
+                                {.triangles = NULL, .n_triangles = 2}};
+    const char *path = test_path("badtri.h5");
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        assert_null(create_st(path, POS, 0, &bad[k]));
+        assert_int_equal(access(path, F_OK), -1);
+        assert_int_equal(access(test_path("badtri.xdmf"), F_OK), -1);
+    }
 }
 
 static void test_xdmf_path(void **state)
@@ -522,7 +855,9 @@ int main(void)
         cmocka_unit_test(test_killed_run),   cmocka_unit_test(test_incomplete_close),
         cmocka_unit_test(test_deterministic), cmocka_unit_test(test_unwritable),
         cmocka_unit_test(test_create_failure_cleans_up),
-        cmocka_unit_test(test_xdmf),         cmocka_unit_test(test_xdmf_path),
+        cmocka_unit_test(test_xml_checker),
+        cmocka_unit_test(test_xdmf),         cmocka_unit_test(test_surfaces),
+        cmocka_unit_test(test_bad_triangles), cmocka_unit_test(test_xdmf_path),
         cmocka_unit_test(test_write_failure), cmocka_unit_test(test_info),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -38,7 +38,7 @@ static const struct bad_case {
                              "simulation.gravity[1] must be a number (got \"-Infinity\")"},
     {"bad_huge_number.json", "simulation.fps must be a finite number (got inf)"},
     {"bad_unknown_key.json", "simulation.fpz: unknown key (expected one of: fps, frames, "
-                             "substeps, iterations, gravity, dimensions, adaptive, cfl)"},
+                             "substeps, iterations, gravity, dimensions, adaptive, cfl, damping, relaxation)"},
     {"bad_duplicate_key.json", "simulation.fps: duplicate key (given 2 times)"},
     {"bad_truncated.json", "2:14: invalid JSON: unexpected end of file"},
     {"bad_syntax.json", "2:29: invalid JSON near ' \"frames\": 10},'"},
@@ -51,7 +51,7 @@ static const struct bad_case {
     {"bad_outside_domain.json",
      "fluids[0].box must lie inside the domain (x: box 0.1..1.3, domain 0..1)"},
     {"bad_version.json", "mizu_scene must be 1 (this mizu reads scene format 1; got 2)"},
-    {"bad_no_particles.json", "the scene makes no particles (add a fluid with a box or positions)"},
+    {"bad_no_particles.json", "the scene makes no particles (add a fluid with a box or positions, a cloth or a mesh)"},
     {"bad_missing_required.json",
      "domain is required (the simulation box and its walls)\n"
      "fluids[0].spacing is required (particle spacing; a particle's contact radius is half of it)"},
@@ -137,7 +137,7 @@ static void test_bad_overrides(void **state)
         {"fluids[3].spacing=1", "--set fluids[3].spacing: fluids has 1 element"},
         {"fluids[0].spacing=-1", "fluids[0].spacing must be > 0 (got -1)"},
         {"simulation.fpz=1", "simulation.fpz: unknown key (expected one of: fps, frames, "
-                             "substeps, iterations, gravity, dimensions, adaptive, cfl)"},
+                             "substeps, iterations, gravity, dimensions, adaptive, cfl, damping, relaxation)"},
         {"nothing", "--set nothing: expected PATH=VALUE, e.g. fluids[0].spacing=0.02"},
         {"colliders[0].radius=1", "--set colliders[0].radius: colliders is not in the scene"},
         {"simulation.fps=fast", "simulation.fps must be a number (got \"fast\")"},
@@ -168,7 +168,7 @@ static void test_bad_colliders(void **state)
         const char *collider, *expected;
     } cases[] = {
         {"{\"sphere\": {\"center\": [0.5,0.5,0.5], \"radius\": 0.1}, \"box\": {\"min\": [0,0,0],"
-         " \"max\": [1,1,1]}}", "colliders[0]: give exactly one of sphere, box or plane"},
+         " \"max\": [1,1,1]}}", "colliders[0]: give exactly one of sphere, box, plane or capsule"},
         {"{\"sphere\": {\"center\": [0.1,0.1,0.1], \"radius\": 0.05}}",
          "fluids[0].box reaches within half a spacing of colliders[0] (its particles would "
          "start on the solid's own)"},
@@ -202,15 +202,23 @@ static void test_bad_colliders(void **state)
     assert_string_equal(dd.msgs[0], "fluids[1].box overlaps fluids[0].box");
     diag_free(&dd);
     scene_free(&so);
-    /* Colliders with a solver that cannot feel them are refused, not ignored. */
+    /* Position-based solvers feel colliders by signed distance; SPH with penalty walls cannot
+     * feel them at all: refused, not ignored. */
     const char *ballistic = "{\"mizu_scene\": 1, \"domain\": {\"min\": [0,0,0], \"max\": [1,1,1]},"
                             " \"fluids\": [{\"positions\": [[0.5,0.9,0.5]], \"spacing\": 0.1}],"
-                            " \"colliders\": [{\"sphere\": {\"center\": [0.5,0.5,0.5], \"radius\": 0.1}}]}";
+                            " \"colliders\": [{\"capsule\": {\"a\": [0.2,0.5,0.5], \"b\": [0.8,0.5,0.5],"
+                            " \"radius\": 0.1}}]}";
     mz_scene s;
     mz_diag d = {0};
-    assert_int_equal(scene_load_text(ballistic, strlen(ballistic), "b.json", NULL, 0, &s, &d), -1);
-    assert_string_equal(d.msgs[0], "colliders[0]: colliders are felt only by the SPH solvers "
-                                   "with domain.boundary.type \"particles\" so far");
+    assert_int_equal(scene_load_text(ballistic, strlen(ballistic), "b.json", NULL, 0, &s, &d), 0);
+    scene_free(&s);
+    const char *sph = "{\"mizu_scene\": 1, \"domain\": {\"min\": [0,0,0], \"max\": [1,1,1]},"
+                      " \"fluids\": [{\"solver\": \"wcsph\", \"box\": {\"min\": [0,0,0],"
+                      " \"max\": [0.3,0.3,0.3]}, \"spacing\": 0.05}],"
+                      " \"colliders\": [{\"sphere\": {\"center\": [0.7,0.5,0.5], \"radius\": 0.1}}]}";
+    assert_int_equal(scene_load_text(sph, strlen(sph), "s.json", NULL, 0, &s, &d), -1);
+    assert_string_equal(d.msgs[0], "colliders[0]: the SPH solvers feel colliders only with "
+                                   "domain.boundary.type \"particles\"");
     diag_free(&d);
     scene_free(&s);
 }

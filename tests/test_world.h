@@ -32,16 +32,21 @@ typedef struct world {
     uint32_t *id;
 } world;
 
-static inline void world_open(world *w, const char *json, const char *const *sets,
-                              size_t n_sets)
+/* Like world_open, with a chance to change the built particles before they are uploaded
+ * (edit may be NULL). name: the scene's path (OBJ files resolve against its directory). */
+static inline void world_open_edit(world *w, const char *json, const char *name,
+                                   const char *const *sets, size_t n_sets,
+                                   void (*edit)(mz_particles *))
 {
     mz_diag d = {0};
     memset(w, 0, sizeof *w);
-    if (scene_load_text(json, strlen(json), "test.json", sets, n_sets, &w->scene, &d) != 0) {
+    if (scene_load_text(json, strlen(json), name, sets, n_sets, &w->scene, &d) != 0) {
         diag_print(&d, "test scene");
         fail();
     }
     build_particles(&w->scene, &w->parts);
+    if (edit)
+        edit(&w->parts);
     assert_int_equal(sim_create(&w->sim, &cl, &w->scene, &w->parts), 0);
     size_t n = w->parts.n;
     w->pos = calloc(4 * n, sizeof(float));
@@ -49,6 +54,12 @@ static inline void world_open(world *w, const char *json, const char *const *set
     w->rho = calloc(n, sizeof(float));
     w->p = calloc(n, sizeof(float));
     w->id = calloc(n, sizeof(uint32_t));
+}
+
+static inline void world_open(world *w, const char *json, const char *const *sets,
+                              size_t n_sets)
+{
+    world_open_edit(w, json, "test.json", sets, n_sets, NULL);
 }
 
 /* The same from a scene file (paths relative to the repository root, where tests run). */
@@ -59,7 +70,7 @@ static inline void world_open_file(world *w, const char *path, const char *const
     char *text = read_file(path, &len);
     if (!text)
         fail_msg("cannot read %s", path);
-    world_open(w, text, sets, n_sets);
+    world_open_edit(w, text, path, sets, n_sets, NULL);
     free(text);
 }
 

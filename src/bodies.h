@@ -1,0 +1,32 @@
+/* Position-based bodies as particles and constraints: cloth grids, OBJ cloths and voxelised OBJ
+ * soft bodies. Made once when the scene loads (so that every problem is a scene error with its
+ * JSON path) and kept in mz_body.geom for the builder. */
+#ifndef MZ_BODIES_H
+#define MZ_BODIES_H
+#include "scene.h"
+
+#include <stdint.h>
+
+typedef struct mz_body_geom {
+    size_t n;               /* particles, in body order */
+    double (*x)[3];
+    uint8_t *pinned;
+    size_t n_stretch, n_bend;
+    uint32_t (*stretch)[2]; /* particle pairs (body indices) held at their rest distance */
+    uint32_t (*bend)[2];    /* pairs across adjacent triangles (cloth bending) */
+    size_t n_tris;
+    uint32_t (*tris)[3];    /* cloth surfaces, for output */
+    double thickness;       /* contact distance in force */
+    int phase;              /* MZ_PHASE_* */
+} mz_body_geom;
+
+/* Geometry for every cloth and mesh of a scene whose keys read cleanly; problems go into *d
+ * with their JSON paths. */
+void bodies_prepare(mz_scene *s, mz_diag *d);
+void bodies_free(mz_scene *s);
+
+/* Particles and constraints of the scene's bodies (0 before bodies_prepare). */
+size_t bodies_particle_count(const mz_scene *s);
+size_t bodies_constraint_count(const mz_scene *s);
+
+#endif
