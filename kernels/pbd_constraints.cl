@@ -113,15 +113,18 @@ inline float4 mz_friction(float4 rel, float4 nrm, float pen, float mu_s, float m
     return lt > 0.0f ? t * fmin(mu_k * pen / lt, 1.0f) : (float4)(0.0f);
 }
 
-inline bool mz_joined(uint i, uint j, global const uint *adj_start, global const uint *adj,
-                      global const uint2 *ends)
+/* Whether a constraint joins i to j: i's partners (adj_other, in adjacency order), the first
+ * MZ_JOINED_CACHE of them held in private memory for the whole neighbour loop. */
+#define MZ_JOINED_CACHE 24
+inline bool mz_joined(uint j, const uint *cache, uint n_cached, uint start, uint end,
+                      global const uint *adj_other)
 {
-    uint end = adj_start[i + 1];
-    for (uint k = adj_start[i]; k < end; k++) {
-        uint2 e = ends[adj[k] >> 1];
-        if (e.x == j || e.y == j)
+    for (uint k = 0; k < n_cached; k++)
+        if (cache[k] == j)
             return true;
-    }
+    for (uint k = start + n_cached; k < end; k++)
+        if (adj_other[k] == j)
+            return true;
     return false;
 }
 
@@ -134,8 +137,7 @@ kernel void collide(uint n, mz_grid_desc g, global const uint *cell_start,
                     global const uint *slot, global const float4 *x,
                     global const float *inv_mass, global const uint *body,
                     global const mz_body_info *bodies, global const uint *adj_start,
-                    global const uint *adj, global const uint2 *ends, float omega,
-                    global float4 *xp)
+                    global const uint *adj_other, float omega, global float4 *xp)
 {
     uint i = get_global_id(0);
     if (i >= n)
@@ -148,6 +150,10 @@ kernel void collide(uint n, mz_grid_desc g, global const uint *cell_start,
     float4 xi = xp[i], di = xi - x[i];
     float4 sum = (float4)(0.0f);
     int count = 0;
+    uint start = adj_start[i], end = adj_start[i + 1];
+    uint cache[MZ_JOINED_CACHE], n_cached = min(end - start, (uint)MZ_JOINED_CACHE);
+    for (uint k = 0; k < n_cached; k++)
+        cache[k] = adj_other[start + k];
     MZ_NEIGHBOURS_BEGIN(g, cell_start, cell_end, sorted, xi, J, r2)
         uint j = slot[J];
         float4 xj = sorted[J];
@@ -159,7 +165,7 @@ kernel void collide(uint n, mz_grid_desc g, global const uint *cell_start,
         if (!(other.flags & MZ_BODY_COLLIDES) || (bi == bj && !(info.flags & MZ_BODY_SELF)))
             continue;
         float wj = inv_mass[j];
-        if (mz_joined(i, j, adj_start, adj, ends))
+        if (mz_joined(j, cache, n_cached, start, end, adj_other))
             continue;
         float dist = sqrt(r2), pen = reach - dist, share = wi / (wi + wj);
         float4 nrm = mz_vec(xi - xj) / dist;

@@ -46,8 +46,9 @@ size_t sim_device_bytes(const mz_scene *scene, size_t n)
         size_t nb = build_boundary_count(scene);
         bytes += nb * (16 + 4 + 16 + 16 + 4);
     }
-    if (!scene_is_sph(scene)) /* constraints: ends, parameters, λ, correction, two adjacencies */
-        bytes += bodies_constraint_count(scene) * (8 + 16 + 4 + 16 + 8);
+    if (!scene_is_sph(scene)) /* constraints: ends, parameters, λ, correction, adjacency and
+                               * partners at both ends */
+        bytes += bodies_constraint_count(scene) * (8 + 16 + 4 + 16 + 8 + 8);
     return bytes;
 }
 

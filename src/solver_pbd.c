@@ -48,11 +48,13 @@ typedef struct pbd_state {
     bool contacts;
     mz_grid grid;
     bool grid_made;
-    cl_mem ends, params, lambda, corr, degree, adj_start, adj, sorted, bodies, solids;
+    cl_mem ends, params, lambda, corr, degree, adj_start, adj, adj_other, sorted, bodies, solids;
 } pbd_state;
 
-/* Per particle, its incident constraints as 2·c + (second end): a CSR adjacency. */
-static void adjacency(const mz_particles *p, cl_uint **start, cl_uint **adj, cl_uint **degree)
+/* Per particle, its incident constraints as 2·c + (second end): a CSR adjacency; *other holds
+ * the particle at the constraint's other end, entry for entry. */
+static void adjacency(const mz_particles *p, cl_uint **start, cl_uint **adj, cl_uint **degree,
+                      cl_uint **other)
 {
     size_t n = p->n, nc = p->n_constraints;
     *start = xcalloc(n + 1, sizeof **start);
@@ -64,10 +66,12 @@ static void adjacency(const mz_particles *p, cl_uint **start, cl_uint **adj, cl_
     }
     for (size_t i = 0; i < n; i++)
         (*start)[i + 1] = (*start)[i] + (*degree)[i];
+    *other = xcalloc(2 * nc + 1, sizeof **other);
     cl_uint *fill = xcalloc(n ? n : 1, sizeof *fill);
     for (size_t c = 0; c < nc; c++)
         for (int side = 0; side < 2; side++) {
             uint32_t i = p->con_ends[2 * c + side];
+            (*other)[(*start)[i] + fill[i]] = p->con_ends[2 * c + !side];
             (*adj)[(*start)[i] + fill[i]++] = (cl_uint)(2 * c + side);
         }
     free(fill);
@@ -144,8 +148,8 @@ static bool constraint_buffers(mz_sim *sim, pbd_state *st)
 {
     const mz_particles *p = sim->parts;
     size_t nc = p->n_constraints, n = p->n;
-    cl_uint *start, *adj, *degree;
-    adjacency(p, &start, &adj, &degree);
+    cl_uint *start, *adj, *degree, *other;
+    adjacency(p, &start, &adj, &degree, &other);
     mz_cl *cl = sim->cl;
     cl_mem_flags ro = CL_MEM_READ_ONLY, rw = CL_MEM_READ_WRITE;
     st->nc = (cl_uint)nc;
@@ -157,12 +161,15 @@ static bool constraint_buffers(mz_sim *sim, pbd_state *st)
     st->corr = mz_cl_buffer(cl, rw, 16 * m, NULL, "clCreateBuffer(constraint corrections)");
     st->adj_start = mz_cl_buffer(cl, ro, 4 * (n + 1), start, "clCreateBuffer(adjacency start)");
     st->adj = mz_cl_buffer(cl, ro, 4 * (2 * nc + 1), adj, "clCreateBuffer(adjacency)");
+    st->adj_other = mz_cl_buffer(cl, ro, 4 * (2 * nc + 1), other,
+                                 "clCreateBuffer(constraint partners)");
     st->degree = mz_cl_buffer(cl, ro, 4 * (n ? n : 1), degree, "clCreateBuffer(degree)");
     free(start);
     free(adj);
     free(degree);
+    free(other);
     return st->ends && st->params && st->lambda && st->corr && st->adj_start && st->adj &&
-           st->degree;
+           st->adj_other && st->degree;
 }
 
 static int pbd_init(mz_sim *sim)
@@ -214,8 +221,8 @@ static int pbd_init(mz_sim *sim)
     if (ok && st->contacts) /* the grid's slot buffer and description are set per build */
         ok = KARGS(st->collide, "collide", A(sim->n_u), A(st->grid.desc), A(st->grid.cell_start),
                    A(st->grid.cell_end), A(st->sorted), A(st->grid.vals), A(sim->pos),
-                   A(sim->inv_mass), A(sim->body), A(st->bodies), A(st->adj_start), A(st->adj),
-                   A(st->ends), A(omega), A(sim->pred));
+                   A(sim->inv_mass), A(sim->body), A(st->bodies), A(st->adj_start),
+                   A(st->adj_other), A(omega), A(sim->pred));
     return ok ? 0 : -1;
 }
 
@@ -283,7 +290,7 @@ static void pbd_release(mz_sim *sim)
         if (ks[i])
             clReleaseKernel(ks[i]);
     cl_mem ms[] = {st->ends,  st->params, st->lambda, st->corr,   st->degree,
-                   st->adj_start, st->adj, st->sorted, st->bodies, st->solids};
+                   st->adj_start, st->adj, st->adj_other, st->sorted, st->bodies, st->solids};
     for (size_t i = 0; i < sizeof ms / sizeof *ms; i++)
         if (ms[i])
             clReleaseMemObject(ms[i]);
