@@ -216,7 +216,8 @@ inline float mz_sdf(const mz_collider_dev *c, float4 p, float4 *nrm)
         return len - r;
     }
     float4 q = mz_vec(fabs(p - c->a) - c->b);
-    float4 s = mz_vec(sign(p - c->a));
+    /* ±1 per axis, never 0: a particle on a centre plane still gets a way out */
+    float4 s = mz_vec(select((float4)(-1.0f), (float4)(1.0f), isgreaterequal(p, c->a)));
     float4 out = mz_vec(fmax(q, (float4)(0.0f)));
     float lo = mz_len(out);
     if (lo > 0.0f) {

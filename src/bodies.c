@@ -66,6 +66,7 @@ static void cloth_from_mesh(mz_mesh *m, mz_body_geom *g)
     g->n_stretch = mesh_edges(m, &g->stretch);
     g->n_bend = mesh_bending_pairs(m, &g->bend, NULL);
     g->phase = MZ_PHASE_CLOTH;
+    free(m->line); /* its segments are in the edges already */
     *m = (mz_mesh){0};
 }
 
@@ -233,6 +234,17 @@ static mz_body_geom *prepare_mesh(const mz_scene *s, mz_body *b, const char *pat
             geom_free(g);
             return NULL;
         }
+        double lo[3], hi[3], cells = 1;
+        mesh_bounds(&m, lo, hi);
+        for (int a = 0; a < 3; a++)
+            cells *= ceil((hi[a] - lo[a]) / b->spacing) + 1;
+        if (!(cells <= 2e9)) {
+            diag_add(d, "%s.spacing %g makes a lattice of %.3g points over the mesh's bounds "
+                        "(at most 2e9)", path, b->spacing, cells);
+            mesh_free(&m);
+            geom_free(g);
+            return NULL;
+        }
         softbody_from_mesh(&m, b->spacing, g);
         mesh_free(&m);
         if (g->n == 0) {
@@ -268,6 +280,20 @@ void bodies_prepare(mz_scene *s, mz_diag *d)
             diag_add(d, "%s.grid.plane must be \"xy\" in 2D", path);
             continue;
         }
+        if (cloth && (double)b->grid.resolution[0] * b->grid.resolution[1] > 2e8) {
+            diag_add(d, "%s.grid.resolution: %d x %d particles is more than the 2e8 a body may "
+                        "have", path, b->grid.resolution[0], b->grid.resolution[1]);
+            continue;
+        }
+        if (b->has_pin_box) {
+            bool ok = true;
+            for (int a = 0; a < s->sim.dimensions; a++)
+                ok &= b->pin_box.max[a] >= b->pin_box.min[a];
+            if (!ok) {
+                diag_add(d, "%s.pin_box: max must not be below min on any axis", path);
+                continue;
+            }
+        }
         if (!cloth && !b->obj) {
             diag_add(d, "%s.obj is required (the OBJ file, relative to the scene)", path);
             continue;
@@ -275,6 +301,18 @@ void bodies_prepare(mz_scene *s, mz_diag *d)
         b->geom = cloth ? prepare_cloth(s, b, path, d) : prepare_mesh(s, b, path, d);
         if (b->geom && b->geom->n == 0)
             diag_add(d, "%s makes no particles", path);
+        if (b->geom && b->geom->n) {
+            double w = (double)b->geom->n / b->mass;
+            if (!(w >= 1e-30 && w <= 1e30))
+                diag_add(d, "%s.mass %g over %zu particles gives an inverse mass single "
+                            "precision cannot hold", path, b->mass, b->geom->n);
+            for (int a = 0; a < s->sim.dimensions; a++)
+                if (b->geom->thickness > s->domain.max[a] - s->domain.min[a]) {
+                    diag_add(d, "%s: thickness %g m exceeds the domain on the %c axis", path,
+                             b->geom->thickness, "xyz"[a]);
+                    break;
+                }
+        }
     }
 }
 

@@ -174,7 +174,9 @@ static void build_bodies(const mz_scene *s, mz_particles *p, size_t first)
             p->con_ends[2 * c + 1] = (uint32_t)(i + pair[1]);
             p->con_params[4 * c + 0] = (float)sqrt(r2);
             p->con_params[4 * c + 1] = (float)(bend ? b->bending_compliance : b->compliance);
-            p->con_params[4 * c + 2] = (float)b->stiffness;
+            /* PBD stiffness applies to the stretch constraints it was given for; compliant
+             * (XPBD) bending never takes it */
+            p->con_params[4 * c + 2] = bend && b->bending_compliance > 0 ? 1.0f : (float)b->stiffness;
             c++;
         }
         for (size_t j = 0; j < g->n_tris; j++, t++)

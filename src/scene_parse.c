@@ -649,6 +649,10 @@ static void validate(mz_scene *s, mz_diag *d)
     if (d->count)
         return;
     size_t n = build_particle_count(s);
+    /* adjacency entries (2 per constraint) travel as 32-bit ints */
+    if (bodies_constraint_count(s) > (UINT32_MAX - 1) / 2)
+        diag_add(d, "the scene makes %zu constraints; at most %u are supported",
+                 bodies_constraint_count(s), (UINT32_MAX - 1) / 2);
     if (n == 0)
         diag_add(d, "the scene makes no particles (add a fluid with a box or positions, a "
                     "cloth or a mesh)");

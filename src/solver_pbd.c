@@ -193,8 +193,12 @@ static int pbd_init(mz_sim *sim)
     if (st->contacts) {
         st->sorted = mz_cl_buffer(sim->cl, CL_MEM_READ_WRITE, 16 * sim->n, NULL,
                                   "clCreateBuffer(sorted positions)");
-        if (!st->sorted || grid_create(&st->grid, sim->cl, sim->n, contact, s->sim.dimensions,
-                                       s->domain.min, s->domain.max, MZ_GRID_AUTO) != 0)
+        /* Cells 1.5x the contact distance: the grid is built once a substep on x*, and the
+         * corrections of the iterations (a fraction of the distance) must not carry a pair
+         * in contact out of each other's 27 cells. */
+        if (!st->sorted || grid_create(&st->grid, sim->cl, sim->n, 1.5 * contact,
+                                       s->sim.dimensions, s->domain.min, s->domain.max,
+                                       MZ_GRID_AUTO) != 0)
             return -1;
         st->grid_made = true;
     }
