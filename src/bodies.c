@@ -259,11 +259,18 @@ static mz_body_geom *prepare_mesh(const mz_scene *s, mz_body *b, const char *pat
     return g;
 }
 
+size_t bodies_count(const mz_scene *s) { return s->n_cloths + s->n_meshes; }
+
+mz_body *bodies_get(const mz_scene *s, size_t k)
+{
+    return k < s->n_cloths ? &s->cloths[k] : &s->meshes[k - s->n_cloths];
+}
+
 void bodies_prepare(mz_scene *s, mz_diag *d)
 {
-    for (size_t i = 0; i < s->n_cloths + s->n_meshes; i++) {
+    for (size_t i = 0; i < bodies_count(s); i++) {
         bool cloth = i < s->n_cloths;
-        mz_body *b = cloth ? &s->cloths[i] : &s->meshes[i - s->n_cloths];
+        mz_body *b = bodies_get(s, i);
         char path[64];
         snprintf(path, sizeof path, "%s[%zu]", cloth ? "cloths" : "meshes",
                  cloth ? i : i - s->n_cloths);
@@ -318,21 +325,17 @@ void bodies_prepare(mz_scene *s, mz_diag *d)
 
 void bodies_free(mz_scene *s)
 {
-    for (size_t i = 0; i < s->n_cloths; i++) {
-        geom_free(s->cloths[i].geom);
-        s->cloths[i].geom = NULL;
-    }
-    for (size_t i = 0; i < s->n_meshes; i++) {
-        geom_free(s->meshes[i].geom);
-        s->meshes[i].geom = NULL;
+    for (size_t i = 0; i < bodies_count(s); i++) {
+        geom_free(bodies_get(s, i)->geom);
+        bodies_get(s, i)->geom = NULL;
     }
 }
 
 static size_t sum_over(const mz_scene *s, bool constraints)
 {
     size_t n = 0;
-    for (size_t i = 0; i < s->n_cloths + s->n_meshes; i++) {
-        const mz_body *b = i < s->n_cloths ? &s->cloths[i] : &s->meshes[i - s->n_cloths];
+    for (size_t i = 0; i < bodies_count(s); i++) {
+        const mz_body *b = bodies_get(s, i);
         if (b->geom)
             n += constraints ? b->geom->n_stretch + b->geom->n_bend : b->geom->n;
     }

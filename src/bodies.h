@@ -20,6 +20,10 @@ typedef struct mz_body_geom {
     int phase;              /* MZ_PHASE_* */
 } mz_body_geom;
 
+/* The scene's position-based bodies as one list: cloths, then meshes (k < bodies_count). */
+size_t bodies_count(const mz_scene *s);
+mz_body *bodies_get(const mz_scene *s, size_t k);
+
 /* Geometry for every cloth and mesh of a scene whose keys read cleanly; problems go into *d
  * with their JSON paths. */
 void bodies_prepare(mz_scene *s, mz_diag *d);

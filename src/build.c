@@ -144,8 +144,8 @@ static void build_bodies(const mz_scene *s, mz_particles *p, size_t first)
 {
     int dim = s->sim.dimensions;
     size_t nc = bodies_constraint_count(s), nt = 0, c = 0, t = 0, i = first;
-    for (size_t k = 0; k < s->n_cloths + s->n_meshes; k++) {
-        const mz_body *b = k < s->n_cloths ? &s->cloths[k] : &s->meshes[k - s->n_cloths];
+    for (size_t k = 0; k < bodies_count(s); k++) {
+        const mz_body *b = bodies_get(s, k);
         nt += b->geom->n_tris;
     }
     p->n_constraints = nc;
@@ -153,8 +153,8 @@ static void build_bodies(const mz_scene *s, mz_particles *p, size_t first)
     p->con_params = xcalloc(4 * nc + 4, sizeof *p->con_params);
     p->n_triangles = nt;
     p->triangles = xcalloc(3 * nt + 3, sizeof *p->triangles);
-    for (size_t k = 0; k < s->n_cloths + s->n_meshes; k++) {
-        const mz_body *b = k < s->n_cloths ? &s->cloths[k] : &s->meshes[k - s->n_cloths];
+    for (size_t k = 0; k < bodies_count(s); k++) {
+        const mz_body *b = bodies_get(s, k);
         const mz_body_geom *g = b->geom;
         uint32_t body = (uint32_t)(s->n_fluids + k);
         float w = (float)((double)g->n / b->mass);

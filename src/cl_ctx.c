@@ -259,3 +259,17 @@ cl_mem mz_cl_buffer(mz_cl *cl, cl_mem_flags flags, size_t bytes, void *host, con
         return NULL;
     return m;
 }
+
+void mz_cl_release_kernels(const cl_kernel *k, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (k[i])
+            clReleaseKernel(k[i]);
+}
+
+void mz_cl_release_mems(const cl_mem *m, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (m[i])
+            clReleaseMemObject(m[i]);
+}

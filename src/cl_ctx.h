@@ -45,4 +45,8 @@ bool mz_cl_run1d(mz_cl *cl, cl_kernel k, size_t n, cl_event *ev, const char *wha
 
 cl_mem mz_cl_buffer(mz_cl *cl, cl_mem_flags flags, size_t bytes, void *host, const char *what);
 
+/* Release the kernels / buffers of an array that are not NULL (a solver's or the grid's own). */
+void mz_cl_release_kernels(const cl_kernel *k, size_t n);
+void mz_cl_release_mems(const cl_mem *m, size_t n);
+
 #endif

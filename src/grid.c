@@ -441,16 +441,12 @@ void grid_release(mz_grid *g)
     free(g->event_kernels);
     cl_kernel ks[] = {g->k_keys,  g->k_count,  g->k_scan,    g->k_scatter,
                       g->k_clear, g->k_ranges, g->k_gather4, g->k_gather16};
-    for (size_t i = 0; i < sizeof ks / sizeof *ks; i++)
-        if (ks[i])
-            clReleaseKernel(ks[i]);
+    mz_cl_release_kernels(ks, sizeof ks / sizeof *ks);
     if (g->program)
         clReleaseProgram(g->program);
     cl_mem ms[] = {g->keys, g->vals, g->keys_tmp, g->vals_tmp, g->cell_start, g->cell_end,
                    g->hist};
-    for (size_t i = 0; i < sizeof ms / sizeof *ms; i++)
-        if (ms[i])
-            clReleaseMemObject(ms[i]);
+    mz_cl_release_mems(ms, sizeof ms / sizeof *ms);
     for (int r = 0; r < g->n_reg; r++)
         clReleaseMemObject(g->reg[r].scratch);
     memset(g, 0, sizeof *g);

@@ -323,9 +323,9 @@ int cmd_check(const mz_run_opts *o)
         printf(", spacing %g m, particle mass %.4g kg\n", f->spacing,
                build_particle_mass(&s, f));
     }
-    for (size_t i = 0; i < s.n_cloths + s.n_meshes; i++) {
+    for (size_t i = 0; i < bodies_count(&s); i++) {
         bool cloth = i < s.n_cloths;
-        const mz_body *b = cloth ? &s.cloths[i] : &s.meshes[i - s.n_cloths];
+        const mz_body *b = bodies_get(&s, i);
         const mz_body_geom *g = b->geom;
         size_t pinned = 0;
         for (size_t k = 0; k < g->n; k++)

@@ -80,12 +80,12 @@ static void adjacency(const mz_particles *p, cl_uint **start, cl_uint **adj, cl_
 static bool body_tables(mz_sim *sim, pbd_state *st, double *contact)
 {
     const mz_scene *s = sim->scene;
-    size_t nb = s->n_fluids + s->n_cloths + s->n_meshes;
+    size_t nb = s->n_fluids + bodies_count(s);
     body_info *info = xcalloc(nb, sizeof *info);
     size_t colliding = 0;
     *contact = 0;
-    for (size_t k = 0; k < s->n_cloths + s->n_meshes; k++) {
-        const mz_body *b = k < s->n_cloths ? &s->cloths[k] : &s->meshes[k - s->n_cloths];
+    for (size_t k = 0; k < bodies_count(s); k++) {
+        const mz_body *b = bodies_get(s, k);
         body_info *bi = &info[s->n_fluids + k];
         bi->friction = (cl_float)b->friction;
         bi->static_friction = (cl_float)b->static_friction;
@@ -232,9 +232,7 @@ static int pbd_init(mz_sim *sim)
 
 static bool contacts(mz_sim *sim, pbd_state *st)
 {
-    return KARGS(st->sort, "sort_positions", A(sim->n_u), A(st->grid.vals), A(sim->pred),
-                 A(st->sorted)) &&
-           sim_launch(sim, st->sort, sim->n, STAGE_CONTACTS, "sort_positions") &&
+    return sim_launch(sim, st->sort, sim->n, STAGE_CONTACTS, "sort_positions") &&
            sim_launch(sim, st->collide, sim->n, STAGE_CONTACTS, "collide");
 }
 
@@ -252,7 +250,10 @@ static int pbd_substep(mz_sim *sim, double dt_seconds)
                     "clSetKernelArg(distance_solve)");
     ok = ok && sim_launch(sim, st->predict, sim->n, STAGE_PREDICT, "predict");
     if (ok && st->contacts) {
+        /* the build may swap the grid's slot buffer: both kernels that read it follow */
         ok = grid_build(&st->grid, sim->pred) == 0 &&
+             KARGS(st->sort, "sort_positions", A(sim->n_u), A(st->grid.vals), A(sim->pred),
+                   A(st->sorted)) &&
              cl_ok(clSetKernelArg(st->collide, 5, sizeof st->grid.vals, &st->grid.vals),
                    "clSetKernelArg(collide)");
         if (ok && sim->cl->profiling) {
@@ -290,14 +291,10 @@ static void pbd_release(mz_sim *sim)
         return;
     cl_kernel ks[] = {st->predict, st->domain, st->update, st->solve,
                       st->apply,   st->sort,   st->collide, st->colliders};
-    for (size_t i = 0; i < sizeof ks / sizeof *ks; i++)
-        if (ks[i])
-            clReleaseKernel(ks[i]);
+    mz_cl_release_kernels(ks, sizeof ks / sizeof *ks);
     cl_mem ms[] = {st->ends,  st->params, st->lambda, st->corr,   st->degree,
                    st->adj_start, st->adj, st->adj_other, st->sorted, st->bodies, st->solids};
-    for (size_t i = 0; i < sizeof ms / sizeof *ms; i++)
-        if (ms[i])
-            clReleaseMemObject(ms[i]);
+    mz_cl_release_mems(ms, sizeof ms / sizeof *ms);
     if (st->grid_made)
         grid_release(&st->grid);
     if (st->program)

@@ -373,14 +373,10 @@ static void sph_release(mz_sim *sim)
     if (st->bgrid_made)
         grid_release(&st->bgrid);
     cl_kernel ks[] = {st->k_density, st->k_forces, st->k_collapsed, st->k_max};
-    for (size_t i = 0; i < sizeof ks / sizeof *ks; i++)
-        if (ks[i])
-            clReleaseKernel(ks[i]);
+    mz_cl_release_kernels(ks, sizeof ks / sizeof *ks);
     cl_mem ms[] = {st->vel_out, st->rho, st->p,      st->rho_prev, st->drho, st->drho_prev,
                    st->a2,      st->partial, st->bpos, st->bmass,    st->dummy};
-    for (size_t i = 0; i < sizeof ms / sizeof *ms; i++)
-        if (ms[i])
-            clReleaseMemObject(ms[i]);
+    mz_cl_release_mems(ms, sizeof ms / sizeof *ms);
     if (st->program)
         clReleaseProgram(st->program);
     free(st->partial_host);

@@ -26,19 +26,20 @@ static void steps(world *w, int n)
 }
 
 /* A scene with one OBJ body (kind cloth: the `l` lines are its constraints) whose particle at
- * (0, anchor_y, 0) is pinned; extra JSON goes into the mesh object and the simulation. */
+ * (0, anchor_y, 0) is pinned. sim: the simulation object's keys; mesh_extra: more keys for the
+ * mesh (from a comma on); edit (may be NULL) changes the particles before upload. */
 static void open_rope(world *w, const char *obj, double anchor_y, const char *mesh_extra,
-                      const char *sim_extra)
+                      const char *sim, void (*edit)(mz_particles *))
 {
     char json[2048];
     snprintf(json, sizeof json,
-             "{\"mizu_scene\": 1, \"simulation\": {\"gravity\": [0, -9.81, 0] %s},"
+             "{\"mizu_scene\": 1, \"simulation\": {%s},"
              " \"domain\": {\"min\": [-5,-5,-5], \"max\": [5,5,5], \"boundary\": {\"type\": "
              "\"clamp\"}},"
              " \"meshes\": [{\"obj\": \"%s\", \"pin_box\": {\"min\": [-0.001,%.17g,-0.001], "
              "\"max\": [0.001,%.17g,0.001]}, \"self_collision\": false %s}]}",
-             sim_extra, obj, anchor_y - 0.001, anchor_y + 0.001, mesh_extra);
-    world_open_edit(w, json, test_path("scene.json"), NULL, 0, NULL);
+             sim, obj, anchor_y - 0.001, anchor_y + 0.001, mesh_extra);
+    world_open_edit(w, json, test_path("scene.json"), NULL, 0, edit);
 }
 
 /* XPBD paper §6.1: the particle starts at x = 1.5 on a constraint of rest length 1. */
@@ -53,18 +54,13 @@ static void spring_block(const char *csv, double dt, int iterations, double rela
                          double *worst, int *rows)
 {
     const char *obj = write_obj("spring.obj", "v 0 0 0\nv 1 0 0\nl 1 2\n");
-    char json[2048];
-    snprintf(json, sizeof json,
-             "{\"mizu_scene\": 1, \"simulation\": {\"fps\": %g, \"gravity\": [0, 0, 0],"
-             " \"substeps\": 1, \"iterations\": %d, \"relaxation\": %g},"
-             " \"domain\": {\"min\": [-5,-5,-5], \"max\": [5,5,5], \"boundary\": {\"type\": "
-             "\"clamp\"}},"
-             " \"meshes\": [{\"obj\": \"%s\", \"mass\": 2, \"compliance\": 0.001,"
-             " \"pin_box\": {\"min\": [-0.01,-0.01,-0.01], \"max\": [0.01,0.01,0.01]},"
-             " \"self_collision\": false}]}",
-             (double)lround(1.0 / dt), iterations, relaxation, obj);
+    char sim[200];
+    snprintf(sim, sizeof sim,
+             "\"fps\": %g, \"gravity\": [0, 0, 0], \"substeps\": 1, \"iterations\": %d,"
+             " \"relaxation\": %g",
+             (double)lround(1.0 / dt), iterations, relaxation);
     world w;
-    world_open_edit(&w, json, test_path("scene.json"), NULL, 0, stretch_spring);
+    open_rope(&w, obj, 0.0, ", \"mass\": 2, \"compliance\": 0.001", sim, stretch_spring);
     char *copy = strdup(csv), *save = NULL;
     for (char *line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
         double row_dt, t, x_ref, x_exact;
@@ -128,21 +124,19 @@ static void hanging_chain(int iterations, const char *material, double elong[])
 {
     enum { N = 10 };
     const double rest = 0.02, top = 0.37;
-    char obj[1024] = "";
     mz_str b = {0};
     for (int i = 0; i <= N; i++)
         str_addf(&b, "v 0 %.17g 0\n", top - rest * i);
     for (int i = 1; i <= N; i++)
         str_addf(&b, "l %d %d\n", i, i + 1);
-    snprintf(obj, sizeof obj, "%s", b.s);
+    const char *path = write_obj("chain.obj", b.s);
     str_free(&b);
-    const char *path = write_obj("chain.obj", obj);
     char sim[160], mesh[200];
-    snprintf(sim, sizeof sim, ", \"substeps\": 20, \"iterations\": %d, \"damping\": 2",
+    snprintf(sim, sizeof sim, "\"substeps\": 20, \"iterations\": %d, \"damping\": 2",
              iterations);
     snprintf(mesh, sizeof mesh, ", \"mass\": %g, %s", 0.1 * (N + 1), material);
     world w;
-    open_rope(&w, path, top, mesh, sim);
+    open_rope(&w, path, top, mesh, sim, NULL);
     steps(&w, 20 * 60 * 6);
     world_read(&w);
     for (int i = 0; i < N; i++) {
@@ -216,7 +210,7 @@ static void test_pendulum_period(void **state)
         const char *path = write_obj("pendulum.obj", obj);
         world w;
         open_rope(&w, path, 0.0, ", \"mass\": 2",
-                  ", \"fps\": 60, \"substeps\": 32, \"iterations\": 1");
+                  "\"fps\": 60, \"substeps\": 32, \"iterations\": 1", NULL);
         /* upward crossings of x = 0 ... period from the first and the last */
         double dt = scene_substep_dt(&w.scene), prev_x = sin(th), t = 0, first = -1, last = -1;
         int crossings = 0;
