@@ -100,6 +100,7 @@ typedef struct {
 } mz_body_info;
 #define MZ_BODY_COLLIDES 1u
 #define MZ_BODY_SELF 2u
+#define MZ_BODY_FLUID 4u /* PBF: fluid meets fluid through the density constraint */
 
 /* Position-based friction (Macklin et al. 2014): the tangential part t of the relative
  * displacement over the substep is cancelled while it is below μs·penetration (sticking),
@@ -162,7 +163,8 @@ kernel void collide(uint n, mz_grid_desc g, global const uint *cell_start,
             continue;
         uint bj = body[j];
         mz_body_info other = bodies[bj];
-        if (!(other.flags & MZ_BODY_COLLIDES) || (bi == bj && !(info.flags & MZ_BODY_SELF)))
+        if (!(other.flags & MZ_BODY_COLLIDES) || (bi == bj && !(info.flags & MZ_BODY_SELF)) ||
+            (info.flags & other.flags & MZ_BODY_FLUID))
             continue;
         float wj = inv_mass[j];
         if (mz_joined(j, cache, n_cached, start, end, adj_other))
@@ -170,8 +172,10 @@ kernel void collide(uint n, mz_grid_desc g, global const uint *cell_start,
         float dist = sqrt(r2), pen = reach - dist, share = wi / (wi + wj);
         float4 nrm = mz_vec(xi - xj) / dist;
         float4 rel = mz_vec(di - (xj - x[j]));
-        float mu_s = 0.5f * (info.static_friction + other.static_friction);
-        float mu_k = 0.5f * (info.friction + other.friction);
+        /* a fluid has no friction: its viscosity acts through XSPH */
+        bool wet = (info.flags | other.flags) & MZ_BODY_FLUID;
+        float mu_s = wet ? 0.0f : 0.5f * (info.static_friction + other.static_friction);
+        float mu_k = wet ? 0.0f : 0.5f * (info.friction + other.friction);
         sum += share * (pen * nrm - mz_friction(rel, nrm, pen, mu_s, mu_k));
         count++;
     MZ_NEIGHBOURS_END

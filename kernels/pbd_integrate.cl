@@ -30,15 +30,17 @@ kernel void predict(uint n, float dt, float keep, float4 gravity, mz_walls walls
 }
 
 /* Keep predicted positions inside [lo, hi]: the domain itself for penalty walls (a safety net:
- * no particle ever leaves), the domain shrunk by each particle's radius for clamp walls. */
+ * no particle ever leaves), the domain shrunk by each particle's radius for clamp walls and for
+ * rigid bodies (penalty forces on single particles do not reach a rigid's motion, which comes
+ * from shape matching). bodies[b].flags: MZ_BODY_RIGID (8) in src/solver_pbd.c. */
 kernel void domain(uint n, float4 lo, float4 hi, int by_radius, global const float *inv_mass,
-                   global float4 *xp)
+                   global const uint *body, global const uint4 *bodies, global float4 *xp)
 {
     uint i = get_global_id(0);
     if (i >= n || inv_mass[i] == 0.0f) /* pinned particles stay where they were put */
         return;
     float4 p = xp[i];
-    float r = by_radius ? p.w : 0.0f;
+    float r = by_radius || (bodies[body[i]].z & 8u) ? p.w : 0.0f;
     xp[i] = mz_clamp_box(p, lo + r, hi - r);
 }
 

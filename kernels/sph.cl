@@ -28,6 +28,49 @@ inline float mz_sph_density_at(const mz_sph *P, float4 xi, mz_grid_desc g, globa
     return rho;
 }
 
+/* The continuity equation's rate, Dρ_i/Dt = Σ_j m (v_i − v_j)·∇W_ij + Σ_b m_b v_i·∇W_ib (walls
+ * at rest), with the same renormalised spiky gradient as the pressure force, plus δ-SPH's
+ * density diffusion between fluid particles, δ hs c0 Σ_j ψ_ij (x_ji·∇W_ij)/(r² + η²) m/ρ_j.
+ * ψ_ij = 2(ρ_j − ρ_i − Δρ_H) diffuses only the departure from hydrostatics (Fourtakas et al.
+ * 2019), with Δρ_H = ρ0 g·(x_j − x_i)/c0², the linearised Tait density difference of a fluid at
+ * rest: plain 2(ρ_j − ρ_i) would flatten the hydrostatic gradient where the kernel is cut by
+ * the free surface and sink the surface particles' pressure again. */
+inline float mz_sph_density_rate(const mz_sph *P, float4 xi, float4 vi, float rho_i,
+                                 float4 gravity, mz_grid_desc g, global const uint *cs,
+                                 global const uint *ce, global const float4 *x,
+                                 global const float4 *v, global const float *rho,
+                                 mz_grid_desc gb, global const uint *bcs,
+                                 global const uint *bce, global const float4 *bx,
+                                 global const float *bm, int nb)
+{
+    float rate = 0.0f, diffusion = 0.0f;
+    float to_rho = P->rest_density / (P->c0 * P->c0);
+    MZ_NEIGHBOURS_BEGIN(g, cs, ce, x, xi, j, r2)
+        float r = sqrt(r2);
+        if (r > P->r_min) {
+            float4 dx = xi - x[j], vij = vi - v[j];
+            float f = P->spiky_grad * (P->h - r) * (P->h - r) / r; /* ∇W_ij = f dx */
+            rate += P->mass * f * (vij.x * dx.x + vij.y * dx.y + vij.z * dx.z);
+            float drho_h = -to_rho * (gravity.x * dx.x + gravity.y * dx.y + gravity.z * dx.z);
+            float rho_j = rho[j];
+            diffusion += 2.0f * (rho_j - rho_i - drho_h) * (-f * r2) / (r2 + P->eps2) / rho_j;
+        }
+    MZ_NEIGHBOURS_END
+    rate += P->diffusion * P->mass * diffusion;
+    if (nb > 0) {
+        MZ_NEIGHBOURS_BEGIN(gb, bcs, bce, bx, xi, b, r2)
+            float r = sqrt(r2);
+            if (r > P->r_min) {
+                float4 dx = xi - bx[b];
+                float hr = P->h - r;
+                rate += bm[b] * (P->spiky_grad * hr * hr / r) *
+                        (vi.x * dx.x + vi.y * dx.y + vi.z * dx.z);
+            }
+        MZ_NEIGHBOURS_END
+    }
+    return rate;
+}
+
 /* Symplectic Euler: v += dt·a, x += dt·v; walls, the acceleration cap, gravity, and the domain
  * clamp behind it all (a clamped axis loses its velocity). Also |a|² for the adaptive step. */
 inline void mz_sph_integrate(const mz_sph *P, float dt, float4 gravity, const mz_walls *w,
@@ -59,16 +102,24 @@ inline void mz_sph_integrate(const mz_sph *P, float dt, float4 gravity, const mz
     a2_out[i] = a2;
 }
 
-kernel void sph_density(uint n, mz_sph P, mz_grid_desc g, global const uint *cs,
-                        global const uint *ce, global const float4 *x, mz_grid_desc gb,
-                        global const uint *bcs, global const uint *bce, global const float4 *bx,
-                        global const float *bm, int nb, global float *rho, global float *p)
+/* This step's density and pressure into rho_out, p. Summation: ρ from the neighbours.
+ * Continuity: ρ carried from the last step, ρ += lag · Dρ/Dt with lag the last step's dt and
+ * the rate from the velocities that step produced (the ones that moved the particles here: the
+ * density update pairs with the position update, symplectic like the rest). */
+kernel void sph_density(uint n, float lag, mz_sph P, float4 gravity, mz_grid_desc g,
+                        global const uint *cs, global const uint *ce, global const float4 *x,
+                        global const float4 *v, mz_grid_desc gb, global const uint *bcs,
+                        global const uint *bce, global const float4 *bx, global const float *bm,
+                        int nb, global const float *rho, global float *rho_out, global float *p)
 {
     uint i = get_global_id(0);
     if (i >= n)
         return;
-    float r = mz_sph_density_at(&P, x[i], g, cs, ce, x, gb, bcs, bce, bx, bm, nb);
-    rho[i] = r;
+    float r = P.continuity
+                  ? rho[i] + lag * mz_sph_density_rate(&P, x[i], v[i], rho[i], gravity, g, cs,
+                                                       ce, x, v, rho, gb, bcs, bce, bx, bm, nb)
+                  : mz_sph_density_at(&P, x[i], g, cs, ce, x, gb, bcs, bce, bx, bm, nb);
+    rho_out[i] = r;
     p[i] = mz_tait(&P, r);
 }
 

@@ -259,11 +259,161 @@ static mz_body_geom *prepare_mesh(const mz_scene *s, mz_body *b, const char *pat
     return g;
 }
 
-size_t bodies_count(const mz_scene *s) { return s->n_cloths + s->n_meshes; }
+/* Lattice points into g->x (growing it). */
+static void add_point(mz_body_geom *g, size_t *cap, const double x[3])
+{
+    if (g->n == *cap) {
+        *cap = *cap ? 2 * *cap : 256;
+        g->x = xrealloc(g->x, *cap * sizeof *g->x);
+    }
+    memcpy(g->x[g->n++], x, sizeof(double[3]));
+}
+
+/* A rigid box: cell centres of a lattice of `spacing` centred in the box, rotated about the
+ * box's centre. A sphere: the lattice through its centre, the points whose particle (diameter
+ * `spacing`) lies inside. */
+static void rigid_lattice(const mz_scene *s, const mz_body *b, double spacing, mz_body_geom *g)
+{
+    int dim = s->sim.dimensions;
+    size_t cap = 0;
+    if (b->has_box) {
+        long cells[3] = {1, 1, 1};
+        double centre[3] = {0, 0, 0}, start[3] = {0, 0, 0};
+        for (int a = 0; a < dim; a++) {
+            centre[a] = 0.5 * (b->box.min[a] + b->box.max[a]);
+            cells[a] = (long)floor((b->box.max[a] - b->box.min[a]) / spacing + 1e-9);
+            start[a] = centre[a] - 0.5 * (double)(cells[a] - 1) * spacing;
+        }
+        for (long k = 0; k < cells[2]; k++)
+            for (long j = 0; j < cells[1]; j++)
+                for (long i = 0; i < cells[0]; i++) {
+                    double x[3] = {start[0] + i * spacing, start[1] + j * spacing,
+                                   start[2] + k * spacing};
+                    add_point(g, &cap, x);
+                }
+        mz_mesh m = {.n_verts = g->n, .v = g->x};
+        double minus[3] = {-centre[0], -centre[1], -centre[2]};
+        mesh_transform(&m, 1.0, NULL, minus);
+        mesh_transform(&m, 1.0, b->rotate, centre);
+        return;
+    }
+    double r = b->sphere.radius - 0.5 * spacing;
+    long reach = r >= 0 ? (long)floor(r / spacing + 1e-9) : -1;
+    long zr = dim == 3 ? reach : 0;
+    for (long k = -zr; k <= zr; k++)
+        for (long j = -reach; j <= reach; j++)
+            for (long i = -reach; i <= reach; i++) {
+                double d2 = (double)(i * i + j * j + k * k) * spacing * spacing;
+                if (d2 > r * r * (1 + 1e-12))
+                    continue;
+                const double *c = b->sphere.center;
+                double x[3] = {c[0] + i * spacing, c[1] + j * spacing,
+                               dim == 3 ? c[2] + k * spacing : 0};
+                add_point(g, &cap, x);
+            }
+}
+
+static mz_body_geom *prepare_mesh(const mz_scene *s, mz_body *b, const char *path, mz_diag *d);
+
+/* A rigid: particles on a lattice inside a box, a sphere or a closed mesh; no constraints (shape
+ * matching keeps it rigid), contact diameter = spacing. */
+static mz_body_geom *prepare_rigid(const mz_scene *s, mz_body *b, const char *path, mz_diag *d)
+{
+    int dim = s->sim.dimensions;
+    if (b->has_box + b->has_sphere + (b->obj != NULL) != 1) {
+        diag_add(d, "%s: give exactly one of box, sphere or obj", path);
+        return NULL;
+    }
+    double spacing = b->spacing > 0 ? b->spacing : s->n_fluids ? s->fluids[0].spacing : 0;
+    if (!(spacing > 0)) {
+        diag_add(d, "%s.spacing is required when the scene has no fluid to take it from", path);
+        return NULL;
+    }
+    if (dim == 2 && (b->rotate[0] != 0 || b->rotate[1] != 0 || b->angular_velocity[0] != 0 ||
+                     b->angular_velocity[1] != 0)) {
+        diag_add(d, "%s: in 2D a rigid turns about z only (rotate and angular_velocity must "
+                    "have x = y = 0)", path);
+        return NULL;
+    }
+    double points = 1;
+    for (int a = 0; a < dim; a++) {
+        double ext = b->has_box ? b->box.max[a] - b->box.min[a]
+                                : b->has_sphere ? 2 * b->sphere.radius : 0;
+        if (b->has_box && !(ext > 0)) {
+            diag_add(d, "%s.box: max must exceed min on every axis", path);
+            return NULL;
+        }
+        points *= ext / spacing + 1;
+    }
+    if (!(points <= 2e8)) {
+        diag_add(d, "%s: spacing %g makes about %.3g particles (at most 2e8)", path, spacing,
+                 points);
+        return NULL;
+    }
+    mz_body_geom *g;
+    if (b->obj) {
+        if (dim == 2) {
+            diag_add(d, "%s.obj: mesh rigids are 3D only (use box or sphere in 2D)", path);
+            return NULL;
+        }
+        mz_body soft = *b;
+        soft.kind = MZ_MESH_SOFTBODY;
+        soft.spacing = spacing;
+        soft.has_pin_box = false;
+        soft.thickness = spacing;
+        g = prepare_mesh(s, &soft, path, d);
+        if (!g)
+            return NULL;
+        free(g->stretch); /* a rigid keeps its shape by matching, not by constraints */
+        g->stretch = NULL;
+        g->n_stretch = 0;
+    } else {
+        g = xcalloc(1, sizeof *g);
+        rigid_lattice(s, b, spacing, g);
+        if (g->n == 0) {
+            diag_add(d, "%s makes no particle at spacing %g (the shape is thinner than the "
+                        "spacing)", path, spacing);
+            geom_free(g);
+            return NULL;
+        }
+        mz_body plain = *b;
+        plain.has_pin_box = false;
+        plain.thickness = spacing;
+        finish_body(s, &plain, g, path, false, d);
+    }
+    g->phase = MZ_PHASE_RIGID;
+    g->thickness = spacing;
+    return g;
+}
+
+size_t bodies_count(const mz_scene *s) { return s->n_cloths + s->n_meshes + s->n_rigids; }
 
 mz_body *bodies_get(const mz_scene *s, size_t k)
 {
-    return k < s->n_cloths ? &s->cloths[k] : &s->meshes[k - s->n_cloths];
+    if (k < s->n_cloths)
+        return &s->cloths[k];
+    k -= s->n_cloths;
+    return k < s->n_meshes ? &s->meshes[k] : &s->rigids[k - s->n_meshes];
+}
+
+const char *bodies_path(const mz_scene *s, size_t k, char buf[48])
+{
+    size_t nc = s->n_cloths, nm = s->n_meshes;
+    if (k < nc)
+        snprintf(buf, 48, "cloths[%zu]", k);
+    else if (k < nc + nm)
+        snprintf(buf, 48, "meshes[%zu]", k - nc);
+    else
+        snprintf(buf, 48, "rigids[%zu]", k - nc - nm);
+    return buf;
+}
+
+double bodies_particle_mass(const mz_scene *s, const mz_body *b)
+{
+    const mz_body_geom *g = b->geom;
+    if (g->phase != MZ_PHASE_RIGID || b->mass > 0)
+        return b->mass / (double)g->n;
+    return b->density * pow(g->thickness, s->sim.dimensions);
 }
 
 void bodies_prepare(mz_scene *s, mz_diag *d)
@@ -271,14 +421,20 @@ void bodies_prepare(mz_scene *s, mz_diag *d)
     for (size_t i = 0; i < bodies_count(s); i++) {
         bool cloth = i < s->n_cloths;
         mz_body *b = bodies_get(s, i);
-        char path[64];
-        snprintf(path, sizeof path, "%s[%zu]", cloth ? "cloths" : "meshes",
-                 cloth ? i : i - s->n_cloths);
-        if (b->compliance > 0 && b->stiffness < 1)
-            diag_add(d, "%s: give compliance (XPBD) or stiffness (PBD), not both", path);
+        char path[48];
+        bodies_path(s, i, path);
         if (b->static_friction < b->friction)
             diag_add(d, "%s.static_friction (%g) must be at least friction (%g)", path,
                      b->static_friction, b->friction);
+        if (i >= s->n_cloths + s->n_meshes) {
+            b->geom = prepare_rigid(s, b, path, d);
+            double m = b->geom ? bodies_particle_mass(s, b) : 1;
+            if (!(m >= 1e-30 && m <= 1e30))
+                diag_add(d, "%s: a particle mass of %g kg is beyond single precision", path, m);
+            continue;
+        }
+        if (b->compliance > 0 && b->stiffness < 1)
+            diag_add(d, "%s: give compliance (XPBD) or stiffness (PBD), not both", path);
         if (!cloth && b->kind == MZ_MESH_SOFTBODY && s->sim.dimensions == 2) {
             diag_add(d, "%s: soft bodies are 3D only (simulation.dimensions is 2)", path);
             continue;

@@ -17,12 +17,16 @@ typedef struct mz_body_geom {
     size_t n_tris;
     uint32_t (*tris)[3];    /* cloth surfaces, for output */
     double thickness;       /* contact distance in force */
-    int phase;              /* MZ_PHASE_* */
+    int phase;              /* MZ_PHASE_* (rigids: MZ_PHASE_RIGID, no constraints) */
 } mz_body_geom;
 
-/* The scene's position-based bodies as one list: cloths, then meshes (k < bodies_count). */
+/* The scene's position-based bodies as one list: cloths, then meshes, then rigids
+ * (k < bodies_count); bodies_path writes "meshes[2]" for messages and returns buf. */
 size_t bodies_count(const mz_scene *s);
 mz_body *bodies_get(const mz_scene *s, size_t k);
+const char *bodies_path(const mz_scene *s, size_t k, char buf[48]);
+/* Mass of one of the body's particles (rigids: density x spacing^dimensions unless mass). */
+double bodies_particle_mass(const mz_scene *s, const mz_body *b);
 
 /* Geometry for every cloth and mesh of a scene whose keys read cleanly; problems go into *d
  * with their JSON paths. */

@@ -75,7 +75,9 @@ double build_particle_mass(const mz_scene *s, const mz_fluid *f)
     if (f->mass > 0)
         return f->mass;
     double m = f->rest_density * pow(f->spacing, dim);
-    if (scene_is_sph(s))
+    /* continuity density (SPH) starts at ρ0 on the lattice: a particle weighs its cell */
+    if ((scene_is_sph(s) && f->density_method != MZ_DENSITY_CONTINUITY) ||
+        scene_solver(s) == MZ_SOLVER_PBF)
         m /= build_lattice_kernel_sum(f->spacing, scene_support_radius(s), dim);
     return m;
 }
@@ -157,10 +159,21 @@ static void build_bodies(const mz_scene *s, mz_particles *p, size_t first)
         const mz_body *b = bodies_get(s, k);
         const mz_body_geom *g = b->geom;
         uint32_t body = (uint32_t)(s->n_fluids + k);
-        float w = (float)((double)g->n / b->mass);
+        float w = (float)(1.0 / bodies_particle_mass(s, b));
+        double com[3] = {0, 0, 0}; /* rigids spin about their centre of mass */
+        for (size_t j = 0; j < g->n; j++)
+            for (int a = 0; a < 3; a++)
+                com[a] += g->x[j][a] / (double)g->n;
         for (size_t j = 0; j < g->n; j++) {
-            put(p, i + j, g->x[j], b->velocity, (float)(0.5 * g->thickness),
-                g->pinned[j] ? 0.0f : w, body, dim);
+            double v[3], r[3];
+            const double *om = b->angular_velocity;
+            for (int a = 0; a < 3; a++)
+                r[a] = g->x[j][a] - com[a];
+            v[0] = b->velocity[0] + om[1] * r[2] - om[2] * r[1];
+            v[1] = b->velocity[1] + om[2] * r[0] - om[0] * r[2];
+            v[2] = b->velocity[2] + om[0] * r[1] - om[1] * r[0];
+            put(p, i + j, g->x[j], g->phase == MZ_PHASE_RIGID ? v : b->velocity,
+                (float)(0.5 * g->thickness), g->pinned[j] ? 0.0f : w, body, dim);
             p->phase[i + j] = (uint32_t)g->phase;
         }
         for (size_t e = 0; e < g->n_stretch + g->n_bend; e++) {

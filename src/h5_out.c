@@ -50,6 +50,9 @@ struct mz_h5_out {
     unsigned fields;
     hid_t file, step, time;
     hid_t value[MZ_FIELD_COUNT];
+    size_t n_rigids;   /* B: rigid bodies with a pose per frame */
+    hid_t rigid_com, rigid_quat; /* /observables/rigid/{center_of_mass,orientation}/value */
+    float *rigid_buf;  /* a frame's poses split: B × 3 centres, then B × 4 quaternions */
     int fd;            /* the .h5 again, for reserving disk space (HDF5 has its own) */
     long frames;       /* complete frames in the file */
     mz_xdmf *xdmf;     /* the sidecar */
@@ -349,15 +352,16 @@ static int write_parameters(const mz_h5_out *o, const mz_h5_meta *m)
                : 0;
 }
 
-/* A dataset that grows by one row a frame: dims [0, rest...], maxdims [unlimited, rest...],
- * chunk [rows0, rest...] (the particle dimension cut down only past HDF5's 4 GiB chunk limit). */
-static hid_t new_series(const mz_h5_out *o, const char *name, hid_t ftype, int rank,
-                        hsize_t rows0, int gzip_level)
+/* A dataset that grows by one row a frame: dims [0, n, cols] (rank 3), [0, n] (rank 2) or [0]
+ * (rank 1), unlimited along the first; chunk [rows0, n, cols] (n cut down only past HDF5's
+ * 4 GiB chunk limit). Elements are 4 bytes when rank > 1. */
+static hid_t new_series_of(const mz_h5_out *o, const char *name, hid_t ftype, int rank,
+                           hsize_t rows0, int gzip_level, hsize_t n, hsize_t cols)
 {
-    hsize_t dims[3] = {0, o->n, 3}, maxd[3] = {H5S_UNLIMITED, o->n, 3};
-    hsize_t chunk[3] = {rows0, o->n, 3};
-    size_t row_bytes = rank == 3 ? 12 : 4;
-    if (rank > 1 && o->n > MAX_CHUNK_BYTES / row_bytes)
+    hsize_t dims[3] = {0, n, cols}, maxd[3] = {H5S_UNLIMITED, n, cols};
+    hsize_t chunk[3] = {rows0, n, cols};
+    size_t row_bytes = rank == 3 ? 4 * (size_t)cols : 4;
+    if (rank > 1 && n > MAX_CHUNK_BYTES / row_bytes)
         chunk[1] = MAX_CHUNK_BYTES / row_bytes;
     hid_t space = H5Screate_simple(rank, dims, maxd), dcpl = untimed_plist(H5P_DATASET_CREATE);
     hid_t d = -1;
@@ -371,6 +375,30 @@ static hid_t new_series(const mz_h5_out *o, const char *name, hid_t ftype, int r
     close_id(dcpl);
     close_id(space);
     return d;
+}
+
+/* A per-particle series (or a per-frame one, rank 1). */
+static hid_t new_series(const mz_h5_out *o, const char *name, hid_t ftype, int rank,
+                        hsize_t rows0, int gzip_level)
+{
+    return new_series_of(o, name, ftype, rank, rows0, gzip_level, o->n, 3);
+}
+
+/* Hard links GROUP/step and GROUP/time to position's: H5MD lets elements sampled together
+ * share them, and every series then grows (and rolls back) with the one pair. */
+static int link_step_time(const mz_h5_out *o, const char *group)
+{
+    for (int k = 0; k < 2; k++) {
+        const char *which = k ? "time" : "step";
+        char src[64], name[128];
+        snprintf(src, sizeof src, "/particles/all/position/%s", which);
+        snprintf(name, sizeof name, "%s/%s", group, which);
+        if (H5Lcreate_hard(o->file, src, H5L_SAME_LOC, name, H5P_DEFAULT, H5P_DEFAULT) < 0) {
+            h5_fail(o->path, "linking %s", name);
+            return -1;
+        }
+    }
+    return 0;
 }
 
 static int create_fields(mz_h5_out *o, int gzip_level)
@@ -399,18 +427,44 @@ static int create_fields(mz_h5_out *o, int gzip_level)
                 return -1;
             continue;
         }
-        /* H5MD lets fields sampled together share step and time: hard links to position's. */
-        for (int k = 0; k < 2; k++) {
-            const char *which = k ? "time" : "step";
-            char src[64];
-            snprintf(src, sizeof src, "/particles/all/position/%s", which);
-            snprintf(name, sizeof name, "/particles/all/%s/%s", fi->name, which);
-            if (H5Lcreate_hard(o->file, src, H5L_SAME_LOC, name, H5P_DEFAULT, H5P_DEFAULT) < 0) {
-                h5_fail(o->path, "linking %s", name);
-                return -1;
-            }
-        }
+        snprintf(name, sizeof name, "/particles/all/%s", fi->name);
+        if (link_step_time(o, name))
+            return -1;
     }
+    return 0;
+}
+
+#define RIGID "/observables/rigid"
+#define RIGID_CONVENTION                                                                        \
+    "quaternion (x, y, z, w), scalar last (the order scipy.spatial.transform.Rotation.from_quat " \
+    "takes); it rotates the body's rest offsets, measured from its initial centre of mass "     \
+    "along the world axes, into the world frame: a particle of the body is at "                  \
+    "center_of_mass + R(q) r, r its rest offset"
+
+/* H5MD observables for the rigid bodies: their body indices, and a centre of mass and an
+ * orientation per body and frame. Nothing without rigid bodies. */
+static int create_rigids(mz_h5_out *o, const mz_h5_static *st, int gzip_level)
+{
+    static const char *const groups[] = {"/observables", RIGID, RIGID "/center_of_mass",
+                                         RIGID "/orientation", NULL};
+    if (o->n_rigids == 0)
+        return 0;
+    if (make_groups(o, groups) || put_dataset(o, RIGID "/body", H5T_STD_I32LE,
+                                              H5T_NATIVE_UINT32, 0, o->n_rigids, st->rigid_body))
+        return -1;
+    o->rigid_com = new_series_of(o, RIGID "/center_of_mass/value", H5T_IEEE_F32LE, 3, 1,
+                                 gzip_level, o->n_rigids, 3);
+    if (o->rigid_com < 0 || put_str_attr(o, RIGID "/center_of_mass/value", "unit", "m") ||
+        link_step_time(o, RIGID "/center_of_mass"))
+        return -1;
+    o->rigid_quat = new_series_of(o, RIGID "/orientation/value", H5T_IEEE_F32LE, 3, 1,
+                                  gzip_level, o->n_rigids, 4);
+    if (o->rigid_quat < 0 ||
+        put_str_attr(o, RIGID "/orientation/value", "convention", RIGID_CONVENTION) ||
+        put_str_attr(o, RIGID "/orientation/value", "quaternion_order", "x y z w") ||
+        link_step_time(o, RIGID "/orientation"))
+        return -1;
+    o->rigid_buf = xmalloc(7 * o->n_rigids * sizeof *o->rigid_buf);
     return 0;
 }
 
@@ -439,7 +493,19 @@ static int check_args(const char *path, const char *xdmf, size_t n, int gzip_lev
     else if (st->n_triangles > (size_t)INT32_MAX)
         mz_error("writing %s: %zu triangles is more than the %d the file allows", path,
                  st->n_triangles, INT32_MAX);
+    else if (st->n_rigids > 0 && !st->rigid_body)
+        mz_error("writing %s: %zu rigid bodies but no list of their body indices", path,
+                 st->n_rigids);
+    else if (st->n_rigids > (size_t)INT32_MAX / 8)
+        mz_error("writing %s: %zu rigid bodies is more than the file allows", path,
+                 st->n_rigids);
     else {
+        for (size_t k = 0; k < st->n_rigids; k++)
+            if (st->rigid_body[k] > (uint32_t)INT32_MAX) {
+                mz_error("writing %s: rigid body %zu has body index %lu, beyond int32", path, k,
+                         (unsigned long)st->rigid_body[k]);
+                return -1;
+            }
         for (size_t k = 0; k < 3 * st->n_triangles; k++)
             if (st->triangles[k] >= n) {
                 mz_error("writing %s: triangle %zu names particle %lu, but there are %zu "
@@ -461,6 +527,9 @@ static int discard(mz_h5_out *o, int failed_create)
         close_id(o->value[f]);
     close_id(o->step);
     close_id(o->time);
+    close_id(o->rigid_com);
+    close_id(o->rigid_quat);
+    free(o->rigid_buf);
     /* After a failed creation the first message said it all. */
     if (o->file >= 0 && H5Fclose(o->file) < 0) {
         if (!failed_create)
@@ -501,7 +570,8 @@ mz_h5_out *h5_out_create(const char *path, size_t n, unsigned fields, int gzip_l
     o->path = xstrdup(path);
     o->n = n;
     o->fields = fields | MZ_FIELD_BIT(MZ_FIELD_POSITION);
-    o->file = o->step = o->time = -1;
+    o->file = o->step = o->time = o->rigid_com = o->rigid_quat = -1;
+    o->n_rigids = st->n_rigids;
     o->fd = -1;
     for (int f = 0; f < MZ_FIELD_COUNT; f++)
         o->value[f] = -1;
@@ -526,7 +596,8 @@ mz_h5_out *h5_out_create(const char *path, size_t n, unsigned fields, int gzip_l
         goto fail;
     }
     if (write_h5md(o) || write_particles(o, meta, st) || write_connectivity(o, st) ||
-        write_parameters(o, meta) || create_fields(o, gzip_level))
+        write_parameters(o, meta) || create_fields(o, gzip_level) ||
+        create_rigids(o, st, gzip_level))
         goto fail;
     if (H5Fflush(o->file, H5F_SCOPE_GLOBAL) < 0) {
         h5_fail(path, "flushing");
@@ -573,10 +644,10 @@ fail:
  * see a half-written one. Best effort: the disk may still be full. */
 static void roll_back(mz_h5_out *o)
 {
-    hid_t sets[MZ_FIELD_COUNT + 2] = {o->step, o->time};
+    hid_t sets[MZ_FIELD_COUNT + 4] = {o->step, o->time, o->rigid_com, o->rigid_quat};
     for (int f = 0; f < MZ_FIELD_COUNT; f++)
-        sets[f + 2] = o->value[f];
-    for (int k = 0; k < MZ_FIELD_COUNT + 2; k++) {
+        sets[f + 4] = o->value[f];
+    for (int k = 0; k < MZ_FIELD_COUNT + 4; k++) {
         hsize_t dims[3];
         hid_t s = sets[k] < 0 ? -1 : H5Dget_space(sets[k]);
         if (s >= 0 && H5Sget_simple_extent_dims(s, dims, NULL) > 0 &&
@@ -621,7 +692,7 @@ static int reserve(const mz_h5_out *o, unsigned long long bytes, const char *wha
 }
 
 int h5_out_write_frame(mz_h5_out *o, long step, double time,
-                       const float *const data[MZ_FIELD_COUNT])
+                       const float *const data[MZ_FIELD_COUNT], const float *rigid_pose)
 {
     unsigned long long bytes = 0;
     for (int f = 0; f < MZ_FIELD_COUNT; f++) {
@@ -634,6 +705,11 @@ int h5_out_write_frame(mz_h5_out *o, long step, double time,
         }
         bytes += 4ull * (unsigned)mz_field_infos[f].components * o->n;
     }
+    if (o->n_rigids > 0 && !rigid_pose) {
+        mz_error("writing %s: frame %ld has no rigid body poses", o->path, o->frames);
+        return -1;
+    }
+    bytes += 4ull * 7 * o->n_rigids;
     char what[64];
     snprintf(what, sizeof what, "frame %ld", o->frames);
     if (reserve(o, bytes, what))
@@ -644,6 +720,16 @@ int h5_out_write_frame(mz_h5_out *o, long step, double time,
         snprintf(name, sizeof name, "/particles/all/%s/value", mz_field_infos[f].name);
         if ((o->fields & MZ_FIELD_BIT(f)) &&
             append_row(o, o->value[f], name, H5T_NATIVE_FLOAT, data[f]))
+            goto fail;
+    }
+    if (o->n_rigids > 0) {
+        float *com = o->rigid_buf, *quat = o->rigid_buf + 3 * o->n_rigids;
+        for (size_t b = 0; b < o->n_rigids; b++) {
+            memcpy(com + 3 * b, rigid_pose + 8 * b, 3 * sizeof *com);
+            memcpy(quat + 4 * b, rigid_pose + 8 * b + 4, 4 * sizeof *quat);
+        }
+        if (append_row(o, o->rigid_com, RIGID "/center_of_mass/value", H5T_NATIVE_FLOAT, com) ||
+            append_row(o, o->rigid_quat, RIGID "/orientation/value", H5T_NATIVE_FLOAT, quat))
             goto fail;
     }
     if (append_row(o, o->step, "/particles/all/position/step", H5T_NATIVE_INT64, &step64) ||

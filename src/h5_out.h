@@ -12,6 +12,17 @@
  *   /connectivity/triangles     [M, 3] int32, particle ids (= rows) of the cloth surfaces'
  *                               triangles, attr particles_group = object reference to
  *                               /particles/all; only when there are triangles
+ *   /observables/rigid/         only when there are rigid bodies (B > 0):
+ *     body                      [B] int32, each rigid's body index (as in /particles/all/body)
+ *     center_of_mass/           step, time (hard links to /particles/all/position's),
+ *                               value [F, B, 3] float32, attr unit "m"
+ *     orientation/              step, time (the same links), value [F, B, 4] float32:
+ *                               quaternion (x, y, z, w), scalar last (the order of scipy's
+ *                               Rotation.from_quat); it rotates the body's rest offsets (from
+ *                               its initial centre of mass, along the world axes) into the
+ *                               world: a particle is at center_of_mass + R(q) r, r its rest
+ *                               offset. Attrs convention (that sentence), quaternion_order
+ *                               "x y z w". Both values extendible along F, one chunk per frame.
  *   /parameters/scene/          given (the scene text), effective (every key as used),
  *                               overrides (the --set arguments), path
  *   /parameters/build/          version, git_revision, compiler, hdf5, device, platform, driver,
@@ -46,6 +57,8 @@ typedef struct mz_h5_static {
     const uint32_t *phase;     /* n MZ_PHASE_* values, or NULL: all 0 */
     const uint32_t *triangles; /* 3 particle ids per triangle (cloth surfaces), or NULL */
     size_t n_triangles;        /* 0: no connectivity */
+    size_t n_rigids;           /* B rigid bodies with a pose every frame; 0: no /observables */
+    const uint32_t *rigid_body; /* B body indices (as in body), required when B > 0 */
 } mz_h5_static;
 
 typedef struct mz_h5_out mz_h5_out;
@@ -57,9 +70,12 @@ mz_h5_out *h5_out_create(const char *path, size_t n, unsigned fields, int gzip_l
                          const mz_h5_meta *meta, const mz_h5_static *st);
 
 /* Append one frame. data[f] for each field in the mask: components × n floats in id order.
- * Flushes the file and updates the sidecar. 0, or -1 after reporting (the frames before stay). */
+ * rigid_pose: with B rigid bodies, 8 floats per body as the device keeps them (mz_sim's
+ * rigid_pose): centre of mass x, y, z, (unused), then quaternion x, y, z, w; NULL when B = 0.
+ * The particle fields and the poses go in together or not at all. Flushes the file and updates
+ * the sidecar. 0, or -1 after reporting (the frames before stay). */
 int h5_out_write_frame(mz_h5_out *o, long step, double time,
-                       const float *const data[MZ_FIELD_COUNT]);
+                       const float *const data[MZ_FIELD_COUNT], const float *rigid_pose);
 
 long h5_out_frames(const mz_h5_out *o);
 const char *h5_out_path(const mz_h5_out *o);

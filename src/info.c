@@ -207,6 +207,36 @@ static void print_fields(FILE *out, hid_t file)
         print_str(out, "fields", NULL);
 }
 
+/* The rigid bodies' observables, when the file has them: how many bodies, and the series. */
+static void print_rigids(FILE *out, hid_t file)
+{
+    static const char *const series[] = {"center_of_mass", "orientation"};
+    hsize_t dims[3];
+    int rank = dataset_dims(file, "/observables/rigid/body", dims);
+    if (rank < 0 && !exists(file, "/observables/rigid"))
+        return;
+    if (rank == 1)
+        fprintf(out, "  %-10s %llu rigid bod%s in /observables/rigid:", "rigids",
+                (unsigned long long)dims[0], dims[0] == 1 ? "y" : "ies");
+    else
+        fprintf(out, "  %-10s ? rigid bodies in /observables/rigid:", "rigids");
+    for (size_t i = 0; i < sizeof series / sizeof series[0]; i++) {
+        char value[96];
+        snprintf(value, sizeof value, "/observables/rigid/%s/value", series[i]);
+        rank = dataset_dims(file, value, dims);
+        fprintf(out, "%s %s", i ? "," : "", series[i]);
+        if (rank > 0) {
+            fputs(" [", out);
+            for (int k = 0; k < rank; k++)
+                fprintf(out, "%s%llu", k ? ", " : "", (unsigned long long)dims[k]);
+            fputc(']', out);
+        } else {
+            fputs(" ?", out);
+        }
+    }
+    fputc('\n', out);
+}
+
 /* Bounding box of frame f's positions, read a block of particles at a time. */
 static void print_bounds(FILE *out, hid_t file, hsize_t f, hsize_t n)
 {
@@ -312,6 +342,7 @@ static void print_summary(FILE *out, const char *path, hid_t file, long long siz
     }
     print_frames(out, file, frames, written);
     print_fields(out, file);
+    print_rigids(out, file);
     print_run(out, file);
     if (frames && n)
         print_bounds(out, file, frames - 1, n);

@@ -59,11 +59,13 @@ static char *output_path(const mz_run_opts *o, const mz_scene *s)
     return p.s;
 }
 
-/* One frame in flight from the device: raw arrays in device order, and the event that says the
- * copies are done. */
+/* One frame in flight from the device: raw arrays in device order, the rigid bodies' poses
+ * (8 floats each, as sim->rigid_pose holds them; NULL without rigid bodies), and the event that
+ * says the copies are done. */
 typedef struct readback {
     float *raw[MZ_FIELD_COUNT];
     uint32_t *id;
+    float *rigid_pose;
     cl_event done;
     long step;
     double time;
@@ -88,6 +90,12 @@ static bool enqueue_readback(mz_sim *sim, unsigned fields, readback *rb)
                                        NULL, NULL),
                    what);
     }
+    /* The poses of the same instant as the particles: queued with them, never read later. */
+    if (ok && sim->n_rigids > 0)
+        ok = cl_ok(clEnqueueReadBuffer(q, sim->rigid_pose, CL_FALSE, 0,
+                                       8 * sizeof(cl_float) * sim->n_rigids, rb->rigid_pose, 0,
+                                       NULL, NULL),
+                   "clEnqueueReadBuffer(rigid_pose)");
     /* In-order queue: a marker completes after every copy above. */
     ok = ok && cl_ok(clEnqueueMarkerWithWaitList(q, 0, NULL, &rb->done), "clEnqueueMarkerWithWaitList") &&
          cl_ok(clFlush(q), "clFlush");
@@ -120,7 +128,7 @@ static int finish_readback(readback *rb, size_t n, unsigned fields, float *order
                 ordered[f][(size_t)rb->id[i] * co + k] = rb->raw[f][i * cd + k];
         data[f] = ordered[f];
     }
-    int rc = h5_out_write_frame(out, rb->step, rb->time, data);
+    int rc = h5_out_write_frame(out, rb->step, rb->time, data, rb->rigid_pose);
     *write_seconds += now_seconds() - t0;
     return rc;
 }
@@ -191,15 +199,23 @@ int cmd_run(const mz_run_opts *o)
                        .kernel_build_options = MZ_CL_BUILD_OPTIONS};
     memcpy(meta.domain_min, scene.domain.min, sizeof meta.domain_min);
     memcpy(meta.domain_max, scene.domain.max, sizeof meta.domain_max);
+    /* Rigid body k is body n_fluids + n_cloths + n_meshes + k (sim.h). */
+    uint32_t *rigid_body = xcalloc(sim.n_rigids ? sim.n_rigids : 1, sizeof *rigid_body);
+    for (size_t k = 0; k < sim.n_rigids; k++)
+        rigid_body[k] = (uint32_t)(scene.n_fluids + scene.n_cloths + scene.n_meshes + k);
     mz_h5_static st = {.body = parts.body, .phase = parts.phase, .triangles = parts.triangles,
-                       .n_triangles = parts.n_triangles};
+                       .n_triangles = parts.n_triangles, .n_rigids = sim.n_rigids,
+                       .rigid_body = rigid_body};
     out = h5_out_create(path, parts.n, fields,
                         scene.output.compression == MZ_COMPRESSION_GZIP ? scene.output.level : 0,
                         &meta, &st);
+    free(rigid_body);
     if (!out)
         goto done;
     for (int b = 0; b < 2; b++) {
         rb[b].id = xmalloc(4 * parts.n);
+        if (sim.n_rigids > 0)
+            rb[b].rigid_pose = xmalloc(8 * sizeof(cl_float) * sim.n_rigids);
         for (int f = 0; f < MZ_FIELD_COUNT; f++)
             if (fields & MZ_FIELD_BIT(f))
                 rb[b].raw[f] = xmalloc(4 * (size_t)device_components(f) * parts.n);
@@ -275,6 +291,7 @@ done:
         if (rb[b].pending)
             clReleaseEvent(rb[b].done);
         free(rb[b].id);
+        free(rb[b].rigid_pose);
         for (int f = 0; f < MZ_FIELD_COUNT; f++)
             free(rb[b].raw[f]);
     }
@@ -324,16 +341,22 @@ int cmd_check(const mz_run_opts *o)
                build_particle_mass(&s, f));
     }
     for (size_t i = 0; i < bodies_count(&s); i++) {
-        bool cloth = i < s.n_cloths;
         const mz_body *b = bodies_get(&s, i);
         const mz_body_geom *g = b->geom;
+        char where[48];
+        printf("  %s%s%s%s: ", bodies_path(&s, i, where), b->name ? " \"" : "",
+               b->name ? b->name : "", b->name ? "\"" : "");
+        if (g->phase == MZ_PHASE_RIGID) {
+            double m = bodies_particle_mass(&s, b);
+            printf("rigid, %zu particles, spacing %.4g m, mass %.4g kg (%.4g kg each)\n", g->n,
+                   g->thickness, m * (double)g->n, m);
+            continue;
+        }
         size_t pinned = 0;
         for (size_t k = 0; k < g->n; k++)
             pinned += g->pinned[k];
-        printf("  %s[%zu]%s%s%s: %s, %zu particles (%zu pinned), %zu stretch and %zu bending "
-               "constraints, thickness %.4g m\n", cloth ? "cloths" : "meshes",
-               cloth ? i : i - s.n_cloths, b->name ? " \"" : "", b->name ? b->name : "",
-               b->name ? "\"" : "", g->phase == MZ_PHASE_SOFTBODY ? "softbody" : "cloth", g->n,
+        printf("%s, %zu particles (%zu pinned), %zu stretch and %zu bending constraints, "
+               "thickness %.4g m\n", g->phase == MZ_PHASE_SOFTBODY ? "softbody" : "cloth", g->n,
                pinned, g->n_stretch, g->n_bend, g->thickness);
     }
     size_t bytes = sim_device_bytes(&s, n);

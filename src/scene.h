@@ -14,8 +14,13 @@ typedef enum mz_solver_kind {
     MZ_SOLVER_BALLISTIC,     /* gravity and the domain walls; particles do not see each other */
     MZ_SOLVER_WCSPH,         /* weakly compressible SPH: density pass, then forces */
     MZ_SOLVER_COLLAPSED_SPH, /* one neighbour pass: density now, forces from last step's */
+    MZ_SOLVER_PBF,           /* position based fluids: a density constraint per particle */
     MZ_SOLVER_COUNT
 } mz_solver_kind;
+
+/* How SPH gets a particle's density: summed over its neighbours each step, or integrated from
+ * the continuity equation (Dρ/Dt = Σ_j m (v_i − v_j)·∇W_ij), starting from the rest density. */
+typedef enum mz_density_method { MZ_DENSITY_SUMMATION, MZ_DENSITY_CONTINUITY } mz_density_method;
 
 typedef enum mz_boundary_kind {
     MZ_BOUNDARY_PENALTY, /* spring-damper walls (stiffness, damping, acceleration limit) */
@@ -72,6 +77,14 @@ typedef struct mz_fluid {
     double speed_of_sound;       /* c0; 0: 10 × the expected largest speed */
     double viscosity;            /* dynamic viscosity μ, Pa·s (viscosity-kernel Laplacian) */
     double artificial_viscosity; /* Monaghan's α */
+    int density_method;          /* mz_density_method */
+    /* PBF (support_radius as for SPH) */
+    double relaxation_epsilon;   /* ε, relative to a full neighbourhood's Σ|∇C|² */
+    double xsph_viscosity;       /* XSPH c */
+    double vorticity;            /* vorticity confinement ε, m/s */
+    double tensile_k, tensile_dq; /* s_corr = −k (W(r)/W(dq·h))^n */
+    double warm_start;           /* fraction of last substep's multipliers applied first */
+    int tensile_n;
 } mz_fluid;
 
 /* A static solid; exactly one shape. SPH samples it with boundary particles; position-based
@@ -131,6 +144,13 @@ typedef struct mz_body {
     double friction, static_friction;
     double velocity[3];
 
+    /* rigids[] (also obj, scale, rotate, translate, spacing, velocity, friction) */
+    bool has_box, has_sphere;
+    mz_box box;
+    struct mz_sphere sphere;
+    double density;             /* kg/m³ (0: from mass) */
+    double angular_velocity[3]; /* rad/s, about the centre of mass */
+
     struct mz_body_geom *geom; /* particles and constraints, made when the scene loads */
 } mz_body;
 
@@ -154,8 +174,8 @@ typedef struct mz_scene {
     size_t n_fluids;
     mz_collider *colliders;
     size_t n_colliders;
-    mz_body *cloths, *meshes;
-    size_t n_cloths, n_meshes;
+    mz_body *cloths, *meshes, *rigids;
+    size_t n_cloths, n_meshes, n_rigids;
     mz_output output;
 
     char *path;           /* as given on the command line */
@@ -167,6 +187,7 @@ typedef struct mz_scene {
 } mz_scene;
 
 extern const char *const mz_solver_names[MZ_SOLVER_COUNT + 1];
+extern const char *const mz_density_method_names[];
 
 /* The solver of the scene (every fluid shares it; the scene checks that). */
 mz_solver_kind scene_solver(const mz_scene *s);

@@ -9,8 +9,9 @@
 #define OFF(T, f) offsetof(T, f)
 
 const char *const mz_solver_names[MZ_SOLVER_COUNT + 1] = {"ballistic", "wcsph", "collapsed_sph",
-                                                          0};
+                                                          "pbf", 0};
 static const char *const boundary_names[] = {"penalty", "clamp", "particles", 0};
+const char *const mz_density_method_names[] = {"summation", "continuity", 0};
 static const char *const compression_names[] = {"none", "gzip", 0};
 static const char *const plane_names[] = {"xz", "xy", "yz", 0};
 static const char *const mesh_kind_names[] = {"cloth", "softbody", 0};
@@ -101,7 +102,8 @@ static const mz_key fluid_keys[] = {
      .names = mz_solver_names,
      .doc = "ballistic: particles feel gravity and the domain walls, not each other; wcsph: "
             "weakly compressible SPH (Tait equation); collapsed_sph: one-pass SPH using last "
-            "step's densities"},
+            "step's densities; pbf: position based fluids (a density constraint per particle, "
+            "solved with cloths, meshes and rigids in one particle system)"},
     {.name = "box", .type = K_OBJECT, .offset = OFF(mz_fluid, box), .sub = &box_schema,
      .aux_offset = OFF(mz_fluid, has_box),
      .doc = "fill this box with particles on a cubic lattice of `spacing`, at cell centres"},
@@ -116,13 +118,43 @@ static const mz_key fluid_keys[] = {
      .def = "1000", .flags = K_MIN_GT, .min = 0, .unit = "kg/m^3", .doc = "rest density"},
     {.name = "mass", .type = K_NUMBER, .offset = OFF(mz_fluid, mass), .def = "0",
      .flags = K_MIN, .min = 0, .unit = "kg",
-     .doc = "mass of one particle; 0: rest_density x spacing^dimensions, for SPH divided by "
-            "the kernel's sum over the lattice so the lattice starts at rest_density"},
+     .doc = "mass of one particle; 0: rest_density x spacing^dimensions, for SPH with summation "
+            "density divided by the kernel's sum over the lattice so the lattice starts at "
+            "rest_density"},
     {.name = "velocity", .type = K_VEC3, .offset = OFF(mz_fluid, velocity), .def = "[0, 0, 0]",
      .unit = "m/s", .doc = "initial velocity of every particle (velocities overrides)"},
+    {.name = "relaxation_epsilon", .type = K_NUMBER,
+     .offset = OFF(mz_fluid, relaxation_epsilon), .def = "0.001", .flags = K_MIN | K_MAX,
+     .min = 0, .max = 10,
+     .doc = "PBF: constraint relaxation epsilon, as a fraction of the sum of squared constraint "
+            "gradients of a particle inside the rest lattice (so it means the same at any "
+            "spacing and mass); softens the constraint where neighbours are few"},
+    {.name = "xsph_viscosity", .type = K_NUMBER, .offset = OFF(mz_fluid, xsph_viscosity),
+     .def = "0.01", .flags = K_MIN | K_MAX, .min = 0, .max = 1,
+     .doc = "PBF: XSPH viscosity c: each step a particle's velocity moves c x the kernel-"
+            "weighted mean of its fluid neighbours' relative velocities"},
+    {.name = "vorticity", .type = K_NUMBER, .offset = OFF(mz_fluid, vorticity), .def = "0",
+     .flags = K_MIN, .min = 0, .unit = "m/s",
+     .doc = "PBF: vorticity confinement strength epsilon: acceleration epsilon (N x omega), "
+            "omega the velocity's curl, N the unit gradient of |omega|; 0: off"},
+    {.name = "warm_start", .type = K_NUMBER, .offset = OFF(mz_fluid, warm_start), .def = "0.5",
+     .flags = K_MIN | K_MAX, .min = 0, .max = 1,
+     .doc = "PBF: each substep first applies this fraction of the density multipliers the last "
+            "substep ended with, so the pressure that holds a column up need not be rebuilt "
+            "from compression every substep (0.5 halves the density error of a resting tank "
+            "at 4 iterations; 0.7 and above let a resting 2D tank diverge at 2 iterations)"},
+    {.name = "tensile_k", .type = K_NUMBER, .offset = OFF(mz_fluid, tensile_k), .def = "0.1",
+     .flags = K_MIN | K_MAX, .min = 0, .max = 1,
+     .doc = "PBF: artificial pressure s_corr = -k (W(r)/W(dq h))^n against clumping, k in "
+            "units of the multiplier a unit density error gets inside the lattice"},
+    {.name = "tensile_n", .type = K_INT, .offset = OFF(mz_fluid, tensile_n), .def = "4",
+     .flags = K_MIN | K_MAX, .min = 1, .max = 8, .doc = "PBF: exponent n of s_corr"},
+    {.name = "tensile_dq", .type = K_NUMBER, .offset = OFF(mz_fluid, tensile_dq), .def = "0.2",
+     .flags = K_MIN_GT | K_MAX, .min = 0, .max = 0.9,
+     .doc = "PBF: dq of s_corr as a fraction of the support radius"},
     {.name = "support_radius", .type = K_NUMBER, .offset = OFF(mz_fluid, support_radius),
      .def = "0", .flags = K_MIN, .min = 0, .unit = "m",
-     .doc = "SPH: kernel support radius h (neighbours within h); 0: 2 x spacing"},
+     .doc = "SPH and PBF: kernel support radius h (neighbours within h); 0: 2 x spacing"},
     {.name = "speed_of_sound", .type = K_NUMBER, .offset = OFF(mz_fluid, speed_of_sound),
      .def = "0", .flags = K_MIN | K_MAX, .min = 0, .max = 1e5, .unit = "m/s",
      .doc = "SPH: numerical speed of sound c0 (Tait stiffness B = rest_density c0^2 / 7); 0: "
@@ -133,6 +165,12 @@ static const mz_key fluid_keys[] = {
     {.name = "artificial_viscosity", .type = K_NUMBER,
      .offset = OFF(mz_fluid, artificial_viscosity), .def = "0", .flags = K_MIN, .min = 0,
      .doc = "SPH: Monaghan's artificial viscosity alpha (0.01 to 0.1 damps noise and shocks)"},
+    {.name = "density_method", .type = K_ENUM, .offset = OFF(mz_fluid, density_method),
+     .def = "\"summation\"", .names = mz_density_method_names,
+     .doc = "SPH: summation: density summed over neighbours each step (a free surface reads "
+            "low, so the water near it carries no pressure); continuity: density integrated "
+            "from the continuity equation, starting at rest_density (hydrostatic pressure "
+            "right up to the surface)"},
     {0}};
 static const mz_schema fluid_schema = {"fluid", fluid_keys, sizeof(mz_fluid)};
 
@@ -268,6 +306,48 @@ static const mz_key mesh_keys[] = {
     {0}};
 static const mz_schema mesh_schema = {"mesh", mesh_keys, sizeof(mz_body)};
 
+static const mz_key rigid_keys[] = {
+    {.name = "name", .type = K_STRING, .offset = OFF(mz_body, name),
+     .doc = "label for messages and the output file"},
+    {.name = "box", .type = K_OBJECT, .offset = OFF(mz_body, box), .sub = &box_schema,
+     .aux_offset = OFF(mz_body, has_box), .doc = "a box of particles (cell centres of a "
+                                                 "lattice of `spacing`), rotated by rotate"},
+    {.name = "sphere", .type = K_OBJECT, .offset = OFF(mz_body, sphere), .sub = &sphere_schema,
+     .aux_offset = OFF(mz_body, has_sphere),
+     .doc = "the lattice points of `spacing` inside a sphere (a disc in 2D)"},
+    {.name = "obj", .type = K_STRING, .offset = OFF(mz_body, obj),
+     .doc = "or a closed Wavefront OBJ mesh, relative to the scene file, filled with a lattice "
+            "of `spacing` (3D only)"},
+    {.name = "scale", .type = K_NUMBER, .offset = OFF(mz_body, scale), .def = "1",
+     .flags = K_MIN_GT, .min = 0, .doc = "obj: uniform scale, applied first"},
+    {.name = "rotate", .type = K_VEC3, .offset = OFF(mz_body, rotate), .def = "[0, 0, 0]",
+     .unit = "degrees",
+     .doc = "rotation about x, then y, then z (box: about its centre; obj: after scaling; in 2D "
+            "only z)"},
+    {.name = "translate", .type = K_VEC3, .offset = OFF(mz_body, translate),
+     .def = "[0, 0, 0]", .unit = "m", .doc = "obj: translation, applied last"},
+    {.name = "spacing", .type = K_NUMBER, .offset = OFF(mz_body, spacing), .def = "0",
+     .flags = K_MIN, .min = 0, .unit = "m",
+     .doc = "lattice spacing of the body's particles (their contact diameter); 0: "
+            "fluids[0].spacing"},
+    {.name = "density", .type = K_NUMBER, .offset = OFF(mz_body, density), .def = "1000",
+     .flags = K_MIN_GT, .min = 0, .unit = "kg/m^3",
+     .doc = "density: each particle weighs density x spacing^dimensions (mass overrides)"},
+    {.name = "mass", .type = K_NUMBER, .offset = OFF(mz_body, mass), .def = "0",
+     .flags = K_MIN, .min = 0, .unit = "kg", .doc = "total mass; 0: from density"},
+    {.name = "velocity", .type = K_VEC3, .offset = OFF(mz_body, velocity), .def = "[0, 0, 0]",
+     .unit = "m/s", .doc = "initial velocity of the centre of mass"},
+    {.name = "angular_velocity", .type = K_VEC3, .offset = OFF(mz_body, angular_velocity),
+     .def = "[0, 0, 0]", .unit = "rad/s",
+     .doc = "initial angular velocity about the centre of mass (in 2D only z)"},
+    {.name = "friction", .type = K_NUMBER, .offset = OFF(mz_body, friction), .def = "0.3",
+     .flags = K_MIN, .min = 0, .doc = "kinetic friction coefficient of particle contacts"},
+    {.name = "static_friction", .type = K_NUMBER, .offset = OFF(mz_body, static_friction),
+     .def = "0.4", .flags = K_MIN, .min = 0,
+     .doc = "static friction coefficient of particle contacts (at least friction)"},
+    {0}};
+static const mz_schema rigid_schema = {"rigid", rigid_keys, sizeof(mz_body)};
+
 static const mz_key output_keys[] = {
     {.name = "path", .type = K_STRING, .offset = OFF(mz_output, path),
      .doc = "HDF5 file to write, relative to the working directory (-o overrides; default: "
@@ -307,6 +387,10 @@ static const mz_key scene_keys[] = {
     {.name = "meshes", .type = K_LIST, .offset = OFF(mz_scene, meshes),
      .aux_offset = OFF(mz_scene, n_meshes), .sub = &mesh_schema,
      .doc = "position-based bodies from OBJ meshes: cloth or softbody"},
+    {.name = "rigids", .type = K_LIST, .offset = OFF(mz_scene, rigids),
+     .aux_offset = OFF(mz_scene, n_rigids), .sub = &rigid_schema,
+     .doc = "rigid bodies by shape matching: particles on a lattice inside a box, a sphere or "
+            "a closed OBJ mesh"},
     {.name = "output", .type = K_OBJECT, .offset = OFF(mz_scene, output),
      .sub = &output_schema, .doc = "what is written, and where"},
     {0}};

@@ -217,51 +217,10 @@ static void validate_colliders(const mz_scene *s, mz_diag *d)
     }
 }
 
-/* One solver per scene; SPH runs one fluid material (one mass, density, h and c0). */
-static void validate_solver(const mz_scene *s, mz_diag *d)
+/* SPH and PBF: the support radius in range, no two fluid boxes in one place. */
+static void check_fluid_material(const mz_scene *s, mz_diag *d)
 {
-    const mz_fluid *f0 = s->n_fluids ? &s->fluids[0] : NULL;
-    bool sph = f0 && scene_is_sph(s);
-    for (size_t i = 1; i < s->n_fluids; i++) {
-        const mz_fluid *f = &s->fluids[i];
-        if (f->solver != f0->solver) {
-            diag_add(d, "fluids[%zu].solver must match fluids[0].solver (one solver per scene; "
-                        "got %s and %s)", i, mz_solver_names[f->solver],
-                     mz_solver_names[f0->solver]);
-            continue;
-        }
-        if (!sph)
-            continue;
-        static const struct {
-            const char *name;
-            size_t off;
-        } same[] = {{"spacing", offsetof(mz_fluid, spacing)},
-                    {"rest_density", offsetof(mz_fluid, rest_density)},
-                    {"mass", offsetof(mz_fluid, mass)},
-                    {"support_radius", offsetof(mz_fluid, support_radius)},
-                    {"speed_of_sound", offsetof(mz_fluid, speed_of_sound)},
-                    {"viscosity", offsetof(mz_fluid, viscosity)},
-                    {"artificial_viscosity", offsetof(mz_fluid, artificial_viscosity)}};
-        for (size_t k = 0; k < sizeof same / sizeof *same; k++) {
-            double a = *(const double *)((const char *)f + same[k].off);
-            double b = *(const double *)((const char *)f0 + same[k].off);
-            if (a != b)
-                diag_add(d, "fluids[%zu].%s must equal fluids[0].%s for SPH (one fluid "
-                            "material per scene; got %g and %g)", i, same[k].name, same[k].name,
-                         a, b);
-        }
-    }
-    if (sph && s->n_cloths + s->n_meshes)
-        diag_add(d, "%s: cloths and meshes need a position-based scene (fluids[0].solver is "
-                    "%s)", s->n_cloths ? "cloths" : "meshes", mz_solver_names[f0->solver]);
-    if (!sph) {
-        if (s->domain.boundary.type == MZ_BOUNDARY_PARTICLES)
-            diag_add(d, "domain.boundary.type \"particles\" needs an SPH solver (wcsph or "
-                        "collapsed_sph)");
-        if (s->sim.adaptive)
-            diag_add(d, "simulation.adaptive applies to the SPH solvers only");
-        return;
-    }
+    const mz_fluid *f0 = &s->fluids[0];
     /* Below 1.5 spacings the lattice's neighbours sit on the kernel's edge (at one spacing the
      * gradient sums to zero); above 10 the host-side lattice sums and the neighbour counts run
      * away. 2 is the usual choice. */
@@ -270,7 +229,8 @@ static void validate_solver(const mz_scene *s, mz_diag *d)
         diag_add(d, "fluids[0].support_radius must be between 1.5 and 10 times the spacing "
                     "(%g..%g m; got %g)",
                  1.5 * f0->spacing, 10 * f0->spacing, f0->support_radius);
-    /* Two SPH fluids in one place double the density there: Tait turns that into ~100 B. */
+    /* Two fluids in one place double the density there: Tait turns that into ~100 B, PBF into
+     * an explosion. */
     for (size_t i = 0; i < s->n_fluids; i++)
         for (size_t j = i + 1; j < s->n_fluids; j++) {
             const mz_fluid *a = &s->fluids[i], *b = &s->fluids[j];
@@ -282,6 +242,79 @@ static void validate_solver(const mz_scene *s, mz_diag *d)
             if (overlap)
                 diag_add(d, "fluids[%zu].box overlaps fluids[%zu].box", j, i);
         }
+}
+
+/* One solver per scene; SPH and PBF run one fluid material (one mass, density, h, ...). */
+static void validate_solver(const mz_scene *s, mz_diag *d)
+{
+    const mz_fluid *f0 = s->n_fluids ? &s->fluids[0] : NULL;
+    bool sph = f0 && scene_is_sph(s), pbf = f0 && scene_solver(s) == MZ_SOLVER_PBF;
+    for (size_t i = 1; i < s->n_fluids; i++) {
+        const mz_fluid *f = &s->fluids[i];
+        if (f->solver != f0->solver) {
+            diag_add(d, "fluids[%zu].solver must match fluids[0].solver (one solver per scene; "
+                        "got %s and %s)", i, mz_solver_names[f->solver],
+                     mz_solver_names[f0->solver]);
+            continue;
+        }
+        if (!sph && !pbf)
+            continue;
+        static const struct {
+            const char *name;
+            size_t off;
+            bool sph;
+        } same[] = {{"spacing", offsetof(mz_fluid, spacing), true},
+                    {"rest_density", offsetof(mz_fluid, rest_density), true},
+                    {"mass", offsetof(mz_fluid, mass), true},
+                    {"support_radius", offsetof(mz_fluid, support_radius), true},
+                    {"speed_of_sound", offsetof(mz_fluid, speed_of_sound), true},
+                    {"viscosity", offsetof(mz_fluid, viscosity), true},
+                    {"artificial_viscosity", offsetof(mz_fluid, artificial_viscosity), true},
+                    {"relaxation_epsilon", offsetof(mz_fluid, relaxation_epsilon), false},
+                    {"xsph_viscosity", offsetof(mz_fluid, xsph_viscosity), false},
+                    {"vorticity", offsetof(mz_fluid, vorticity), false},
+                    {"tensile_k", offsetof(mz_fluid, tensile_k), false},
+                    {"warm_start", offsetof(mz_fluid, warm_start), false},
+                    {"tensile_dq", offsetof(mz_fluid, tensile_dq), false}};
+        for (size_t k = 0; k < sizeof same / sizeof *same; k++) {
+            if (same[k].sph != sph && k >= 4) /* the first four are every material's */
+                continue;
+            double a = *(const double *)((const char *)f + same[k].off);
+            double b = *(const double *)((const char *)f0 + same[k].off);
+            if (a != b)
+                diag_add(d, "fluids[%zu].%s must equal fluids[0].%s for %s (one fluid "
+                            "material per scene; got %g and %g)", i, same[k].name, same[k].name,
+                         sph ? "SPH" : "PBF", a, b);
+        }
+        if (pbf && f->tensile_n != f0->tensile_n)
+            diag_add(d, "fluids[%zu].tensile_n must equal fluids[0].tensile_n for PBF (got %d "
+                        "and %d)", i, f->tensile_n, f0->tensile_n);
+        if (sph && f->density_method != f0->density_method)
+            diag_add(d, "fluids[%zu].density_method must equal fluids[0].density_method for SPH "
+                        "(one fluid material per scene; got %s and %s)", i,
+                     mz_density_method_names[f->density_method],
+                     mz_density_method_names[f0->density_method]);
+    }
+    if (f0 && f0->solver == MZ_SOLVER_COLLAPSED_SPH &&
+        f0->density_method == MZ_DENSITY_CONTINUITY)
+        diag_add(d, "fluids[0].density_method \"continuity\" needs solver wcsph (collapsed_sph "
+                    "sums its densities and carries them forward by the continuity equation "
+                    "itself)");
+    if (sph && s->n_cloths + s->n_meshes + s->n_rigids)
+        diag_add(d, "%s: cloths, meshes and rigids need a position-based scene (fluids[0].solver "
+                    "is %s)", s->n_cloths ? "cloths" : s->n_meshes ? "meshes" : "rigids",
+                 mz_solver_names[f0->solver]);
+    if (pbf)
+        check_fluid_material(s, d);
+    if (!sph) {
+        if (s->domain.boundary.type == MZ_BOUNDARY_PARTICLES)
+            diag_add(d, "domain.boundary.type \"particles\" needs an SPH solver (wcsph or "
+                        "collapsed_sph)");
+        if (s->sim.adaptive)
+            diag_add(d, "simulation.adaptive applies to the SPH solvers only");
+        return;
+    }
+    check_fluid_material(s, d);
     if (scene_speed_of_sound(s) <= 0)
         diag_add(d, "fluids[0].speed_of_sound is needed: with no gravity and no initial speed "
                     "there is no speed to scale it from");
@@ -335,6 +368,8 @@ static void validate(mz_scene *s, mz_diag *d)
     unsigned produced = MZ_FIELD_BIT(MZ_FIELD_POSITION) | MZ_FIELD_BIT(MZ_FIELD_VELOCITY);
     if (scene_is_sph(s))
         produced |= MZ_FIELD_BIT(MZ_FIELD_DENSITY) | MZ_FIELD_BIT(MZ_FIELD_PRESSURE);
+    if (scene_solver(s) == MZ_SOLVER_PBF)
+        produced |= MZ_FIELD_BIT(MZ_FIELD_DENSITY);
     unsigned extra = s->output.fields & ~produced;
     for (int f = 0; f < MZ_FIELD_COUNT; f++)
         if (extra & MZ_FIELD_BIT(f))

@@ -49,6 +49,12 @@ size_t sim_device_bytes(const mz_scene *scene, size_t n)
     if (!scene_is_sph(scene)) /* constraints: ends, parameters, λ, correction, adjacency and
                                * partners at both ends */
         bytes += bodies_constraint_count(scene) * (8 + 16 + 4 + 16 + 8 + 8);
+    if (scene_solver(scene) == MZ_SOLVER_PBF) /* attributes and their sorted copy, λ, density,
+                                               * sorted velocity, curl, XSPH */
+        bytes += n * (16 + 16 + 4 + 4 + 16 + 16 + 16);
+    if (!scene_is_sph(scene)) /* rigids: rest offset and owner per particle, ~200 B a body */
+        for (size_t k = 0; k < scene->n_rigids; k++)
+            bytes += scene->rigids[k].geom ? scene->rigids[k].geom->n * 20 + 200 : 0;
     return bytes;
 }
 

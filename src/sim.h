@@ -46,6 +46,13 @@ struct mz_sim {
     cl_uint n_u; /* n as a kernel argument */
     cl_mem pos, pred, vel, inv_mass, id, body;
     const mz_particles *parts; /* what sim_create uploaded: for the solver's init only */
+    /* Rigid bodies (rigids[], in scene order; their body index in /particles/all/body is
+     * n_fluids + n_cloths + n_meshes + k): per body two float4, the centre of mass (x, y, z, 0)
+     * and the orientation quaternion (x, y, z, w) that rotates the body's rest offsets (taken
+     * from the centre of mass at the start, world axes) into the world. Kept current by the
+     * solver after every step; 0 and NULL when the scene has none. */
+    size_t n_rigids;
+    cl_mem rigid_pose;
     /* Where each output field lives: the variable holding its buffer handle, so that handles
      * swapped by the grid's reorder or a solver's double buffering are always followed. */
     cl_mem *field[MZ_FIELD_COUNT];

@@ -1,10 +1,13 @@
 /* Position-based solvers (Müller et al. 2006; XPBD, Macklin et al. 2016; small steps, Macklin
- * et al. 2019), one substep:
+ * et al. 2019; fluids and rigids in one particle system, Macklin et al. 2014), one substep:
  *
- *   predict      v += dt·(g + walls), v *= damping, x* = x + dt·v   (pinned: w = 0)
- *   grid         the neighbour grid on x* (when anything collides)
- *   iterations × [ distance (solve, apply) → contacts → colliders → domain ]
- *   update       v = (x* − x)/dt, x = x*
+ *   predict      v += dt·(g + walls), v *= damping, x* = x + dt·v   (pinned: w = 0);
+ *                rigid bodies: a rigid motion from their momenta (src/pbd_rigid.c)
+ *   grid         the neighbour grid on x* (when anything collides or there is PBF fluid)
+ *   iterations × [ density (PBF, src/pbd_fluid.c) → distance (solve, apply) → contacts →
+ *                  colliders → domain → shape matching (rigids) ]
+ *   update       v = (x* − x)/dt, x = x*; rigid velocities and momenta from their poses
+ *   viscosity    XSPH and vorticity confinement (PBF)
  *
  * Every sweep is a per-constraint pass followed by a per-particle gather (Jacobi; see
  * kernels/pbd_constraints.cl), so runs are deterministic. λ is reset every substep. Particle
@@ -12,26 +15,23 @@
  * predicted positions sorted by cell. The stage enum and names are the --profile rows. */
 #include "bodies.h"
 #include "err.h"
-#include "grid.h"
-#include "sim.h"
+#include "solver_pbd.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-enum pbd_stage {
-    STAGE_PREDICT, STAGE_GRID, STAGE_DISTANCE, STAGE_CONTACTS, STAGE_COLLIDERS, STAGE_DOMAIN,
-    STAGE_UPDATE
-};
-static const char *const pbd_stages[] = {"predict",   "grid",   "distance", "contacts",
-                                         "colliders", "domain", "update",   NULL};
+static const char *const pbd_stages[] = {"predict",   "grid",           "density",
+                                         "distance",  "contacts",       "colliders",
+                                         "domain",    "shape matching", "update",
+                                         "viscosity", NULL};
 
 /* Layouts of mz_body_info and mz_collider_dev in kernels/pbd_constraints.cl. */
 typedef struct body_info {
     cl_float friction, static_friction;
     cl_uint flags, pad;
 } body_info;
-enum { BODY_COLLIDES = 1, BODY_SELF = 2 };
+enum { BODY_COLLIDES = 1, BODY_SELF = 2, BODY_FLUID = 4, BODY_RIGID = 8 };
 
 typedef struct collider_dev {
     cl_float4 a, b;
@@ -39,17 +39,6 @@ typedef struct collider_dev {
     cl_int type;
 } collider_dev;
 enum { COLLIDER_SPHERE, COLLIDER_BOX, COLLIDER_PLANE, COLLIDER_CAPSULE };
-
-typedef struct pbd_state {
-    cl_program program, cprogram;
-    cl_kernel predict, domain, update;
-    cl_kernel solve, apply, sort, collide, colliders;
-    cl_uint nc, n_colliders;
-    bool contacts;
-    mz_grid grid;
-    bool grid_made;
-    cl_mem ends, params, lambda, corr, degree, adj_start, adj, adj_other, sorted, bodies, solids;
-} pbd_state;
 
 /* Per particle, its incident constraints as 2·c + (second end): a CSR adjacency; *other holds
  * the particle at the constraint's other end, entry for entry. */
@@ -82,18 +71,25 @@ static bool body_tables(mz_sim *sim, pbd_state *st, double *contact)
     const mz_scene *s = sim->scene;
     size_t nb = s->n_fluids + bodies_count(s);
     body_info *info = xcalloc(nb, sizeof *info);
-    size_t colliding = 0;
+    size_t solids = 0;
+    bool self = false, fluid = scene_solver(s) == MZ_SOLVER_PBF;
     *contact = 0;
+    for (size_t k = 0; fluid && k < s->n_fluids; k++) {
+        info[k].flags = BODY_COLLIDES | BODY_FLUID; /* fluid meets fluid through its density */
+        *contact = fmax(*contact, s->fluids[k].spacing);
+    }
     for (size_t k = 0; k < bodies_count(s); k++) {
         const mz_body *b = bodies_get(s, k);
         body_info *bi = &info[s->n_fluids + k];
+        bool rigid = b->geom->phase == MZ_PHASE_RIGID;
         bi->friction = (cl_float)b->friction;
         bi->static_friction = (cl_float)b->static_friction;
-        bi->flags = BODY_COLLIDES | (b->self_collision ? BODY_SELF : 0);
-        colliding += b->self_collision ? 2 : 1;
+        bi->flags = BODY_COLLIDES | (rigid ? BODY_RIGID : b->self_collision ? BODY_SELF : 0);
+        self |= !rigid && b->self_collision;
+        solids++;
         *contact = fmax(*contact, b->geom->thickness);
     }
-    st->contacts = colliding >= 2;
+    st->contacts = solids >= 2 || self || (solids && fluid);
     st->bodies = mz_cl_buffer(sim->cl, CL_MEM_READ_ONLY, nb * sizeof *info, info,
                               "clCreateBuffer(body table)");
     free(info);
@@ -190,15 +186,18 @@ static int pbd_init(mz_sim *sim)
     double contact = 0;
     if (!st->cprogram || !constraint_buffers(sim, st) || !body_tables(sim, st, &contact))
         return -1;
-    if (st->contacts) {
+    bool pbf = scene_solver(s) == MZ_SOLVER_PBF;
+    if ((pbf && pbf_init(sim, st) != 0) || (s->n_rigids && rigid_init(sim, st) != 0))
+        return -1;
+    if (st->contacts || pbf) {
         st->sorted = mz_cl_buffer(sim->cl, CL_MEM_READ_WRITE, 16 * sim->n, NULL,
                                   "clCreateBuffer(sorted positions)");
         /* Cells 1.5x the contact distance: the grid is built once a substep on x*, and the
          * corrections of the iterations (a fraction of the distance) must not carry a pair
-         * in contact out of each other's 27 cells. */
-        if (!st->sorted || grid_create(&st->grid, sim->cl, sim->n, 1.5 * contact,
-                                       s->sim.dimensions, s->domain.min, s->domain.max,
-                                       MZ_GRID_AUTO) != 0)
+         * in contact out of each other's 27 cells. The fluid's support radius is wider. */
+        double cell = fmax(1.5 * contact, pbf ? scene_support_radius(s) : 0);
+        if (!st->sorted || grid_create(&st->grid, sim->cl, sim->n, cell, s->sim.dimensions,
+                                       s->domain.min, s->domain.max, MZ_GRID_AUTO) != 0)
             return -1;
         st->grid_made = true;
     }
@@ -212,7 +211,8 @@ static int pbd_init(mz_sim *sim)
     bool ok = KARGS(st->predict, "predict", A(sim->n_u), A(dt), A(keep), A(gravity), A(walls),
                     A(penalty), A(sim->pos), A(sim->vel), A(sim->pred), A(sim->inv_mass)) &&
               KARGS(st->domain, "domain", A(sim->n_u), A(walls.min), A(walls.max),
-                    A(by_radius), A(sim->inv_mass), A(sim->pred)) &&
+                    A(by_radius), A(sim->inv_mass), A(sim->body), A(st->bodies),
+                    A(sim->pred)) &&
               KARGS(st->update, "update", A(sim->n_u), A(dt), A(sim->pos), A(sim->vel),
                     A(sim->pred)) &&
               KARGS(st->solve, "distance_solve", A(st->nc), A(dt), A(omega), A(st->ends),
@@ -249,13 +249,17 @@ static int pbd_substep(mz_sim *sim, double dt_seconds)
               cl_ok(clSetKernelArg(st->solve, 1, sizeof inv_dt2, &inv_dt2),
                     "clSetKernelArg(distance_solve)");
     ok = ok && sim_launch(sim, st->predict, sim->n, STAGE_PREDICT, "predict");
-    if (ok && st->contacts) {
-        /* the build may swap the grid's slot buffer: both kernels that read it follow */
+    if (ok && st->rigid.nb)
+        ok = rigid_predict(sim, st, dt, keep);
+    if (ok && st->grid_made) {
+        /* the build may swap the grid's slot buffer: every kernel that reads it follows */
         ok = grid_build(&st->grid, sim->pred) == 0 &&
              KARGS(st->sort, "sort_positions", A(sim->n_u), A(st->grid.vals), A(sim->pred),
                    A(st->sorted)) &&
-             cl_ok(clSetKernelArg(st->collide, 5, sizeof st->grid.vals, &st->grid.vals),
-                   "clSetKernelArg(collide)");
+             (!st->contacts ||
+              cl_ok(clSetKernelArg(st->collide, 5, sizeof st->grid.vals, &st->grid.vals),
+                    "clSetKernelArg(collide)")) &&
+             (!st->fluid.on || pbf_bind_grid(sim, st));
         if (ok && sim->cl->profiling) {
             /* --profile: the grid keeps its own events; wait for them and charge its stage. */
             clFinish(sim->cl->queue);
@@ -271,7 +275,9 @@ static int pbd_substep(mz_sim *sim, double dt_seconds)
                    "clEnqueueFillBuffer(lambda)");
     }
     for (int it = 0; ok && it < s->sim.iterations; it++) {
-        if (st->nc)
+        if (st->fluid.on)
+            ok = pbf_iterate(sim, st);
+        if (ok && st->nc)
             ok = sim_launch(sim, st->solve, st->nc, STAGE_DISTANCE, "distance_solve") &&
                  sim_launch(sim, st->apply, sim->n, STAGE_DISTANCE, "distance_apply");
         if (ok && st->contacts)
@@ -279,8 +285,14 @@ static int pbd_substep(mz_sim *sim, double dt_seconds)
         if (ok && st->n_colliders)
             ok = sim_launch(sim, st->colliders, sim->n, STAGE_COLLIDERS, "colliders");
         ok = ok && sim_launch(sim, st->domain, sim->n, STAGE_DOMAIN, "domain");
+        if (ok && st->rigid.nb)
+            ok = rigid_match(sim, st);
     }
     ok = ok && sim_launch(sim, st->update, sim->n, STAGE_UPDATE, "update");
+    if (ok && st->rigid.nb)
+        ok = rigid_update(sim, st, dt);
+    if (ok && st->fluid.on)
+        ok = pbf_velocities(sim, st, dt);
     return ok ? 0 : -1;
 }
 
@@ -297,6 +309,8 @@ static void pbd_release(mz_sim *sim)
     mz_cl_release_mems(ms, sizeof ms / sizeof *ms);
     if (st->grid_made)
         grid_release(&st->grid);
+    pbf_release(&st->fluid);
+    rigid_release(sim, &st->rigid);
     if (st->program)
         clReleaseProgram(st->program);
     if (st->cprogram)

@@ -1,6 +1,7 @@
 /* SPH solvers, one step:
  *
- *   WCSPH          grid → density (poly6) + pressure (Tait) → forces + symplectic Euler
+ *   WCSPH          grid → density (poly6 sum, or the continuity equation with δ-SPH diffusion)
+ *                  + pressure (Tait) → forces + symplectic Euler
  *   collapsed SPH  grid → one pass: density now, forces from last step's density and pressure
  *
  * Forces: symmetric pressure (spiky gradient), viscosity (viscosity-kernel Laplacian),
@@ -34,8 +35,9 @@ typedef struct sph_state {
     mz_grid grid, bgrid;
     bool grid_made, bgrid_made;
     cl_mem vel_out, rho, p, a2, partial;
+    cl_mem rho_next; /* WCSPH by the continuity equation: the new densities, then swapped */
     cl_mem rho_prev, drho, drho_prev; /* collapsed SPH: last step's density and its rate */
-    double lag;                       /* collapsed SPH: seconds since rho_prev was summed */
+    double lag; /* seconds since the densities were last updated (the last step's dt) */
     cl_mem bpos, bmass, dummy;
     cl_uint nb;
     size_t max_groups, local;
@@ -43,7 +45,7 @@ typedef struct sph_state {
     double next_dt;
 } sph_state;
 
-static bool run_density(mz_sim *sim, sph_state *st, cl_mem rho, cl_mem p);
+static bool run_density(mz_sim *sim, sph_state *st, cl_mem *rho, cl_mem *scratch, double lag);
 
 sph_params sph_params_for(const mz_scene *s)
 {
@@ -51,10 +53,16 @@ sph_params sph_params_for(const mz_scene *s)
     int dim = s->sim.dimensions;
     double h = scene_support_radius(s), c0 = scene_speed_of_sound(s), pi = acos(-1.0);
     sph_params P = {0};
+    /* The default mass is calibrated so that the summed density of the lattice is ρ0. The
+     * continuity equation sets the lattice at ρ0 instead, so a particle weighs its lattice cell,
+     * ρ0 spacing^d: with the calibrated mass the water is 1.5% (2D) lighter than the volume it
+     * fills at "ρ0" says, and a tank's pressure came out ~0.25 spacing short of ρ0 g depth
+     * near the surface (−7% two layers down). */
+    double mass = build_particle_mass(s, f); /* ρ0 spacing^d with continuity (src/build.c) */
     P.h = (float)h;
     P.h2 = (float)(h * h);
     P.hs = (float)(0.5 * h);
-    P.mass = (float)build_particle_mass(s, f);
+    P.mass = (float)mass;
     P.rest_density = (float)f->rest_density;
     P.tait_b = (float)(f->rest_density * c0 * c0 / 7.0);
     P.c0 = (float)c0;
@@ -66,7 +74,7 @@ sph_params sph_params_for(const mz_scene *s)
      * volumes m/ρ0 it gives 0.874 instead of 1 in 2D (h = 2 spacing), so the pressure needed to
      * hold water up came out 15% above ρ0 g depth; with the factor, the gradient of a linear
      * field is exact on the rest lattice. */
-    double volume = build_particle_mass(s, f) / f->rest_density;
+    double volume = mass / f->rest_density;
     double g_sum = build_lattice_gradient_sum(f->spacing, h, dim) * volume / pow(f->spacing, dim);
     P.spiky_grad =
         (float)((dim == 3 ? -45.0 / (pi * pow(h, 6)) : -30.0 / (pi * pow(h, 5))) / g_sum);
@@ -74,6 +82,10 @@ sph_params sph_params_for(const mz_scene *s)
     P.r_min = (float)(1e-6 * h);
     P.accel_limit = (float)s->domain.boundary.acceleration_limit;
     P.limit_accel = s->domain.boundary.type == MZ_BOUNDARY_PENALTY;
+    P.continuity = f->density_method == MZ_DENSITY_CONTINUITY;
+    /* δ-SPH (Molteni & Colagrossi 2009) with δ = 0.1, the usual value: the continuity
+     * equation alone keeps whatever density noise the flow makes, and the pressure with it. */
+    P.diffusion = (float)(0.1 * 0.5 * h * c0);
     P.wall_r0 = (float)f->spacing;
     P.wall_d = (float)(0.01 * c0 * c0);
     return P;
@@ -198,6 +210,17 @@ static int sph_init(mz_sim *sim)
     for (size_t i = 0; i < sizeof moved4 / sizeof *moved4; i++)
         if (*moved4[i] && grid_register(&st->grid, moved4[i], 4))
             return -1;
+    /* WCSPH's densities by the continuity equation are state carried from step to step: they
+     * start at the rest density (the lattice is at rest by construction) and travel with the
+     * particles. (The scene refuses continuity with collapsed SPH.) */
+    if (st->P.continuity) {
+        st->rho_next = sph_buffer(sim, 4 * n, "clCreateBuffer(new density)");
+        if (!st->rho_next || grid_register(&st->grid, &st->rho, 4) ||
+            !cl_ok(clEnqueueFillBuffer(sim->cl->queue, st->rho, &st->P.rest_density,
+                                       sizeof st->P.rest_density, 0, 4 * n, 0, NULL, NULL),
+                   "clEnqueueFillBuffer(density)"))
+            return -1;
+    }
     if (s->domain.boundary.type == MZ_BOUNDARY_PARTICLES && init_boundary(sim, st) != 0)
         return -1;
     /* First step: the CFL step for c0 (the fastest initial speed is part of c0). */
@@ -214,7 +237,7 @@ static int sph_init(mz_sim *sim)
     if (grid_build(&st->grid, sim->pos) != 0)
         return -1;
     /* After the build: it swaps the handles of the buffers it moves, rho_prev among them. */
-    if (!run_density(sim, st, st->collapsed ? st->rho_prev : st->rho, st->p))
+    if (!run_density(sim, st, st->collapsed ? &st->rho_prev : &st->rho, &st->rho_next, 0.0))
         return -1;
     /* Collapsed SPH's newest densities are swapped into rho_prev at the end of each step. */
     sim->field[MZ_FIELD_DENSITY] = st->collapsed ? &st->rho_prev : &st->rho;
@@ -237,13 +260,21 @@ static boundary_args boundary_of(const sph_state *st)
                            st->bmass, (cl_int)st->nb};
 }
 
-static bool run_density(mz_sim *sim, sph_state *st, cl_mem rho, cl_mem p)
+/* Density and pressure into *rho. The continuity equation reads the neighbours' densities, so
+ * it writes into *scratch and the handles are swapped; summation writes in place. */
+static bool run_density(mz_sim *sim, sph_state *st, cl_mem *rho, cl_mem *scratch, double lag)
 {
     boundary_args b = boundary_of(st);
-    return KARGS(st->k_density, "sph_density", A(sim->n_u), A(st->P), A(st->grid.desc),
-                 A(st->grid.cell_start), A(st->grid.cell_end), A(sim->pos), A(b.desc),
-                 A(b.start), A(b.end), A(b.pos), A(b.mass), A(b.nb), A(rho), A(p)) &&
-           sim_launch(sim, st->k_density, sim->n, STAGE_DENSITY, "sph_density");
+    cl_float lag_f = (cl_float)lag;
+    cl_mem out = st->P.continuity ? *scratch : *rho;
+    bool ok = KARGS(st->k_density, "sph_density", A(sim->n_u), A(lag_f), A(st->P),
+                    A(st->gravity), A(st->grid.desc), A(st->grid.cell_start),
+                    A(st->grid.cell_end), A(sim->pos), A(sim->vel), A(b.desc), A(b.start),
+                    A(b.end), A(b.pos), A(b.mass), A(b.nb), A(*rho), A(out), A(st->p)) &&
+              sim_launch(sim, st->k_density, sim->n, STAGE_DENSITY, "sph_density");
+    if (ok && st->P.continuity)
+        swap_mem(rho, scratch);
+    return ok;
 }
 
 static int sph_step(mz_sim *sim, sph_state *st, double dt_seconds)
@@ -261,7 +292,7 @@ static int sph_step(mz_sim *sim, sph_state *st, double dt_seconds)
     boundary_args b = boundary_of(st);
     bool ok;
     if (!st->collapsed) {
-        ok = run_density(sim, st, st->rho, st->p) &&
+        ok = run_density(sim, st, &st->rho, &st->rho_next, st->lag) &&
              KARGS(st->k_forces, "sph_forces", A(sim->n_u), A(dt), A(st->P), A(st->gravity),
                    A(st->walls), A(st->penalty), A(st->grid.desc), A(st->grid.cell_start),
                    A(st->grid.cell_end), A(sim->pos), A(sim->vel), A(st->rho), A(st->p),
@@ -279,8 +310,8 @@ static int sph_step(mz_sim *sim, sph_state *st, double dt_seconds)
              sim_launch(sim, st->k_collapsed, sim->n, STAGE_FORCES, "csph_step");
         swap_mem(&st->rho, &st->rho_prev);
         swap_mem(&st->drho, &st->drho_prev);
-        st->lag = dt_seconds; /* the densities just summed are at this step's start */
     }
+    st->lag = dt_seconds; /* collapsed: the densities just summed are at this step's start */
     if (!ok)
         return -1;
     swap_mem(&sim->pos, &sim->pred);
@@ -374,8 +405,8 @@ static void sph_release(mz_sim *sim)
         grid_release(&st->bgrid);
     cl_kernel ks[] = {st->k_density, st->k_forces, st->k_collapsed, st->k_max};
     mz_cl_release_kernels(ks, sizeof ks / sizeof *ks);
-    cl_mem ms[] = {st->vel_out, st->rho, st->p,      st->rho_prev, st->drho, st->drho_prev,
-                   st->a2,      st->partial, st->bpos, st->bmass,    st->dummy};
+    cl_mem ms[] = {st->vel_out, st->rho,     st->rho_next, st->p,     st->rho_prev, st->drho,
+                   st->drho_prev, st->a2,  st->partial,  st->bpos, st->bmass,    st->dummy};
     mz_cl_release_mems(ms, sizeof ms / sizeof *ms);
     if (st->program)
         clReleaseProgram(st->program);

@@ -9,7 +9,8 @@
 typedef struct sph_params {
     cl_float h, h2, hs, mass, rest_density, tait_b, c0, mu, alpha, eps2;
     cl_float poly6, spiky_grad, visc_lap, r_min, accel_limit, wall_r0, wall_d;
-    cl_int limit_accel;
+    cl_int limit_accel, continuity;
+    cl_float diffusion;
 } sph_params;
 
 /* The kernel constants, Tait stiffness and wall terms of an SPH scene. */

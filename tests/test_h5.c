@@ -27,6 +27,26 @@ static const uint32_t triangles[3 * NTRI] = {0, 1, 2, 1, 3, 2, 2, 3, 4};
 static const mz_h5_static body_only = {.body = body};
 static const mz_h5_static with_surfaces = {
     .body = body, .phase = phase, .triangles = triangles, .n_triangles = NTRI};
+#define NRIGID 2 /* rigid bodies */
+static const uint32_t rigid_body[NRIGID] = {1, 2};
+static const mz_h5_static with_rigids = {
+    .body = body, .n_rigids = NRIGID, .rigid_body = rigid_body};
+
+/* Known poses: frame t, rigid b, element k of its 8 (centre x, y, z, unused, quaternion x, y,
+ * z, w). The unused element holds a marker that must not reach the file. */
+static float pose_value(long t, size_t b, int k)
+{
+    return k == 3 ? -777.0f : (float)(100 * t + 10 * (long)b + k) + 0.5f;
+}
+
+static const float *poses(long t)
+{
+    static float buf[8 * NRIGID];
+    for (size_t b = 0; b < NRIGID; b++)
+        for (int k = 0; k < 8; k++)
+            buf[8 * b + (size_t)k] = pose_value(t, b, k);
+    return buf;
+}
 
 /* Known values: field f, frame t, particle i, component k. */
 static float expected(int f, long t, size_t i, int k)
@@ -50,7 +70,7 @@ static mz_h5_out *create(const char *path, unsigned fields, int gzip)
     return create_st(path, fields, gzip, &body_only);
 }
 
-static int write_frame(mz_h5_out *o, unsigned fields, long t)
+static int write_frame_pose(mz_h5_out *o, unsigned fields, long t, const float *pose)
 {
     static float buf[MZ_FIELD_COUNT][3 * N];
     const float *data[MZ_FIELD_COUNT] = {0};
@@ -63,7 +83,12 @@ static int write_frame(mz_h5_out *o, unsigned fields, long t)
                 buf[f][i * (size_t)c + (size_t)k] = expected(f, t, i, k);
         data[f] = buf[f];
     }
-    return h5_out_write_frame(o, 10 * t, 0.5 * (double)t, data);
+    return h5_out_write_frame(o, 10 * t, 0.5 * (double)t, data, pose);
+}
+
+static int write_frame(mz_h5_out *o, unsigned fields, long t)
+{
+    return write_frame_pose(o, fields, t, NULL);
 }
 
 static void write_run_st(const char *path, unsigned fields, int gzip, long frames,
@@ -72,7 +97,7 @@ static void write_run_st(const char *path, unsigned fields, int gzip, long frame
     mz_h5_out *o = create_st(path, fields, gzip, st);
     assert_non_null(o);
     for (long t = 0; t < frames; t++)
-        assert_int_equal(write_frame(o, fields, t), 0);
+        assert_int_equal(write_frame_pose(o, fields, t, st->n_rigids ? poses(t) : NULL), 0);
     assert_int_equal(h5_out_frames(o), frames);
     assert_int_equal(h5_out_close(o, true, "finished"), 0);
     /* Nothing left open: no HDF5 file, dataset, group, type, space or attribute id. */
@@ -248,8 +273,9 @@ static void test_round_trip(void **state)
         assert_int_equal(id[i], i);
         assert_int_equal(ph[i], 0); /* no phase given: all fluid */
     }
-    /* No triangles: no connectivity at all. */
+    /* No triangles: no connectivity at all; no rigid bodies: no observables. */
     assert_int_equal(H5Lexists(file, "/connectivity", H5P_DEFAULT), 0);
+    assert_int_equal(H5Lexists(file, "/observables", H5P_DEFAULT), 0);
     double edges[3];
     read_all(file, "/particles/all/box/edges", H5T_NATIVE_DOUBLE, edges);
     assert_true(edges[0] == 2 && edges[1] == 2 && edges[2] == 2);
@@ -345,10 +371,12 @@ static unsigned char *slurp(const char *path, size_t *len)
 static void test_deterministic(void **state)
 {
     (void)state;
-    static const char *const names[2][2] = {{"det_a.h5", "det_b.h5"},
-                                            {"det_tri_a.h5", "det_tri_b.h5"}};
-    for (int k = 0; k < 2; k++) {
-        const mz_h5_static *st = k ? &with_surfaces : &body_only;
+    static const char *const names[3][2] = {{"det_a.h5", "det_b.h5"},
+                                            {"det_tri_a.h5", "det_tri_b.h5"},
+                                            {"det_rig_a.h5", "det_rig_b.h5"}};
+    const mz_h5_static *const sts[3] = {&body_only, &with_surfaces, &with_rigids};
+    for (int k = 0; k < 3; k++) {
+        const mz_h5_static *st = sts[k];
         const char *a = test_path(names[k][0]), *b = test_path(names[k][1]);
         write_run_st(a, POS | VEL | DEN, 0, 3, st);
         sleep(1); /* any timestamp left in the file would now differ */
@@ -733,6 +761,182 @@ static void test_surfaces(void **state)
     H5Fclose(file);
 }
 
+/* ---- rigid bodies ---- */
+
+#define RIGID "/observables/rigid"
+
+/* A series of the rigid observables: [frames, NRIGID, cols] float32, one chunk per frame, gzip
+ * when asked, holding the poses' elements from `first` on. */
+static void check_rigid_series(hid_t file, const char *name, int cols, int first, long frames,
+                               int gzip)
+{
+    char value[96];
+    snprintf(value, sizeof value, RIGID "/%s/value", name);
+    hsize_t dims[3], maxd[3];
+    assert_int_equal(rank_of(file, value, dims, maxd), 3);
+    assert_int_equal(dims[0], frames);
+    assert_int_equal(dims[1], NRIGID);
+    assert_int_equal(dims[2], cols);
+    assert_true(maxd[0] == H5S_UNLIMITED);
+    assert_int_equal(maxd[1], NRIGID);
+    assert_int_equal(maxd[2], cols);
+
+    hid_t d = H5Dopen2(file, value, H5P_DEFAULT);
+    hid_t dcpl = H5Dget_create_plist(d);
+    hsize_t chunk[3] = {0};
+    assert_int_equal(H5Pget_chunk(dcpl, 3, chunk), 3);
+    assert_int_equal(chunk[0], 1);
+    assert_int_equal(chunk[1], NRIGID);
+    assert_int_equal(chunk[2], cols);
+    unsigned flags;
+    herr_t deflate = H5Pget_filter_by_id2(dcpl, H5Z_FILTER_DEFLATE, &flags, NULL, NULL, 0,
+                                          NULL, NULL);
+    assert_int_equal(deflate >= 0, gzip > 0);
+    H5Pclose(dcpl);
+    hid_t t = H5Dget_type(d);
+    assert_true(H5Tequal(t, H5T_IEEE_F32LE) > 0);
+    H5Tclose(t);
+    H5Dclose(d);
+
+    float v[8 * NRIGID * 4];
+    assert_true((size_t)frames * NRIGID * (size_t)cols <= sizeof v / sizeof v[0]);
+    read_all(file, value, H5T_NATIVE_FLOAT, v);
+    for (long tt = 0; tt < frames; tt++)
+        for (size_t b = 0; b < NRIGID; b++)
+            for (int k = 0; k < cols; k++)
+                assert_true(v[((size_t)tt * NRIGID + b) * (size_t)cols + (size_t)k] ==
+                            pose_value(tt, b, first + k));
+
+    /* step and time: the particles' (hard links), so the same values and time's unit. */
+    long long step[8];
+    double time[8];
+    char sname[96];
+    snprintf(sname, sizeof sname, RIGID "/%s/step", name);
+    assert_int_equal(rank_of(file, sname, dims, maxd), 1);
+    assert_int_equal(dims[0], frames);
+    assert_true(maxd[0] == H5S_UNLIMITED);
+    read_all(file, sname, H5T_NATIVE_LLONG, step);
+    snprintf(sname, sizeof sname, RIGID "/%s/time", name);
+    assert_int_equal(rank_of(file, sname, dims, maxd), 1);
+    assert_int_equal(dims[0], frames);
+    read_all(file, sname, H5T_NATIVE_DOUBLE, time);
+    check_str(file, sname, "unit", "s");
+    for (long tt = 0; tt < frames; tt++) {
+        assert_int_equal(step[tt], 10 * tt);
+        assert_true(time[tt] == 0.5 * (double)tt);
+    }
+}
+
+static void check_rigids(hid_t file, long frames, int gzip)
+{
+    hsize_t dims[3], maxd[3];
+    assert_int_equal(rank_of(file, RIGID "/body", dims, maxd), 1);
+    assert_int_equal(dims[0], NRIGID);
+    hid_t d = H5Dopen2(file, RIGID "/body", H5P_DEFAULT);
+    hid_t t = H5Dget_type(d);
+    assert_true(H5Tequal(t, H5T_STD_I32LE) > 0);
+    H5Tclose(t);
+    H5Dclose(d);
+    int32_t rb[NRIGID];
+    read_all(file, RIGID "/body", H5T_NATIVE_INT32, rb);
+    for (int b = 0; b < NRIGID; b++)
+        assert_int_equal(rb[b], rigid_body[b]);
+
+    check_rigid_series(file, "center_of_mass", 3, 0, frames, gzip);
+    check_rigid_series(file, "orientation", 4, 4, frames, gzip);
+    check_str(file, RIGID "/center_of_mass/value", "unit", "m");
+    check_str(file, RIGID "/orientation/value", "quaternion_order", "x y z w");
+    char *conv = read_str(file, RIGID "/orientation/value", "convention");
+    assert_non_null(strstr(conv, "(x, y, z, w), scalar last"));
+    assert_non_null(strstr(conv, "Rotation.from_quat"));
+    assert_non_null(strstr(conv, "rest offsets"));
+    assert_non_null(strstr(conv, "initial centre of mass"));
+    free(conv);
+    /* A quaternion has no unit. */
+    assert_int_equal(H5Aexists_by_name(file, RIGID "/orientation/value", "unit", H5P_DEFAULT),
+                     0);
+}
+
+/* B = 2 rigid bodies over 3 frames of synthetic poses, with and without gzip. */
+static void test_rigids(void **state)
+{
+    (void)state;
+    for (int gzip = 0; gzip <= 6; gzip += 6) {
+        const char *path = test_path(gzip ? "rigid_gz.h5" : "rigid.h5");
+        write_run_st(path, POS | VEL, gzip, 3, &with_rigids);
+        hid_t file = open_ro(path);
+        check_field(file, MZ_FIELD_POSITION, 3);
+        check_field(file, MZ_FIELD_VELOCITY, 3);
+        check_series(file, "position", 3);
+        check_rigids(file, 3, gzip);
+        assert_int_equal(int_attr(file, "/parameters/run", "frames_written"), 3);
+        H5Fclose(file);
+    }
+
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
+    assert_int_equal(info_print(test_path("rigid.h5"), out), 0);
+    fclose(out);
+    assert_non_null(strstr(text, "2 rigid bodies"));
+    assert_non_null(strstr(text, "center_of_mass [3, 2, 3]"));
+    assert_non_null(strstr(text, "orientation [3, 2, 4]"));
+    free(text);
+    assert_int_equal(H5Fget_obj_count((hid_t)H5F_OBJ_ALL, H5F_OBJ_ALL), 0);
+}
+
+/* A frame is whole or absent: one without its poses is refused before anything is written,
+ * and a run killed after 2 frames leaves 2 frames of poses beside 2 of particles. */
+static void test_rigid_frames_atomic(void **state)
+{
+    (void)state;
+    const char *path = test_path("rigid_atomic.h5");
+    mz_h5_out *o = create_st(path, POS, 0, &with_rigids);
+    assert_non_null(o);
+    assert_int_equal(write_frame_pose(o, POS, 0, poses(0)), 0);
+    assert_int_equal(write_frame_pose(o, POS, 1, NULL), -1);
+    assert_int_equal(h5_out_frames(o), 1);
+    assert_int_equal(write_frame_pose(o, POS, 1, poses(1)), 0);
+    assert_int_equal(h5_out_close(o, true, "finished"), 0);
+    hid_t file = open_ro(path);
+    check_field(file, MZ_FIELD_POSITION, 2);
+    check_rigids(file, 2, 0);
+    H5Fclose(file);
+
+    path = test_path("rigid_killed.h5");
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        o = create_st(path, POS, 0, &with_rigids);
+        int ok = o && write_frame_pose(o, POS, 0, poses(0)) == 0 &&
+                 write_frame_pose(o, POS, 1, poses(1)) == 0;
+        _exit(ok ? 0 : 1);
+    }
+    int st;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    file = open_ro(path);
+    check_field(file, MZ_FIELD_POSITION, 2);
+    check_rigids(file, 2, 0);
+    assert_int_equal(int_attr(file, "/parameters/run", "complete"), 0);
+    H5Fclose(file);
+}
+
+/* Rigid bodies without their body indices, or with one beyond int32: refused, no file made. */
+static void test_bad_rigids(void **state)
+{
+    (void)state;
+    static const uint32_t too_big[1] = {0x80000000u};
+    const mz_h5_static bad[] = {{.n_rigids = 2, .rigid_body = NULL},
+                                {.n_rigids = 1, .rigid_body = too_big}};
+    const char *path = test_path("badrigid.h5");
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        assert_null(create_st(path, POS, 0, &bad[k]));
+        assert_int_equal(access(path, F_OK), -1);
+        assert_int_equal(access(test_path("badrigid.xdmf"), F_OK), -1);
+    }
+}
+
 /* Triangles that name a particle not in the file, or a count without a list: refused before
  * any file is made. */
 static void test_bad_triangles(void **state)
@@ -779,7 +983,7 @@ static void test_write_failure(void **state)
         const float *data[MZ_FIELD_COUNT] = {pos};
         signal(SIGXFSZ, SIG_IGN);
         mz_h5_out *o = h5_out_create(path, M, POS, 0, NULL, NULL);
-        if (!o || h5_out_write_frame(o, 0, 0.0, data) || h5_out_write_frame(o, 1, 1.0, data))
+        if (!o || h5_out_write_frame(o, 0, 0.0, data, NULL) || h5_out_write_frame(o, 1, 1.0, data, NULL))
             _exit(100);
         struct stat st;
         stat(path, &st);
@@ -787,7 +991,7 @@ static void test_write_failure(void **state)
         setrlimit(RLIMIT_FSIZE, &lim);
         int rc = 0;
         for (long t = 2; t < 50 && rc == 0; t++)
-            rc = h5_out_write_frame(o, t, (double)t, data);
+            rc = h5_out_write_frame(o, t, (double)t, data, NULL);
         long frames = h5_out_frames(o);
         h5_out_close(o, false, "write failed"); /* fails too, but must not crash */
         _exit(rc == -1 ? (int)frames : 101);
@@ -826,6 +1030,7 @@ static void test_info(void **state)
     assert_non_null(strstr(text, "density"));
     assert_non_null(strstr(text, "complete"));
     assert_non_null(strstr(text, "test device"));
+    assert_null(strstr(text, "rigid")); /* no rigid bodies: not mentioned */
     free(text);
 
     const char *bad = test_path("not.h5");
@@ -858,6 +1063,8 @@ int main(void)
         cmocka_unit_test(test_xml_checker),
         cmocka_unit_test(test_xdmf),         cmocka_unit_test(test_surfaces),
         cmocka_unit_test(test_bad_triangles), cmocka_unit_test(test_xdmf_path),
+        cmocka_unit_test(test_rigids),       cmocka_unit_test(test_rigid_frames_atomic),
+        cmocka_unit_test(test_bad_rigids),
         cmocka_unit_test(test_write_failure), cmocka_unit_test(test_info),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

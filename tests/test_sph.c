@@ -342,25 +342,25 @@ static void check_frame(world *w, int frame)
         }
 }
 
-/* Water at rest: after settling, the pressure averaged over the last 0.5 s against ρ0 g depth,
- * depth below the level the water's volume gives at rest density (N m / ρ0 / width). Asserted:
- * within 5% deeper than ten spacings, and the density below two layers within 1% of ρ0.
- * Reported, not met: the issue asks for 5% from two layers down; the top ten layers fall short
- * (measured 62% at 2.3 spacings, 7.5% at 5) because a truncated kernel gives particles near the
- * surface ρ < ρ0, where the Tait pressure is clamped at 0. */
+/* Water at rest (issue 4): after settling, every particle deeper than two spacings below the
+ * free surface carries ρ0 g depth within 5% (its pressure and depth averaged over the last
+ * 0.72 s, one period of the tank's first sloshing mode), and the mean density there is within
+ * 1% of ρ0. The scene integrates the density by the continuity equation: with summation, a
+ * truncated kernel gives particles near the surface ρ < ρ0 and no pressure (measured 62% short
+ * at 2.3 spacings, 7.5% at 5). SPH_DEBUG=1 prints the profile row by row. */
 static void test_hydrostatic(void **state)
 {
     (void)state;
     world w;
     world_open_file(&w, "scenes/hydrostatic.json", NULL, 0);
     const mz_scene *s = &w.scene;
-    double spacing = s->fluids[0].spacing, width = s->domain.max[0] - s->domain.min[0];
-    double rho0 = s->fluids[0].rest_density;
-    double level = (double)w.parts.n * build_particle_mass(s, &s->fluids[0]) / rho0 / width;
+    double spacing = s->fluids[0].spacing;
+    double rho0 = s->fluids[0].rest_density, g = -s->sim.gravity[1];
     size_t n = w.parts.n;
-    enum { BANDS = 40, AVG = 25 };
-    double band = spacing, psum[BANDS] = {0}, dsum[BANDS] = {0}, rho_sum = 0;
-    long cnt[BANDS] = {0}, rho_cnt = 0;
+    enum { AVG = 36 };
+    double *psum = calloc(n, sizeof *psum), *dsum = calloc(n, sizeof *dsum), rho_sum = 0;
+    float *x = calloc(n, sizeof *x);
+    long rho_cnt = 0;
     int frames = s->sim.frames;
     for (int f = 1; f <= frames; f++) {
         assert_int_equal(sim_advance_frame(&w.sim, scene_frame_dt(s)), 0);
@@ -370,34 +370,65 @@ static void test_hydrostatic(void **state)
         check_frame(&w, f);
         if (f <= frames - AVG)
             continue;
+        /* The free surface: half a spacing above the top layer (a particle stands for the
+         * lattice cell around it), the top layer being the particles within half a spacing of
+         * the highest. */
+        double high = 0, top = 0;
+        long top_cnt = 0;
+        for (size_t i = 0; i < n; i++)
+            high = fmax(high, w.pos[4 * i + 1]);
+        for (size_t i = 0; i < n; i++)
+            if (w.pos[4 * i + 1] > high - 0.5 * spacing) {
+                top += w.pos[4 * i + 1];
+                top_cnt++;
+            }
+        double level = top / top_cnt + 0.5 * spacing;
         for (size_t i = 0; i < n; i++) {
-            double y = w.pos[4 * i + 1], depth = level - y;
-            int b = (int)(y / band);
-            if (depth <= 2 * spacing || b < 0 || b >= BANDS)
-                continue;
-            psum[b] += w.p[i];
-            dsum[b] += depth;
-            cnt[b]++;
-            rho_sum += w.rho[i];
-            rho_cnt++;
+            double depth = level - w.pos[4 * i + 1];
+            psum[w.id[i]] += w.p[i];
+            dsum[w.id[i]] += depth;
+            x[w.id[i]] = w.pos[4 * i];
+            if (depth > 2 * spacing) {
+                rho_sum += w.rho[i];
+                rho_cnt++;
+            }
         }
     }
-    double worst_deep = 0, worst = 0, rho_err = rho_sum / rho_cnt / rho0 - 1;
-    for (int b = 0; b < BANDS; b++) {
-        if (!cnt[b])
+    enum { ROWS = 64 };
+    double row_err[ROWS] = {0}, row_depth[ROWS] = {0}, worst = 0;
+    long row_cnt[ROWS] = {0}, checked = 0, bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        double depth = dsum[i] / AVG, p = psum[i] / AVG, ref = rho0 * g * depth;
+        if (depth <= 2 * spacing)
             continue;
-        double depth = dsum[b] / cnt[b], p = psum[b] / cnt[b], ref = rho0 * 9.81 * depth;
-        double err = fabs(p / ref - 1);
-        worst = fmax(worst, err);
-        if (depth < 10 * spacing)
-            continue;
-        worst_deep = fmax(worst_deep, err);
-        if (err > 0.05)
-            fail_msg("depth %.3f m: pressure %.1f Pa, rho0 g depth %.1f Pa", depth, p, ref);
+        double err = p / ref - 1;
+        worst = fmax(worst, fabs(err));
+        checked++;
+        int row = (int)(depth / spacing);
+        if (row < ROWS) {
+            row_err[row] += err;
+            row_depth[row] += depth;
+            row_cnt[row]++;
+        }
+        if (fabs(err) > 0.05 && bad++ < 10)
+            print_error("particle %zu at x %.3f m, depth %.4f m: pressure %.1f Pa, rho0 g "
+                        "depth %.1f Pa\n", i, x[i], depth, p, ref);
     }
-    print_message("hydrostatic: pressure within %.1f%% deeper than 10 spacings, %.1f%% below "
-                  "two layers; density %+.2f%%\n", 100 * worst_deep, 100 * worst, 100 * rho_err);
+    for (int r = 0; r < ROWS && getenv("SPH_DEBUG"); r++)
+        if (row_cnt[r])
+            printf("depth %.4f m (%.1f spacings): pressure %+.2f%% (mean of %ld)\n",
+                   row_depth[r] / row_cnt[r], row_depth[r] / row_cnt[r] / spacing,
+                   100 * row_err[r] / row_cnt[r], row_cnt[r]);
+    double rho_err = rho_sum / rho_cnt / rho0 - 1;
+    print_message("hydrostatic: %ld particles deeper than two spacings, pressure within %.1f%% "
+                  "of rho0 g depth; mean density %+.2f%%\n", checked, 100 * worst,
+                  100 * rho_err);
+    assert_true(checked > (long)n / 2);
+    assert_int_equal(bad, 0);
     assert_true(fabs(rho_err) < 0.01);
+    free(psum);
+    free(dsum);
+    free(x);
     world_close(&w);
 }
 
@@ -437,33 +468,8 @@ static void check_dam_break(const char *solver)
         T[f] = w.sim.time * sqrt(9.81 / a);
         Z[f] = front / a;
     }
-    /* The experiment's t = 0 (the gate's release) is uncertain (../shared/validation/README):
-     * the comparison allows one time shift |δT| ≤ 0.3, the one that fits best, and reports it. */
-    FILE *csv = fopen("tests/data/validation/martin_moyce_1952_n2_1_front.csv", "r");
-    assert_non_null(csv);
-    char line[512];
-    double te[64], ze[64];
-    int points = 0;
-    while (points < 64 && fgets(line, sizeof line, csv))
-        if (line[0] != '#' && sscanf(line, "%lf,%lf", &te[points], &ze[points]) == 2)
-            points++;
-    fclose(csv);
-    double best = 1e9, best_shift = 0;
-    for (int k = -30; k <= 30; k++) {
-        double shift = 0.01 * k, worst = 0;
-        for (int q = 0; q < points; q++) {
-            double t = te[q] + shift;
-            int f = 1;
-            while (f < frames && T[f] < t)
-                f++;
-            double zs = Z[f - 1] + (Z[f] - Z[f - 1]) * (t - T[f - 1]) / (T[f] - T[f - 1]);
-            worst = fmax(worst, fabs(zs / ze[q] - 1));
-        }
-        if (worst < best) {
-            best = worst;
-            best_shift = shift;
-        }
-    }
+    double best, best_shift;
+    int points = martin_moyce_fit(T, Z, frames, &best, &best_shift);
     print_message("dam break (%s, %zu particles, %ld steps): front within %.1f%% of Martin & "
                   "Moyce at %d points with the time shift dT = %+.2f\n", solver, w.parts.n,
                   w.sim.step, 100 * best, points, best_shift);

@@ -8,6 +8,9 @@
 #include "scene.h"
 #include "sim.h"
 
+#include <math.h>
+#include <stdio.h>
+
 static mz_cl cl;
 
 static int open_device(void **state)
@@ -103,6 +106,42 @@ static inline void world_close(world *w)
     free(w->rho);
     free(w->p);
     free(w->id);
+}
+
+/* A dam break's surge front Z(T) (frames 0..nf, T = t sqrt(g/a), Z = x/a) against Martin &
+ * Moyce (1952): the worst relative error over the data points with the one time shift
+ * |dT| <= 0.3 that fits best (the experiment's release time is uncertain,
+ * ../shared/validation/README). Returns the number of data points. */
+static inline int martin_moyce_fit(const double *T, const double *Z, int nf, double *best,
+                                   double *best_shift)
+{
+    FILE *csv = fopen("tests/data/validation/martin_moyce_1952_n2_1_front.csv", "r");
+    assert_non_null(csv);
+    char line[512];
+    double te[64], ze[64];
+    int points = 0;
+    while (points < 64 && fgets(line, sizeof line, csv))
+        if (line[0] != '#' && sscanf(line, "%lf,%lf", &te[points], &ze[points]) == 2)
+            points++;
+    fclose(csv);
+    *best = 1e9;
+    *best_shift = 0;
+    for (int k = -30; k <= 30; k++) {
+        double shift = 0.01 * k, worst = 0;
+        for (int q = 0; q < points; q++) {
+            double t = te[q] + shift;
+            int f = 1;
+            while (f < nf && T[f] < t)
+                f++;
+            double zs = Z[f - 1] + (Z[f] - Z[f - 1]) * (t - T[f - 1]) / (T[f] - T[f - 1]);
+            worst = fmax(worst, fabs(zs / ze[q] - 1));
+        }
+        if (worst < *best) {
+            *best = worst;
+            *best_shift = shift;
+        }
+    }
+    return points;
 }
 
 #endif
