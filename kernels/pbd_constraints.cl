@@ -28,15 +28,6 @@ inline float mz_len(float4 d)
 #endif
 }
 
-inline float4 mz_vec(float4 d)
-{
-    d.w = 0.0f;
-#if MZ_DIM == 2
-    d.z = 0.0f;
-#endif
-    return d;
-}
-
 /* params: rest length, compliance α (m/N), PBD stiffness k, unused. inv_dt2 = 1/dt². */
 kernel void distance_solve(uint nc, float inv_dt2, float omega, global const uint2 *ends,
                            global const float4 *params, global const float4 *xp,

@@ -39,8 +39,6 @@ typedef struct {
     float pad0, pad1, pad2;
 } mz_pbf;
 
-inline float mz_dot3(float4 a, float4 b) { return a.x * b.x + a.y * b.y + a.z * b.z; }
-
 /* The domain's walls as fluid at rest beyond them (the lattice continued, as boundary particles
  * would be, but summed once on the host): table[k] = (V Σ W, V Σ ∂W/∂d) for a particle at
  * distance d = k·h/(MZ_WALL_TABLE − 1) from a wall, linearly interpolated. Adds the walls' share

@@ -26,8 +26,6 @@ typedef struct {
     uint pad0, pad1;
 } mz_rigid;
 
-inline float mz_dot3_(float4 a, float4 b) { return a.x * b.x + a.y * b.y + a.z * b.z; }
-
 inline float4 mz_qmul(float4 a, float4 b)
 {
     return (float4)(a.w * b.x + a.x * b.w + a.y * b.z - a.z * b.y,
@@ -86,22 +84,13 @@ inline float4 mz_world_mul(float4 q, float4 d, float4 o, float4 a)
     return mz_rotate(q, mz_sym_mul(d, o, mz_rotate_inv(q, a)));
 }
 
-inline float4 mz_vec3(float4 a)
-{
-    a.w = 0.0f;
-#if MZ_DIM == 2
-    a.z = 0.0f;
-#endif
-    return a;
-}
-
 kernel void rigid_predict(uint nb, float dt, float keep, float4 gravity, global mz_rigid *rb)
 {
     uint b = get_global_id(0);
     if (b >= nb)
         return;
     mz_rigid B = rb[b];
-    float4 v = mz_vec3((B.v + dt * gravity) * keep);
+    float4 v = mz_vec((B.v + dt * gravity) * keep);
     float4 L = B.L * keep;
     float4 w = mz_world_mul(B.q, B.inv_ia, B.inv_ib, L);
 #if MZ_DIM == 2
@@ -169,7 +158,7 @@ inline float4 mz_polar_rotation(float4 a0, float4 a1, float4 a2, float4 q)
         float4 r0, r1, r2;
         mz_qmat(q, &r0, &r1, &r2);
         float4 num = cross(r0, a0) + cross(r1, a1) + cross(r2, a2);
-        float den = fabs(mz_dot3_(r0, a0) + mz_dot3_(r1, a1) + mz_dot3_(r2, a2)) + 1.0e-30f;
+        float den = fabs(mz_dot3(r0, a0) + mz_dot3(r1, a1) + mz_dot3(r2, a2)) + 1.0e-30f;
         float4 w = num / den;
         w.w = 0.0f;
         float t = sqrt(w.x * w.x + w.y * w.y + w.z * w.z);
@@ -188,11 +177,11 @@ kernel void rigid_match(uint first_rigid, float4 lo, float4 hi, global const flo
     uint first = rb[b].first, count = rb[b].count, base = first - first_rigid;
     float4 s = (float4)(0.0f);
     for (uint k = l; k < count; k += MZ_RIGID_GROUP)
-        s += mz_vec3(xp[first + k]);
+        s += mz_vec(xp[first + k]);
     float4 c = mz_group_sum(scratch, s) / (float)count;
     float4 a0 = (float4)(0.0f), a1 = (float4)(0.0f), a2 = (float4)(0.0f);
     for (uint k = l; k < count; k += MZ_RIGID_GROUP) {
-        float4 d = mz_vec3(xp[first + k] - c), r = r0[base + k];
+        float4 d = mz_vec(xp[first + k] - c), r = r0[base + k];
         a0 += d * r.x;
         a1 += d * r.y;
         a2 += d * r.z;
@@ -212,7 +201,7 @@ kernel void rigid_match(uint first_rigid, float4 lo, float4 hi, global const flo
     }
     below = mz_group_max(scratch, below);
     above = mz_group_max(scratch, above);
-    c = c + mz_vec3(select(below - above, (float4)(0.0f), isgreater(below, 0.0f) &
+    c = c + mz_vec(select(below - above, (float4)(0.0f), isgreater(below, 0.0f) &
                                                           isgreater(above, 0.0f)));
     barrier(CLK_GLOBAL_MEM_FENCE);
     if (l == 0) {
@@ -233,7 +222,7 @@ kernel void rigid_update(uint nb, float dt, global mz_rigid *rb, global float4 *
     if (b >= nb)
         return;
     mz_rigid B = rb[b];
-    float4 v = mz_vec3((B.c_pred - B.c) / dt);
+    float4 v = mz_vec((B.c_pred - B.c) / dt);
     float4 dq = mz_qmul(B.q_pred, (float4)(-B.q.x, -B.q.y, -B.q.z, B.q.w));
     if (dq.w < 0.0f)
         dq = -dq;
@@ -241,7 +230,7 @@ kernel void rigid_update(uint nb, float dt, global mz_rigid *rb, global float4 *
     float4 w = (float4)(0.0f);
     if (s > 0.0f)
         w = (float4)(dq.x, dq.y, dq.z, 0.0f) * (2.0f * atan2(s, dq.w) / (s * dt));
-    w = mz_vec3(w);
+    w = mz_vec(w);
 #if MZ_DIM == 2
     w.x = w.y = 0.0f;
 #endif
