@@ -49,7 +49,7 @@ $(BUILD)/obj/kernels_embedded.o: $(BUILD)/kernels_embedded.c
 $(BUILD)/obj/version.o: .FORCE
 .FORCE:
 
-$(BUILD)/tests/%: tests/%.c tests/test_util.h tests/test_world.h $(LIB_OBJS) | $(BUILD)/tests
+$(BUILD)/tests/%: tests/%.c tests/test_util.h tests/test_world.h tests/bench_frames.h $(LIB_OBJS) | $(BUILD)/tests
 	$(CC) $(ALL_CFLAGS) -Itests -o $@ $< $(LIB_OBJS) $(LDLIBS) $(shell pkg-config --libs cmocka)
 
 $(BUILD)/obj $(BUILD)/tests:

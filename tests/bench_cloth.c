@@ -4,11 +4,7 @@
  * (the cloth is already on the sphere and folding when timing starts), with device time per
  * stage. N = 128 and 256, and 1024 (one timed frame on a CPU; BENCH_CLOTH_MAX overrides the
  * largest N). Not a test: prints a table, exits 0. */
-#include "build.h"
-#include "cl_ctx.h"
-#include "progress.h"
-#include "scene.h"
-#include "sim.h"
+#include "bench_frames.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -28,42 +24,9 @@ static int bench(mz_cl *cl, int res, int warm, int frames)
              "   \"self_collision\": true}],"
              " \"colliders\": [{\"sphere\": {\"center\": [0.5,0.25,0.5], \"radius\": 0.25}}]}",
              res, res);
-    mz_scene s;
-    mz_diag d = {0};
-    if (scene_load_text(json, strlen(json), "bench.json", NULL, 0, &s, &d) != 0) {
-        diag_print(&d, "bench scene");
-        return -1;
-    }
-    mz_particles p;
-    build_particles(&s, &p);
-    mz_sim sim;
-    if (sim_create(&sim, cl, &s, &p) != 0)
-        return -1;
-    double frame_dt = scene_frame_dt(&s);
-    for (int k = 0; k < warm; k++)
-        if (sim_advance_frame(&sim, frame_dt) != 0)
-            return -1;
-    clFinish(cl->queue);
-    sim_collect_profile(&sim);
-    memset(sim.stages, 0, sizeof sim.stages);
-    double t0 = now_seconds();
-    for (int k = 0; k < frames; k++) {
-        if (sim_advance_frame(&sim, frame_dt) != 0)
-            return -1;
-        clFinish(cl->queue);
-        sim_collect_profile(&sim);
-    }
-    double wall = now_seconds() - t0;
-    double substeps = (double)frames * s.sim.substeps;
-    printf("%5d x %-5d %9zu %10zu %6d %10.2f %9.1f %11.3g", res, res, p.n, p.n_constraints,
-           frames, 1e3 * wall / frames, frames / wall, (double)p.n * substeps / wall);
-    for (int i = 0; sim.solver->stages[i]; i++)
-        printf(" %9.2f", 1e9 * sim.stages[i].seconds / ((double)p.n * substeps));
-    printf("\n");
-    sim_release(&sim);
-    particles_free(&p);
-    scene_free(&s);
-    return 0;
+    char label[32];
+    snprintf(label, sizeof label, "%5d x %-5d", res, res);
+    return bench_frames(cl, json, label, true, warm, frames);
 }
 
 int main(void)

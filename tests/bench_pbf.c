@@ -4,11 +4,7 @@
  * frames per wall-clock second and particle-substeps per second over timed frames after
  * warm-up frames, with device time per stage. n^3 ~ 10^5 and 10^6, and 10^7 on a GPU
  * (BENCH_PBF_MAX overrides the largest count). Not a test: prints a table, exits 0. */
-#include "build.h"
-#include "cl_ctx.h"
-#include "progress.h"
-#include "scene.h"
-#include "sim.h"
+#include "bench_frames.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -26,42 +22,9 @@ static int bench(mz_cl *cl, int res, int warm, int frames)
              " \"fluids\": [{\"solver\": \"pbf\", \"box\": {\"min\": [0,0,0], \"max\": [%.17g,%.17g,%.17g]},"
              "   \"spacing\": 0.01}]}",
              4 * a, 2 * a, a, a, a, a);
-    mz_scene s;
-    mz_diag d = {0};
-    if (scene_load_text(json, strlen(json), "bench.json", NULL, 0, &s, &d) != 0) {
-        diag_print(&d, "bench scene");
-        return -1;
-    }
-    mz_particles p;
-    build_particles(&s, &p);
-    mz_sim sim;
-    if (sim_create(&sim, cl, &s, &p) != 0)
-        return -1;
-    double frame_dt = scene_frame_dt(&s);
-    for (int k = 0; k < warm; k++)
-        if (sim_advance_frame(&sim, frame_dt) != 0)
-            return -1;
-    clFinish(cl->queue);
-    sim_collect_profile(&sim);
-    memset(sim.stages, 0, sizeof sim.stages);
-    double t0 = now_seconds();
-    for (int k = 0; k < frames; k++) {
-        if (sim_advance_frame(&sim, frame_dt) != 0)
-            return -1;
-        clFinish(cl->queue);
-        sim_collect_profile(&sim);
-    }
-    double wall = now_seconds() - t0;
-    double substeps = (double)frames * s.sim.substeps;
-    printf("%4d^3 %10zu %6d %10.2f %9.2f %11.3g", res, p.n, frames, 1e3 * wall / frames,
-           frames / wall, (double)p.n * substeps / wall);
-    for (int i = 0; sim.solver->stages[i]; i++)
-        printf(" %9.2f", 1e9 * sim.stages[i].seconds / ((double)p.n * substeps));
-    printf("\n");
-    sim_release(&sim);
-    particles_free(&p);
-    scene_free(&s);
-    return 0;
+    char label[16];
+    snprintf(label, sizeof label, "%4d^3", res);
+    return bench_frames(cl, json, label, false, warm, frames);
 }
 
 int main(void)
