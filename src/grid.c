@@ -201,6 +201,23 @@ static cl_mem grid_buffer(mz_grid *g, size_t bytes, const char *what)
 #define MAX_DENSE_CELLS 4294967296.0
 
 /* Cell layout: dense cells per axis and count, hashed table size, key bits. */
+size_t grid_cells_for(size_t n, double h, int dim, const double dmin[3], const double dmax[3])
+{
+    double dense_cells = 1.0, widest = 1.0;
+    for (int a = 0; a < dim; a++) {
+        double c = fmax(1.0, ceil((dmax[a] - dmin[a]) / h));
+        dense_cells *= c;
+        widest = fmax(widest, c);
+    }
+    if (dense_cells <= MAX_DENSE_CELLS && widest <= MAX_AXIS_CELLS &&
+        dense_cells <= fmax(8.0 * (double)n, 4194304.0))
+        return (size_t)dense_cells;
+    size_t cells = MIN_TABLE;
+    while (cells < 2 * n)
+        cells *= 2;
+    return cells;
+}
+
 static int choose_layout(mz_grid *g, size_t n, double h, int dim, const double dmin[3],
                          const double dmax[3], mz_grid_mode mode)
 {

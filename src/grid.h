@@ -68,6 +68,8 @@ typedef struct mz_grid {
  * 0, or -1 after reporting. */
 int grid_create(mz_grid *g, mz_cl *cl, size_t n, double h, int dim, const double dmin[3],
                 const double dmax[3], mz_grid_mode mode);
+/* The cells (dense) or hash table entries a grid of MZ_GRID_AUTO gets for these arguments. */
+size_t grid_cells_for(size_t n, double h, int dim, const double dmin[3], const double dmax[3]);
 /* Permute *buf (n elements of elem = 4 or 16 bytes) with every build. */
 int grid_register(mz_grid *g, cl_mem *buf, size_t elem);
 /* Keys from key_source, sort, ranges, reorder. Enqueued on the device's queue, not waited for. */

@@ -69,6 +69,13 @@ typedef struct mz_h5_out mz_h5_out;
 mz_h5_out *h5_out_create(const char *path, size_t n, unsigned fields, int gzip_level,
                          const mz_h5_meta *meta, const mz_h5_static *st);
 
+/* Open an output written earlier by the same scene to go on writing it (a resumed run): check
+ * it has n particles, the fields and B rigid bodies; cut every series back to its first
+ * `frames` frames (frames written later, after the checkpoint, are dropped) and rewrite the
+ * sidecar. The run record is set to incomplete. NULL after reporting. */
+mz_h5_out *h5_out_reopen(const char *path, size_t n, unsigned fields, size_t n_rigids,
+                         long frames);
+
 /* Append one frame. data[f] for each field in the mask: components × n floats in id order.
  * rigid_pose: with B rigid bodies, 8 floats per body as the device keeps them (mz_sim's
  * rigid_pose): centre of mass x, y, z, (unused), then quaternion x, y, z, w; NULL when B = 0.

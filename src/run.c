@@ -1,25 +1,34 @@
 /* `mizu run`: scene → particles → device → frames → HDF5, with progress and a summary.
  *
  * Output overlaps compute: a frame's readback is enqueued behind its substeps without blocking,
- * and while the device computes the next frame the host converts and writes this one. */
+ * and while the device computes the next frame the host converts and writes this one. The
+ * blow-up check of a frame (health.h) is queued with it and read one frame later.
+ *
+ * Batch jobs: --checkpoint-every writes the state every N frames (checkpoint.h); SIGINT or
+ * SIGTERM stops after the frame in progress with a checkpoint (signals.h); --resume continues
+ * from a checkpoint into the same output file, cut back to the frames written when the
+ * checkpoint was taken, and the frames that follow are bit-identical to an uninterrupted run
+ * on the same device. */
 #include "run.h"
 
 #include "bodies.h"
 #include "build.h"
+#include "checkpoint.h"
 #include "cl_prog.h"
 #include "err.h"
 #include "h5_out.h"
+#include "health.h"
 #include "progress.h"
+#include "signals.h"
 #include "sim.h"
 
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 
-/* Scene with --frames folded into the overrides, so the effective scene records it. Prints the
- * errors; returns 0 or MZ_EXIT_USAGE. */
-static int load_scene(const mz_run_opts *o, mz_scene *s)
+int run_load_scene(const mz_run_opts *o, mz_scene *s)
 {
     size_t n = o->n_overrides;
     const char **ov = xcalloc(n + 1, sizeof *ov);
@@ -31,7 +40,9 @@ static int load_scene(const mz_run_opts *o, mz_scene *s)
         ov[n++] = frames;
     }
     mz_diag d = {0};
-    int rc = scene_load(o->scene_path, ov, n, s, &d);
+    int rc = o->scene_text ? scene_load_text(o->scene_text, strlen(o->scene_text), o->scene_path,
+                                             ov, n, s, &d)
+                           : scene_load(o->scene_path, ov, n, s, &d);
     free(ov);
     if (rc != 0) {
         diag_print(&d, o->scene_path);
@@ -40,6 +51,18 @@ static int load_scene(const mz_run_opts *o, mz_scene *s)
     }
     diag_free(&d);
     return 0;
+}
+
+double run_output_bytes(const mz_scene *s, size_t n, size_t n_rigids, long first_frame)
+{
+    long frames = 0;
+    for (long f = first_frame; f <= s->sim.frames; f++)
+        frames += f % s->output.every == 0;
+    double per_frame = 28.0 * (double)n_rigids + 16; /* poses; step and time */
+    for (int f = 0; f < MZ_FIELD_COUNT; f++)
+        if (s->output.fields & MZ_FIELD_BIT(f))
+            per_frame += 4.0 * mz_field_infos[f].components * (double)n;
+    return per_frame * (double)frames;
 }
 
 /* -o, else output.path, else "<scene name without .json>.h5" in the working directory. */
@@ -71,6 +94,46 @@ typedef struct readback {
     double time;
     bool pending;
 } readback;
+
+/* Everything a run holds. */
+typedef struct run_ctx {
+    const mz_run_opts *o;
+    mz_scene scene;
+    char *path, *ckpt_path;
+    mz_ckpt ck;      /* the checkpoint resumed from (frame 0 when not resuming) */
+    bool resumed;
+    mz_cl cl;
+    mz_sim sim;
+    mz_particles parts;
+    mz_health health;
+    mz_h5_out *out;
+    unsigned fields;
+    readback rb[2];
+    float *ordered[MZ_FIELD_COUNT];
+    double write_s;
+    long checkpoints; /* written by this run */
+} run_ctx;
+
+/* A warning when the frames still to write (uncompressed) exceed the free space of the
+ * output's filesystem: the run would stop there (keeping the frames before). */
+static void warn_disk_space(const run_ctx *r, long first_frame)
+{
+    char *dir = xstrdup(r->path);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        slash[slash == dir] = 0;
+    struct statvfs fs;
+    double need = run_output_bytes(&r->scene, r->parts.n, r->sim.n_rigids, first_frame);
+    if (statvfs(slash ? dir : ".", &fs) == 0) {
+        double avail = (double)fs.f_bavail * (double)fs.f_frsize;
+        if (need > avail)
+            mz_warn("the output needs about %.3g GB%s and %s has %.3g GB free: the run will stop "
+                    "when the disk is full, keeping the frames written before",
+                    need / 1e9, r->scene.output.compression ? " before compression" : "",
+                    slash ? dir : ".", avail / 1e9);
+    }
+    free(dir);
+}
 
 static int device_components(mz_field f) { return mz_field_infos[f].components == 3 ? 4 : 1; }
 
@@ -105,12 +168,18 @@ static bool enqueue_readback(mz_sim *sim, unsigned fields, readback *rb)
     return ok;
 }
 
-/* Whether the readback of the frame before frame f is still waiting to be written. */
-static bool prev_pending(const readback rb[2], long f) { return rb[(f + 1) & 1].pending; }
+/* Forget a queued readback (its frame is not to be written). */
+static void drop_readback(readback *rb)
+{
+    if (rb->pending) {
+        clWaitForEvents(1, &rb->done);
+        clReleaseEvent(rb->done);
+    }
+    rb->pending = false;
+}
 
 /* Wait for a readback, put it in id order, append it to the file. */
-static int finish_readback(readback *rb, size_t n, unsigned fields, float *ordered[],
-                           mz_h5_out *out, double *write_seconds)
+static int finish_readback(run_ctx *r, readback *rb)
 {
     rb->pending = false;
     bool ok = cl_ok(clWaitForEvents(1, &rb->done), "clWaitForEvents(readback)");
@@ -118,41 +187,48 @@ static int finish_readback(readback *rb, size_t n, unsigned fields, float *order
     if (!ok)
         return -1;
     double t0 = now_seconds();
+    size_t n = r->parts.n;
     const float *data[MZ_FIELD_COUNT] = {0};
     for (int f = 0; f < MZ_FIELD_COUNT; f++) {
-        if (!(fields & MZ_FIELD_BIT(f)))
+        if (!(r->fields & MZ_FIELD_BIT(f)))
             continue;
         int cd = device_components(f), co = mz_field_infos[f].components;
         for (size_t i = 0; i < n; i++)
             for (int k = 0; k < co; k++)
-                ordered[f][(size_t)rb->id[i] * co + k] = rb->raw[f][i * cd + k];
-        data[f] = ordered[f];
+                r->ordered[f][(size_t)rb->id[i] * co + k] = rb->raw[f][i * cd + k];
+        data[f] = r->ordered[f];
     }
-    int rc = h5_out_write_frame(out, rb->step, rb->time, data, rb->rigid_pose);
-    *write_seconds += now_seconds() - t0;
+    signals_writing(true);
+    int rc = h5_out_write_frame(r->out, rb->step, rb->time, data, rb->rigid_pose);
+    signals_writing(false);
+    r->write_s += now_seconds() - t0;
     return rc;
 }
 
-static void print_summary(const mz_run_opts *o, const mz_scene *s, const mz_sim *sim,
-                          const char *path, long frames_written, double setup_s, double run_s,
-                          double write_s)
+static void print_summary(const run_ctx *r, long frames_written, double setup_s, double run_s)
 {
-    double psteps = (double)sim->n * (double)sim->step;
+    const mz_sim *sim = &r->sim;
+    double psteps = (double)sim->n * (double)(sim->step - r->ck.step);
     fprintf(stderr, "mizu: done: %zu particles, %d frames, %ld steps of %.4g", sim->n,
-            s->sim.frames, sim->step, 1e3 * sim->dt_min);
+            r->scene.sim.frames, sim->step, 1e3 * sim->dt_min);
     if (sim->dt_max > sim->dt_min * (1 + 1e-9))
         fprintf(stderr, " to %.4g", 1e3 * sim->dt_max);
-    fprintf(stderr, " ms, %.4g s simulated\n", sim->time);
-    fprintf(stderr, "  wall %.3f s (setup %.3f s, frames %.3f s), %.4g particle-steps/s\n",
+    fprintf(stderr, " ms, %.4g s simulated", sim->time);
+    if (r->resumed)
+        fprintf(stderr, " (resumed after frame %ld)", r->ck.frame);
+    fprintf(stderr, "\n  wall %.3f s (setup %.3f s, frames %.3f s), %.4g particle-steps/s\n",
             setup_s + run_s, setup_s, run_s, run_s > 0 ? psteps / run_s : 0.0);
     struct stat st;
-    double mb = stat(path, &st) == 0 ? (double)st.st_size / 1e6 : 0.0;
-    char *xdmf = h5_out_xdmf_path(path);
+    double mb = stat(r->path, &st) == 0 ? (double)st.st_size / 1e6 : 0.0;
+    char *xdmf = h5_out_xdmf_path(r->path);
     fprintf(stderr, "  output %s (%ld frames, %.1f MB) and %s; writing took %.3f s (%.1f%% of "
                     "the frame loop)\n",
-            path, frames_written, mb, xdmf, write_s, run_s > 0 ? 100.0 * write_s / run_s : 0.0);
+            r->path, frames_written, mb, xdmf, r->write_s,
+            run_s > 0 ? 100.0 * r->write_s / run_s : 0.0);
     free(xdmf);
-    if (o->profile) {
+    if (r->checkpoints > 0)
+        fprintf(stderr, "  %ld checkpoints written to %s\n", r->checkpoints, r->ckpt_path);
+    if (r->o->profile) {
         double total = 0;
         for (int i = 0; sim->solver->stages[i]; i++)
             total += sim->stages[i].seconds;
@@ -166,212 +242,301 @@ static void print_summary(const mz_run_opts *o, const mz_scene *s, const mz_sim 
     }
 }
 
+/* The scene: from the file, or for --resume from the checkpoint's record (the scene text and
+ * overrides the first run used, and --frames if given to extend the run). */
+static int load_run_scene(run_ctx *r)
+{
+    const mz_run_opts *o = r->o;
+    if (!o->resume_path)
+        return run_load_scene(o, &r->scene);
+    if (checkpoint_read(o->resume_path, &r->ck) != 0)
+        return MZ_EXIT_RUNTIME;
+    r->resumed = true;
+    mz_run_opts ro = *o;
+    ro.scene_path = r->ck.scene_path;
+    ro.scene_text = r->ck.scene_given;
+    ro.overrides = (const char *const *)r->ck.overrides;
+    ro.n_overrides = r->ck.n_overrides;
+    return run_load_scene(&ro, &r->scene);
+}
+
+static void alloc_readbacks(run_ctx *r)
+{
+    size_t n = r->parts.n;
+    for (int b = 0; b < 2; b++) {
+        r->rb[b].id = xmalloc(4 * n);
+        if (r->sim.n_rigids > 0)
+            r->rb[b].rigid_pose = xmalloc(8 * sizeof(cl_float) * r->sim.n_rigids);
+        for (int f = 0; f < MZ_FIELD_COUNT; f++)
+            if (r->fields & MZ_FIELD_BIT(f))
+                r->rb[b].raw[f] = xmalloc(4 * (size_t)device_components(f) * n);
+    }
+    for (int f = 0; f < MZ_FIELD_COUNT; f++)
+        if (r->fields & MZ_FIELD_BIT(f))
+            r->ordered[f] = xmalloc(4 * (size_t)mz_field_infos[f].components * n);
+}
+
+/* A new output file, or for --resume the one the checkpoint names, cut back to its frames. */
+static int open_output(run_ctx *r)
+{
+    const mz_scene *s = &r->scene;
+    if (r->resumed) {
+        r->out = h5_out_reopen(r->path, r->parts.n, r->fields, r->sim.n_rigids,
+                               r->ck.frames_written);
+        return r->out ? 0 : -1;
+    }
+    mz_h5_meta meta = {.scene_path = s->path, .scene_given = s->given_json,
+                       .scene_effective = s->effective_json,
+                       .overrides = (const char *const *)s->overrides,
+                       .n_overrides = s->n_overrides, .device = r->cl.device_name,
+                       .platform = r->cl.platform_name, .driver = r->cl.driver_version,
+                       .kernel_build_options = MZ_CL_BUILD_OPTIONS};
+    memcpy(meta.domain_min, s->domain.min, sizeof meta.domain_min);
+    memcpy(meta.domain_max, s->domain.max, sizeof meta.domain_max);
+    /* Rigid body k is body n_fluids + n_cloths + n_meshes + k (sim.h). */
+    uint32_t *rigid_body = xcalloc(r->sim.n_rigids ? r->sim.n_rigids : 1, sizeof *rigid_body);
+    for (size_t k = 0; k < r->sim.n_rigids; k++)
+        rigid_body[k] = (uint32_t)(s->n_fluids + s->n_cloths + s->n_meshes + k);
+    mz_h5_static st = {.body = r->parts.body, .phase = r->parts.phase,
+                       .triangles = r->parts.triangles, .n_triangles = r->parts.n_triangles,
+                       .n_rigids = r->sim.n_rigids, .rigid_body = rigid_body};
+    r->out = h5_out_create(r->path, r->parts.n, r->fields,
+                           s->output.compression == MZ_COMPRESSION_GZIP ? s->output.level : 0,
+                           &meta, &st);
+    free(rigid_body);
+    return r->out ? 0 : -1;
+}
+
+/* Device, memory check, particles, solver, blow-up check, state from a checkpoint, output.
+ * 0, or an exit code after reporting. */
+static int set_up(run_ctx *r)
+{
+    const mz_run_opts *o = r->o;
+    int opened = mz_cl_open(&r->cl, o->device, o->profile);
+    if (opened != 0)
+        return opened == -2 ? MZ_EXIT_USAGE : MZ_EXIT_RUNTIME;
+    if (r->resumed && strcmp(r->ck.device, r->cl.device_name) != 0)
+        mz_warn("the checkpoint was written on \"%s\" and this run is on \"%s\": the frames "
+                "that follow are bit-identical to an uninterrupted run only on the same device",
+                r->ck.device, r->cl.device_name);
+    /* Before any allocation: a scene too big for the device is refused, not half-built. */
+    if (sim_check_fits(&r->cl, &r->scene, build_particle_count(&r->scene)) != 0)
+        return MZ_EXIT_RUNTIME;
+    build_particles(&r->scene, &r->parts);
+    if (sim_create(&r->sim, &r->cl, &r->scene, &r->parts) != 0 ||
+        health_init(&r->health, &r->sim, health_speed_bound(&r->scene, &r->parts)) != 0)
+        return MZ_EXIT_RUNTIME;
+    if (r->resumed && checkpoint_restore(o->resume_path, &r->sim) != 0)
+        return MZ_EXIT_RUNTIME;
+    r->fields = r->scene.output.fields;
+    if (open_output(r) != 0)
+        return MZ_EXIT_RUNTIME;
+    alloc_readbacks(r);
+    warn_disk_space(r, r->resumed ? r->ck.frame + 1 : 0);
+    return 0;
+}
+
+/* Every frame queued so far checked and written. 0; 1 when the last frame blew up (its
+ * readback is dropped, the frames before stay); -1 when writing failed. */
+static int drain(run_ctx *r)
+{
+    if (health_result(&r->health, &r->sim) != 0) {
+        for (int b = 0; b < 2; b++)
+            drop_readback(&r->rb[b]);
+        return 1;
+    }
+    for (int b = 0; b < 2; b++)
+        if (r->rb[b].pending && finish_readback(r, &r->rb[b]) != 0)
+            return -1;
+    return 0;
+}
+
+static const char *drain_failure(int d)
+{
+    return d > 0 ? "the simulation blew up" : "writing the output failed";
+}
+
+static int save_checkpoint(run_ctx *r, long frame)
+{
+    const mz_scene *s = &r->scene;
+    mz_ckpt info = {.frame = frame, .frames_written = h5_out_frames(r->out),
+                    .scene_path = s->path, .scene_given = s->given_json,
+                    .output_path = r->path, .overrides = s->overrides,
+                    .n_overrides = s->n_overrides};
+    /* The overrides already hold --frames: a resumed run keeps the frame count unless it is
+     * given --frames again. */
+    if (checkpoint_write(r->ckpt_path, &r->sim, &info) != 0)
+        return -1;
+    r->checkpoints++;
+    return 0;
+}
+
+typedef enum loop_end { LOOP_DONE, LOOP_FAILED, LOOP_BLOWN_UP, LOOP_SIGNALLED } loop_end;
+
+/* The frames after `first - 1`. *why says what stopped a failed loop. */
+static loop_end frame_loop(run_ctx *r, long first, long *last_frame, const char **why)
+{
+    const mz_scene *s = &r->scene;
+    long frames = s->sim.frames, every = s->output.every, ck_every = r->o->checkpoint_every;
+    double frame_dt = scene_frame_dt(s);
+    mz_progress prog;
+    progress_start(&prog, !r->o->quiet, frames, (double)r->parts.n);
+    loop_end end = LOOP_DONE;
+    *last_frame = first - 1;
+    for (long f = first; f <= frames; f++) {
+        readback *cur = &r->rb[f & 1], *prev = &r->rb[(f + 1) & 1];
+        if (f > 0 && sim_advance_frame(&r->sim, frame_dt) != 0) {
+            /* The frame before is whole (its readback was queued before the failing step): keep
+             * it, unless it blew up too. */
+            *why = "the simulation failed";
+            end = drain(r) > 0 ? LOOP_BLOWN_UP : LOOP_FAILED;
+            break;
+        }
+        /* The check of the frame before waits only for that frame, not for this one. */
+        if (health_result(&r->health, &r->sim) != 0) {
+            drop_readback(prev);
+            *why = "the simulation blew up";
+            end = LOOP_BLOWN_UP;
+            break;
+        }
+        if (!health_enqueue(&r->health, &r->sim, f) ||
+            (f % every == 0 && !enqueue_readback(&r->sim, r->fields, cur))) {
+            *why = "a device failure";
+            end = LOOP_FAILED;
+            break;
+        }
+        if (prev->pending && finish_readback(r, prev) != 0) {
+            *why = "writing the output failed";
+            end = LOOP_FAILED;
+            break;
+        }
+        if (r->o->profile) {
+            clFinish(r->cl.queue);
+            sim_collect_profile(&r->sim);
+        }
+        *last_frame = f;
+        progress_update(&prog, f, r->sim.time, r->sim.step);
+        bool signalled = signals_pending() != 0;
+        if (signalled || (ck_every > 0 && f % ck_every == 0 && f > 0 && f < frames)) {
+            int d = drain(r);
+            if (d != 0) {
+                *why = drain_failure(d);
+                end = d > 0 ? LOOP_BLOWN_UP : LOOP_FAILED;
+                break;
+            }
+            if (save_checkpoint(r, f) != 0) {
+                *why = "writing the checkpoint failed";
+                end = LOOP_FAILED;
+                break;
+            }
+            if (signalled) {
+                end = LOOP_SIGNALLED;
+                break;
+            }
+        }
+    }
+    int d = end == LOOP_DONE ? drain(r) : 0;
+    if (d != 0) {
+        *why = drain_failure(d);
+        end = d > 0 ? LOOP_BLOWN_UP : LOOP_FAILED;
+    }
+    if (end == LOOP_DONE && !cl_ok(clFinish(r->cl.queue), "clFinish")) {
+        *why = "a device failure";
+        end = LOOP_FAILED;
+    }
+    progress_finish(&prog);
+    return end;
+}
+
+static void release_run(run_ctx *r)
+{
+    /* A failed run can leave readbacks queued into rb[]: let the device finish before freeing. */
+    if (r->cl.queue)
+        clFinish(r->cl.queue);
+    for (int b = 0; b < 2; b++) {
+        if (r->rb[b].pending)
+            clReleaseEvent(r->rb[b].done);
+        free(r->rb[b].id);
+        free(r->rb[b].rigid_pose);
+        for (int f = 0; f < MZ_FIELD_COUNT; f++)
+            free(r->rb[b].raw[f]);
+    }
+    for (int f = 0; f < MZ_FIELD_COUNT; f++)
+        free(r->ordered[f]);
+    if (r->out)
+        h5_out_close(r->out, false, "aborted");
+    health_release(&r->health);
+    sim_release(&r->sim);
+    particles_free(&r->parts);
+    mz_cl_close(&r->cl);
+    free(r->path);
+    free(r->ckpt_path);
+    checkpoint_free(&r->ck);
+    scene_free(&r->scene);
+}
+
+/* Close the output after the loop and say what happened; the exit code. */
+static int finish_run(run_ctx *r, loop_end end, long last_frame, const char *why)
+{
+    long written = h5_out_frames(r->out);
+    char status[256];
+    signals_writing(true);
+    if (end == LOOP_SIGNALLED) {
+        int sig = signals_pending();
+        snprintf(status, sizeof status, "stopped by %s after frame %ld; resume with: mizu run "
+                 "--resume %s", signal_name(sig), last_frame, r->ckpt_path);
+        int rc = h5_out_close(r->out, false, status);
+        r->out = NULL;
+        signals_writing(false);
+        fprintf(stderr, "mizu: stopped by %s after frame %ld of %d; %s holds %ld frames and the "
+                "state is in %s\n  resume with: mizu run --resume %s\n",
+                signal_name(sig), last_frame, r->scene.sim.frames, r->path, written,
+                r->ckpt_path, r->ckpt_path);
+        return rc == 0 ? 128 + sig : MZ_EXIT_RUNTIME;
+    }
+    if (end != LOOP_DONE) {
+        snprintf(status, sizeof status, "stopped at frame %ld: %s", written, why);
+        h5_out_close(r->out, false, status);
+        r->out = NULL;
+        signals_writing(false);
+        mz_error("run stopped; %s holds the %ld frames written before the failure (marked "
+                 "incomplete)",
+                 r->path, written);
+        return MZ_EXIT_RUNTIME;
+    }
+    int close_rc = h5_out_close(r->out, true, "finished");
+    r->out = NULL;
+    signals_writing(false);
+    return close_rc == 0 ? MZ_EXIT_OK : MZ_EXIT_RUNTIME;
+}
+
 int cmd_run(const mz_run_opts *o)
 {
     double t_start = now_seconds();
-    mz_scene scene;
-    int rc = load_scene(o, &scene);
-    if (rc != 0)
+    run_ctx r = {.o = o};
+    int rc = load_run_scene(&r);
+    if (rc != 0) {
+        release_run(&r);
         return rc;
-    char *path = output_path(o, &scene);
-    mz_cl cl;
-    mz_sim sim = {0};
-    mz_particles parts = {0};
-    mz_h5_out *out = NULL;
-    readback rb[2] = {0};
-    float *ordered[MZ_FIELD_COUNT] = {0};
-    rc = MZ_EXIT_RUNTIME;
-    int opened = mz_cl_open(&cl, o->device, o->profile);
-    if (opened != 0) {
-        rc = opened == -2 ? MZ_EXIT_USAGE : MZ_EXIT_RUNTIME;
-        goto done_scene;
     }
-    build_particles(&scene, &parts);
-    if (sim_create(&sim, &cl, &scene, &parts) != 0)
-        goto done;
-
-    unsigned fields = scene.output.fields;
-    mz_h5_meta meta = {.scene_path = scene.path, .scene_given = scene.given_json,
-                       .scene_effective = scene.effective_json,
-                       .overrides = (const char *const *)scene.overrides,
-                       .n_overrides = scene.n_overrides, .device = cl.device_name,
-                       .platform = cl.platform_name, .driver = cl.driver_version,
-                       .kernel_build_options = MZ_CL_BUILD_OPTIONS};
-    memcpy(meta.domain_min, scene.domain.min, sizeof meta.domain_min);
-    memcpy(meta.domain_max, scene.domain.max, sizeof meta.domain_max);
-    /* Rigid body k is body n_fluids + n_cloths + n_meshes + k (sim.h). */
-    uint32_t *rigid_body = xcalloc(sim.n_rigids ? sim.n_rigids : 1, sizeof *rigid_body);
-    for (size_t k = 0; k < sim.n_rigids; k++)
-        rigid_body[k] = (uint32_t)(scene.n_fluids + scene.n_cloths + scene.n_meshes + k);
-    mz_h5_static st = {.body = parts.body, .phase = parts.phase, .triangles = parts.triangles,
-                       .n_triangles = parts.n_triangles, .n_rigids = sim.n_rigids,
-                       .rigid_body = rigid_body};
-    out = h5_out_create(path, parts.n, fields,
-                        scene.output.compression == MZ_COMPRESSION_GZIP ? scene.output.level : 0,
-                        &meta, &st);
-    free(rigid_body);
-    if (!out)
-        goto done;
-    for (int b = 0; b < 2; b++) {
-        rb[b].id = xmalloc(4 * parts.n);
-        if (sim.n_rigids > 0)
-            rb[b].rigid_pose = xmalloc(8 * sizeof(cl_float) * sim.n_rigids);
-        for (int f = 0; f < MZ_FIELD_COUNT; f++)
-            if (fields & MZ_FIELD_BIT(f))
-                rb[b].raw[f] = xmalloc(4 * (size_t)device_components(f) * parts.n);
+    r.path = o->out_path || !r.resumed ? output_path(o, &r.scene) : xstrdup(r.ck.output_path);
+    r.ckpt_path = o->checkpoint_path ? xstrdup(o->checkpoint_path)
+                  : o->resume_path   ? xstrdup(o->resume_path)
+                                     : checkpoint_default_path(r.path);
+    signals_install();
+    rc = set_up(&r);
+    if (rc == 0) {
+        long first = r.resumed ? r.ck.frame + 1 : 0, last = first - 1;
+        const char *why = NULL;
+        double t_loop = now_seconds();
+        loop_end end = frame_loop(&r, first, &last, &why);
+        double t_end = now_seconds();
+        long written = h5_out_frames(r.out);
+        rc = finish_run(&r, end, last, why);
+        if (rc == MZ_EXIT_OK && !o->quiet)
+            print_summary(&r, written, t_loop - t_start, t_end - t_loop);
     }
-    for (int f = 0; f < MZ_FIELD_COUNT; f++)
-        if (fields & MZ_FIELD_BIT(f))
-            ordered[f] = xmalloc(4 * (size_t)mz_field_infos[f].components * parts.n);
-
-    double t_loop = now_seconds(), write_s = 0;
-    long frames = scene.sim.frames;
-    double frame_dt = scene_frame_dt(&scene);
-    mz_progress prog;
-    progress_start(&prog, !o->quiet, frames, (double)parts.n);
-    bool failed = false;
-    const char *why = NULL;
-    for (long f = 0; f <= frames && !failed; f++) {
-        if (f > 0 && sim_advance_frame(&sim, frame_dt) != 0) {
-            failed = true;
-            why = "the simulation failed";
-            /* The frame before is whole: its readback was queued before the failing step. */
-            if (prev_pending(rb, f))
-                finish_readback(&rb[(f + 1) & 1], parts.n, fields, ordered, out, &write_s);
-            break;
-        }
-        readback *cur = &rb[f & 1], *prev = &rb[(f + 1) & 1];
-        if (f % scene.output.every == 0)
-            failed = !enqueue_readback(&sim, fields, cur);
-        if (!failed && prev->pending &&
-            finish_readback(prev, parts.n, fields, ordered, out, &write_s) != 0) {
-            failed = true;
-            why = "writing the output failed";
-        }
-        if (o->profile && !failed) {
-            clFinish(cl.queue);
-            sim_collect_profile(&sim);
-        }
-        progress_update(&prog, f, sim.time, sim.step);
-    }
-    for (int b = 0; b < 2 && !failed; b++)
-        if (rb[b].pending && finish_readback(&rb[b], parts.n, fields, ordered, out, &write_s)) {
-            failed = true;
-            why = "writing the output failed";
-        }
-    if (!failed)
-        failed = !cl_ok(clFinish(cl.queue), "clFinish");
-    progress_finish(&prog);
-    double t_end = now_seconds();
-    long written = h5_out_frames(out);
-    if (failed) {
-        char status[160];
-        snprintf(status, sizeof status, "stopped at frame %ld: %s", written,
-                 why ? why : "a device failure");
-        h5_out_close(out, false, status);
-        mz_error("run stopped; %s holds the %ld frames written before the failure (marked "
-                 "incomplete)",
-                 path, written);
-        out = NULL;
-        goto done;
-    }
-    int close_rc = h5_out_close(out, true, "finished");
-    out = NULL;
-    if (close_rc != 0)
-        goto done;
-    if (!o->quiet)
-        print_summary(o, &scene, &sim, path, written, t_loop - t_start, t_end - t_loop,
-                      write_s);
-    rc = MZ_EXIT_OK;
-done:
-    /* A failed run can leave readbacks queued into rb[]: let the device finish before freeing. */
-    if (cl.queue)
-        clFinish(cl.queue);
-    for (int b = 0; b < 2; b++) {
-        if (rb[b].pending)
-            clReleaseEvent(rb[b].done);
-        free(rb[b].id);
-        free(rb[b].rigid_pose);
-        for (int f = 0; f < MZ_FIELD_COUNT; f++)
-            free(rb[b].raw[f]);
-    }
-    for (int f = 0; f < MZ_FIELD_COUNT; f++)
-        free(ordered[f]);
-    if (out)
-        h5_out_close(out, false, "aborted");
-    sim_release(&sim);
-    particles_free(&parts);
-    mz_cl_close(&cl);
-done_scene:
-    free(path);
-    scene_free(&scene);
+    release_run(&r);
+    signals_restore();
     return rc;
-}
-
-int cmd_check(const mz_run_opts *o)
-{
-    mz_scene s;
-    int rc = load_scene(o, &s);
-    if (rc != 0)
-        return rc;
-    int dim = s.sim.dimensions;
-    size_t n = build_particle_count(&s);
-    printf("%s: ok (scene format %d)\n", o->scene_path, s.version);
-    printf("  %d dimensions, %d frames at %g fps, ", dim, s.sim.frames, s.sim.fps);
-    if (s.sim.adaptive)
-        printf("adaptive steps (cfl %g)", scene_cfl(&s));
-    else
-        printf("%d substeps of %.4g ms", s.sim.substeps, 1e3 * scene_substep_dt(&s));
-    if (scene_is_sph(&s))
-        printf(", support radius %g m, speed of sound %.3g m/s\n", scene_support_radius(&s),
-               scene_speed_of_sound(&s));
-    else
-        printf(", %d iterations\n", s.sim.iterations);
-    for (size_t i = 0; i < s.n_fluids; i++) {
-        const mz_fluid *f = &s.fluids[i];
-        printf("  fluids[%zu]%s%s%s: %s, %zu particles", i, f->name ? " \"" : "",
-               f->name ? f->name : "", f->name ? "\"" : "", mz_solver_names[f->solver],
-               build_fluid_count(f, dim));
-        if (f->has_box) {
-            size_t d[3];
-            build_lattice_dims(f, dim, d);
-            printf(" (box lattice %zu x %zu x %zu)", d[0], d[1], d[2]);
-        }
-        printf(", spacing %g m, particle mass %.4g kg\n", f->spacing,
-               build_particle_mass(&s, f));
-    }
-    for (size_t i = 0; i < bodies_count(&s); i++) {
-        const mz_body *b = bodies_get(&s, i);
-        const mz_body_geom *g = b->geom;
-        char where[48];
-        printf("  %s%s%s%s: ", bodies_path(&s, i, where), b->name ? " \"" : "",
-               b->name ? b->name : "", b->name ? "\"" : "");
-        if (g->phase == MZ_PHASE_RIGID) {
-            double m = bodies_particle_mass(&s, b);
-            printf("rigid, %zu particles, spacing %.4g m, mass %.4g kg (%.4g kg each)\n", g->n,
-                   g->thickness, m * (double)g->n, m);
-            continue;
-        }
-        size_t pinned = 0;
-        for (size_t k = 0; k < g->n; k++)
-            pinned += g->pinned[k];
-        printf("%s, %zu particles (%zu pinned), %zu stretch and %zu bending constraints, "
-               "thickness %.4g m\n", g->phase == MZ_PHASE_SOFTBODY ? "softbody" : "cloth", g->n,
-               pinned, g->n_stretch, g->n_bend, g->thickness);
-    }
-    size_t bytes = sim_device_bytes(&s, n);
-    printf("  %zu particles in all", n);
-    if (scene_is_sph(&s) && s.domain.boundary.type == MZ_BOUNDARY_PARTICLES)
-        printf(", and %zu boundary particles on the walls and colliders", build_boundary_count(&s));
-    printf("; device memory about %.1f MB (%zu bytes per particle)\n", (double)bytes / 1e6,
-           n ? bytes / n : 0);
-    long written = s.sim.frames / s.output.every + 1;
-    size_t per_frame = 0;
-    for (int f = 0; f < MZ_FIELD_COUNT; f++)
-        if (s.output.fields & MZ_FIELD_BIT(f))
-            per_frame += 4 * (size_t)mz_field_infos[f].components * n;
-    printf("  output: %ld frames, about %.1f MB uncompressed\n", written,
-           (double)per_frame * (double)written / 1e6);
-    scene_free(&s);
-    return MZ_EXIT_OK;
 }

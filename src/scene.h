@@ -15,12 +15,16 @@ typedef enum mz_solver_kind {
     MZ_SOLVER_WCSPH,         /* weakly compressible SPH: density pass, then forces */
     MZ_SOLVER_COLLAPSED_SPH, /* one neighbour pass: density now, forces from last step's */
     MZ_SOLVER_PBF,           /* position based fluids: a density constraint per particle */
+    MZ_SOLVER_FLIP,          /* FLIP/PIC: particles carry velocity, a grid projects pressure */
     MZ_SOLVER_COUNT
 } mz_solver_kind;
 
 /* How SPH gets a particle's density: summed over its neighbours each step, or integrated from
  * the continuity equation (Dρ/Dt = Σ_j m (v_i − v_j)·∇W_ij), starting from the rest density. */
 typedef enum mz_density_method { MZ_DENSITY_SUMMATION, MZ_DENSITY_CONTINUITY } mz_density_method;
+
+/* FLIP: how the pressure Poisson equation is solved. */
+typedef enum mz_pressure_solver { MZ_PRESSURE_RBGS, MZ_PRESSURE_JACOBI } mz_pressure_solver;
 
 typedef enum mz_boundary_kind {
     MZ_BOUNDARY_PENALTY, /* spring-damper walls (stiffness, damping, acceleration limit) */
@@ -51,6 +55,10 @@ typedef struct mz_simulation {
     double cfl;        /* λ in dt = λ·h / max(c, |v|max) */
     double damping;    /* position-based: velocity damping rate, 1/s */
     double relaxation; /* position-based: Jacobi over-relaxation ω */
+    double max_speed;  /* blow-up bound, m/s; 0: automatic (sim_speed_bound) */
+    int pressure_solver;       /* FLIP: mz_pressure_solver */
+    int pressure_iterations;   /* FLIP: most sweeps per projection */
+    double pressure_tolerance; /* FLIP: divergence left, relative to the largest before */
 } mz_simulation;
 
 typedef struct mz_boundary {
@@ -85,6 +93,10 @@ typedef struct mz_fluid {
     double tensile_k, tensile_dq; /* s_corr = −k (W(r)/W(dq·h))^n */
     double warm_start;           /* fraction of last substep's multipliers applied first */
     int tensile_n;
+    /* FLIP */
+    double flip_ratio;           /* 0: PIC, 1: FLIP */
+    double cell_size;            /* grid cell; 0: 2 × spacing */
+    double volume_correction;    /* share of a cell's excess density undone per step */
 } mz_fluid;
 
 /* A static solid; exactly one shape. SPH samples it with boundary particles; position-based
@@ -188,6 +200,7 @@ typedef struct mz_scene {
 
 extern const char *const mz_solver_names[MZ_SOLVER_COUNT + 1];
 extern const char *const mz_density_method_names[];
+extern const char *const mz_pressure_solver_names[];
 
 /* The solver of the scene (every fluid shares it; the scene checks that). */
 mz_solver_kind scene_solver(const mz_scene *s);
@@ -195,6 +208,10 @@ bool scene_is_sph(const mz_scene *s);
 /* SPH: the support radius h and the speed of sound c0 the scene resolves to. */
 double scene_support_radius(const mz_scene *s);
 double scene_speed_of_sound(const mz_scene *s);
+/* FLIP: the pressure grid: cells per axis (1 on an axis a 2D run does not simulate) and the
+ * cell size on each, fluids[0].cell_size (or 2 × spacing) rounded so that the domain is a whole
+ * number of cells. */
+void scene_flip_grid(const mz_scene *s, int cells[3], double cell[3]);
 /* SPH: the CFL number in force (simulation.cfl, or the solver's default). */
 double scene_cfl(const mz_scene *s);
 

@@ -9,9 +9,10 @@
 #define OFF(T, f) offsetof(T, f)
 
 const char *const mz_solver_names[MZ_SOLVER_COUNT + 1] = {"ballistic", "wcsph", "collapsed_sph",
-                                                          "pbf", 0};
+                                                          "pbf", "flip", 0};
 static const char *const boundary_names[] = {"penalty", "clamp", "particles", 0};
 const char *const mz_density_method_names[] = {"summation", "continuity", 0};
+const char *const mz_pressure_solver_names[] = {"rbgs", "jacobi", 0};
 static const char *const compression_names[] = {"none", "gzip", 0};
 static const char *const plane_names[] = {"xz", "xy", "yz", 0};
 static const char *const mesh_kind_names[] = {"cloth", "softbody", 0};
@@ -52,6 +53,26 @@ static const mz_key simulation_keys[] = {
      .doc = "position-based solvers: over-relaxation factor omega of the parallel (Jacobi) "
             "constraint projection; each constraint's correction is scaled by omega over the "
             "number of constraints its particles share"},
+    {.name = "max_speed", .type = K_NUMBER, .offset = OFF(mz_simulation, max_speed), .def = "0",
+     .flags = K_MIN, .min = 0, .unit = "m/s",
+     .doc = "blow-up detection: a particle faster than this (or with a non-finite position or "
+            "velocity) after a frame stops the run; 0: 10 x the largest of the free-fall speed "
+            "across the domain, the fastest initial speed, the SPH speed of sound and 1 m/s"},
+    {.name = "pressure_solver", .type = K_ENUM, .offset = OFF(mz_simulation, pressure_solver),
+     .def = "\"rbgs\"", .names = mz_pressure_solver_names,
+     .doc = "flip: how the pressure Poisson equation is solved: rbgs, red-black Gauss-Seidel "
+            "with over-relaxation (SOR); jacobi, damped Jacobi (the slow baseline); both start "
+            "from the last step's pressure"},
+    {.name = "pressure_iterations", .type = K_INT,
+     .offset = OFF(mz_simulation, pressure_iterations), .def = "1000", .flags = K_MIN | K_MAX,
+     .min = 1, .max = 1000000,
+     .doc = "flip: the most sweeps of the pressure solver per step (it stops earlier at "
+            "pressure_tolerance)"},
+    {.name = "pressure_tolerance", .type = K_NUMBER,
+     .offset = OFF(mz_simulation, pressure_tolerance), .def = "1e-4", .flags = K_MIN_GT | K_MAX,
+     .min = 0, .max = 1,
+     .doc = "flip: the pressure solve stops when the divergence left in every fluid cell is "
+            "below this fraction of the largest divergence before the projection"},
     {0}};
 static const mz_schema simulation_schema = {"simulation", simulation_keys, sizeof(mz_simulation)};
 
@@ -103,7 +124,9 @@ static const mz_key fluid_keys[] = {
      .doc = "ballistic: particles feel gravity and the domain walls, not each other; wcsph: "
             "weakly compressible SPH (Tait equation); collapsed_sph: one-pass SPH using last "
             "step's densities; pbf: position based fluids (a density constraint per particle, "
-            "solved with cloths, meshes and rigids in one particle system)"},
+            "solved with cloths, meshes and rigids in one particle system); flip: FLIP/PIC, "
+            "particles carry the velocity and a grid makes it divergence-free (pressure "
+            "projection)"},
     {.name = "box", .type = K_OBJECT, .offset = OFF(mz_fluid, box), .sub = &box_schema,
      .aux_offset = OFF(mz_fluid, has_box),
      .doc = "fill this box with particles on a cubic lattice of `spacing`, at cell centres"},
@@ -152,6 +175,20 @@ static const mz_key fluid_keys[] = {
     {.name = "tensile_dq", .type = K_NUMBER, .offset = OFF(mz_fluid, tensile_dq), .def = "0.2",
      .flags = K_MIN_GT | K_MAX, .min = 0, .max = 0.9,
      .doc = "PBF: dq of s_corr as a fraction of the support radius"},
+    {.name = "flip_ratio", .type = K_NUMBER, .offset = OFF(mz_fluid, flip_ratio), .def = "0.95",
+     .flags = K_MIN | K_MAX, .min = 0, .max = 1,
+     .doc = "flip: share of FLIP in a particle's new velocity: 1 adds the grid's change to the "
+            "particle's velocity (FLIP, little numerical viscosity, noisier), 0 takes the grid "
+            "velocity (PIC, smooth and viscous)"},
+    {.name = "cell_size", .type = K_NUMBER, .offset = OFF(mz_fluid, cell_size), .def = "0",
+     .flags = K_MIN, .min = 0, .unit = "m",
+     .doc = "flip: pressure grid cell size, rounded on each axis so the domain is a whole "
+            "number of cells; 0: 2 x spacing (2^dimensions particles per cell)"},
+    {.name = "volume_correction", .type = K_NUMBER, .offset = OFF(mz_fluid, volume_correction),
+     .def = "0.5", .flags = K_MIN | K_MAX, .min = 0, .max = 1,
+     .doc = "flip: share of a cell's particle-density error (against the rest lattice's) "
+            "undone per step by moving the particles apart (inside the fluid also together); "
+            "the correction moves particles but never enters their velocities; 0: off"},
     {.name = "support_radius", .type = K_NUMBER, .offset = OFF(mz_fluid, support_radius),
      .def = "0", .flags = K_MIN, .min = 0, .unit = "m",
      .doc = "SPH and PBF: kernel support radius h (neighbours within h); 0: 2 x spacing"},

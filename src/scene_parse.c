@@ -9,6 +9,7 @@
 #include <cJSON.h>
 #include <ctype.h>
 #include <errno.h>
+#include <float.h>
 #include <libgen.h>
 #include <math.h>
 #include <stdlib.h>
@@ -59,6 +60,19 @@ double scene_support_radius(const mz_scene *s)
 {
     const mz_fluid *f = &s->fluids[0];
     return f->support_radius > 0 ? f->support_radius : 2.0 * f->spacing;
+}
+
+void scene_flip_grid(const mz_scene *s, int cells[3], double cell[3])
+{
+    const mz_fluid *f = &s->fluids[0];
+    double want = f->cell_size > 0 ? f->cell_size : 2.0 * f->spacing;
+    for (int a = 0; a < 3; a++) {
+        double len = s->domain.max[a] - s->domain.min[a], n = 1;
+        if (a < s->sim.dimensions)
+            n = fmax(1.0, fmin(round(len / want), 1073741824.0));
+        cells[a] = (int)n;
+        cell[a] = a < s->sim.dimensions ? len / n : want;
+    }
 }
 
 /* c0 = 10 × the largest speed the flow should reach: free fall from the highest fluid particle
@@ -146,6 +160,24 @@ double collider_distance(const mz_collider *c, const double p[3], int dim)
     return d / sqrt(len);
 }
 
+/* Whether a FLIP cell centre lies inside the collider (the grid sees it as solid cells). */
+static bool flip_sees(const mz_scene *s, const mz_collider *c)
+{
+    int n[3];
+    double cell[3];
+    scene_flip_grid(s, n, cell);
+    for (int k = 0; k < n[2]; k++)
+        for (int j = 0; j < n[1]; j++)
+            for (int i = 0; i < n[0]; i++) {
+                double p[3] = {s->domain.min[0] + (i + 0.5) * cell[0],
+                               s->domain.min[1] + (j + 0.5) * cell[1],
+                               s->domain.min[2] + (k + 0.5) * cell[2]};
+                if (collider_distance(c, p, s->sim.dimensions) < 0)
+                    return true;
+            }
+    return false;
+}
+
 /* Exactly one shape each; solids only where a solver can feel them; no fluid inside a solid. */
 static void validate_colliders(const mz_scene *s, mz_diag *d)
 {
@@ -186,6 +218,14 @@ static void validate_colliders(const mz_scene *s, mz_diag *d)
                      i, s->fluids[0].spacing);
             continue;
         }
+        if (scene_solver(s) == MZ_SOLVER_FLIP && !flip_sees(s, c)) {
+            int n[3];
+            double cell[3];
+            scene_flip_grid(s, n, cell);
+            diag_add(d, "colliders[%zu] covers no cell centre of the FLIP grid (cells of %g m): "
+                        "it is thinner than a cell or outside the domain", i, cell[0]);
+            continue;
+        }
         /* No fluid particle may start inside the solid. */
         for (size_t f = 0; f < s->n_fluids; f++) {
             const mz_fluid *fl = &s->fluids[f];
@@ -218,6 +258,8 @@ static void validate_colliders(const mz_scene *s, mz_diag *d)
 }
 
 /* SPH and PBF: the support radius in range, no two fluid boxes in one place. */
+static void check_no_overlap(const mz_scene *s, mz_diag *d);
+
 static void check_fluid_material(const mz_scene *s, mz_diag *d)
 {
     const mz_fluid *f0 = &s->fluids[0];
@@ -229,8 +271,13 @@ static void check_fluid_material(const mz_scene *s, mz_diag *d)
         diag_add(d, "fluids[0].support_radius must be between 1.5 and 10 times the spacing "
                     "(%g..%g m; got %g)",
                  1.5 * f0->spacing, 10 * f0->spacing, f0->support_radius);
-    /* Two fluids in one place double the density there: Tait turns that into ~100 B, PBF into
-     * an explosion. */
+    check_no_overlap(s, d);
+}
+
+/* Two fluids in one place double the density there: Tait turns that into ~100 B, PBF into an
+ * explosion, FLIP into a cell that keeps expanding. */
+static void check_no_overlap(const mz_scene *s, mz_diag *d)
+{
     for (size_t i = 0; i < s->n_fluids; i++)
         for (size_t j = i + 1; j < s->n_fluids; j++) {
             const mz_fluid *a = &s->fluids[i], *b = &s->fluids[j];
@@ -244,11 +291,51 @@ static void check_fluid_material(const mz_scene *s, mz_diag *d)
         }
 }
 
-/* One solver per scene; SPH and PBF run one fluid material (one mass, density, h, ...). */
+/* FLIP: one material on one grid; cells the trilinear weights can fill (at least one particle
+ * per cell along each axis; up to 8 spacings); node indices that fit 32 bits with room for the
+ * four floats of a face (src/flip.h); no two fluid boxes in one place. */
+static void check_flip(const mz_scene *s, mz_diag *d)
+{
+    const mz_fluid *f0 = &s->fluids[0];
+    for (size_t i = 1; i < s->n_fluids; i++) {
+        static const struct {
+            const char *name;
+            size_t off;
+        } same[] = {{"spacing", offsetof(mz_fluid, spacing)},
+                    {"rest_density", offsetof(mz_fluid, rest_density)},
+                    {"flip_ratio", offsetof(mz_fluid, flip_ratio)},
+                    {"cell_size", offsetof(mz_fluid, cell_size)},
+                    {"volume_correction", offsetof(mz_fluid, volume_correction)}};
+        for (size_t k = 0; k < sizeof same / sizeof *same; k++) {
+            double a = *(const double *)((const char *)&s->fluids[i] + same[k].off);
+            double b = *(const double *)((const char *)f0 + same[k].off);
+            if (a != b)
+                diag_add(d, "fluids[%zu].%s must equal fluids[0].%s for FLIP (one fluid "
+                            "material per scene; got %g and %g)", i, same[k].name, same[k].name,
+                         a, b);
+        }
+    }
+    if (f0->cell_size > 0 && (f0->cell_size < f0->spacing || f0->cell_size > 8 * f0->spacing))
+        diag_add(d, "fluids[0].cell_size must be between 1 and 8 times the spacing (%g..%g m; "
+                    "got %g)", f0->spacing, 8 * f0->spacing, f0->cell_size);
+    int cells[3];
+    double cell[3], nodes = 1;
+    scene_flip_grid(s, cells, cell);
+    for (int a = 0; a < s->sim.dimensions; a++)
+        nodes *= cells[a] + 1.0;
+    if (nodes > 1073741824.0)
+        diag_add(d, "the FLIP grid would have %.3g nodes (cells %d x %d x %d); at most 2^30: "
+                    "choose a larger fluids[0].cell_size or a smaller domain", nodes, cells[0],
+                 cells[1], cells[2]);
+    check_no_overlap(s, d);
+}
+
+/* One solver per scene; SPH, PBF and FLIP run one fluid material (one mass, density, h, ...). */
 static void validate_solver(const mz_scene *s, mz_diag *d)
 {
     const mz_fluid *f0 = s->n_fluids ? &s->fluids[0] : NULL;
     bool sph = f0 && scene_is_sph(s), pbf = f0 && scene_solver(s) == MZ_SOLVER_PBF;
+    bool flip = f0 && scene_solver(s) == MZ_SOLVER_FLIP;
     for (size_t i = 1; i < s->n_fluids; i++) {
         const mz_fluid *f = &s->fluids[i];
         if (f->solver != f0->solver) {
@@ -300,12 +387,14 @@ static void validate_solver(const mz_scene *s, mz_diag *d)
         diag_add(d, "fluids[0].density_method \"continuity\" needs solver wcsph (collapsed_sph "
                     "sums its densities and carries them forward by the continuity equation "
                     "itself)");
-    if (sph && s->n_cloths + s->n_meshes + s->n_rigids)
+    if ((sph || flip) && s->n_cloths + s->n_meshes + s->n_rigids)
         diag_add(d, "%s: cloths, meshes and rigids need a position-based scene (fluids[0].solver "
                     "is %s)", s->n_cloths ? "cloths" : s->n_meshes ? "meshes" : "rigids",
                  mz_solver_names[f0->solver]);
     if (pbf)
         check_fluid_material(s, d);
+    if (flip)
+        check_flip(s, d);
     if (!sph) {
         if (s->domain.boundary.type == MZ_BOUNDARY_PARTICLES)
             diag_add(d, "domain.boundary.type \"particles\" needs an SPH solver (wcsph or "
@@ -327,6 +416,12 @@ static void validate(mz_scene *s, mz_diag *d)
     if (s->version != MZ_SCENE_VERSION)
         diag_add(d, "mizu_scene must be %d (this mizu reads scene format %d; got %d)",
                  MZ_SCENE_VERSION, MZ_SCENE_VERSION, s->version);
+    /* Devices step in single precision: a frame and a substep must be normal floats (fps 1e-320
+     * passes "> 0" and makes an infinite step). */
+    if (!(scene_frame_dt(s) <= FLT_MAX && scene_substep_dt(s) >= FLT_MIN))
+        diag_add(d, "simulation.fps %g with %d substeps makes frames of %g s and steps of %g s; "
+                    "single precision holds %g..%g s", s->sim.fps, s->sim.substeps,
+                 scene_frame_dt(s), scene_substep_dt(s), FLT_MIN, FLT_MAX);
     bool domain_ok = box_ok(s->domain.min, s->domain.max, dim, "domain", d);
     for (size_t i = 0; i < s->n_fluids; i++) {
         mz_fluid *f = &s->fluids[i];
@@ -370,6 +465,8 @@ static void validate(mz_scene *s, mz_diag *d)
         produced |= MZ_FIELD_BIT(MZ_FIELD_DENSITY) | MZ_FIELD_BIT(MZ_FIELD_PRESSURE);
     if (scene_solver(s) == MZ_SOLVER_PBF)
         produced |= MZ_FIELD_BIT(MZ_FIELD_DENSITY);
+    if (scene_solver(s) == MZ_SOLVER_FLIP)
+        produced |= MZ_FIELD_BIT(MZ_FIELD_DENSITY) | MZ_FIELD_BIT(MZ_FIELD_PRESSURE);
     unsigned extra = s->output.fields & ~produced;
     for (int f = 0; f < MZ_FIELD_COUNT; f++)
         if (extra & MZ_FIELD_BIT(f))
@@ -393,6 +490,10 @@ static void validate(mz_scene *s, mz_diag *d)
     else if (n > MZ_MAX_PARTICLES)
         diag_add(d, "the scene makes %zu particles; at most %zu are supported", n,
                  MZ_MAX_PARTICLES);
+    else if (scene_is_sph(s) && s->domain.boundary.type == MZ_BOUNDARY_PARTICLES &&
+             !(build_wall_count(s) <= (double)MZ_MAX_PARTICLES))
+        diag_add(d, "the domain's walls at spacing %g make more than %zu boundary particles, "
+                    "the most supported", s->fluids[0].spacing, MZ_MAX_PARTICLES);
     else
         validate_colliders(s, d);
 }

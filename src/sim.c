@@ -3,6 +3,8 @@
 #include "bodies.h"
 #include "cl_prog.h"
 #include "err.h"
+#include "flip.h"
+#include "grid.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -13,6 +15,8 @@
 
 const mz_solver *sim_solver_for(const mz_scene *scene)
 {
+    if (scene_solver(scene) == MZ_SOLVER_FLIP)
+        return &mz_solver_flip;
     return scene_is_sph(scene) ? &mz_solver_sph : &mz_solver_pbd;
 }
 
@@ -49,13 +53,44 @@ size_t sim_device_bytes(const mz_scene *scene, size_t n)
     if (!scene_is_sph(scene)) /* constraints: ends, parameters, λ, correction, adjacency and
                                * partners at both ends */
         bytes += bodies_constraint_count(scene) * (8 + 16 + 4 + 16 + 8 + 8);
+    if (scene_solver(scene) == MZ_SOLVER_FLIP) /* the pressure grid */
+        bytes += flip_grid_bytes(scene);
     if (scene_solver(scene) == MZ_SOLVER_PBF) /* attributes and their sorted copy, λ, density,
                                                * sorted velocity, curl, XSPH */
         bytes += n * (16 + 16 + 4 + 4 + 16 + 16 + 16);
+    /* the neighbour grid's cell ranges, two uint per cell: cells of the support radius for
+     * the fluids, of 1.5 contact distances (the thinnest body's, the most cells) for bodies */
+    double cell = scene_is_sph(scene) || scene_solver(scene) == MZ_SOLVER_PBF
+                      ? scene_support_radius(scene)
+                      : 0.0;
+    for (size_t k = 0; cell == 0.0 && k < bodies_count(scene); k++)
+        cell = 1.5 * bodies_get(scene, k)->geom->thickness;
+    for (size_t k = 1; k < bodies_count(scene); k++)
+        cell = fmin(cell, 1.5 * bodies_get(scene, k)->geom->thickness);
+    if (cell > 0.0)
+        bytes += 8 * grid_cells_for(n, cell, scene->sim.dimensions, scene->domain.min,
+                                    scene->domain.max);
     if (!scene_is_sph(scene)) /* rigids: rest offset and owner per particle, ~200 B a body */
         for (size_t k = 0; k < scene->n_rigids; k++)
             bytes += scene->rigids[k].geom ? scene->rigids[k].geom->n * 20 + 200 : 0;
     return bytes;
+}
+
+int sim_check_fits(const mz_cl *cl, const mz_scene *scene, size_t n)
+{
+    size_t need = sim_device_bytes(scene, n), largest = 16 * n; /* a float4 per particle */
+    if (need > cl->global_mem)
+        mz_error("the scene needs about %.3g GB of device memory for its %zu particles; %s has "
+                 "%.3g GB. Use a coarser spacing or fewer particles, or a device with more memory "
+                 "(mizu devices)",
+                 (double)need / 1e9, n, cl->device_name, (double)cl->global_mem / 1e9);
+    else if (largest > cl->max_alloc)
+        mz_error("the scene's particle arrays need %.3g GB each; %s allocates at most %.3g GB "
+                 "in one buffer. Use fewer particles or another device (mizu devices)",
+                 (double)largest / 1e9, cl->device_name, (double)cl->max_alloc / 1e9);
+    else
+        return 0;
+    return -1;
 }
 
 cl_program sim_build_kernels(mz_sim *sim, const char *file, const char *const *names,
@@ -177,6 +212,16 @@ bool sim_launch_local(mz_sim *sim, cl_kernel k, size_t global, size_t local, int
         return false;
     keep_event(sim, ev, stage);
     return true;
+}
+
+void sim_profile_grid(mz_sim *sim, struct mz_grid *g, int stage)
+{
+    if (!sim->cl->profiling)
+        return;
+    clFinish(sim->cl->queue);
+    grid_collect_profile(g);
+    sim->stages[stage].seconds += 1e-3 * g->last_build_ms;
+    sim->stages[stage].launches++;
 }
 
 void sim_collect_profile(mz_sim *sim)

@@ -14,6 +14,18 @@
 
 typedef struct mz_sim mz_sim;
 
+/* One piece of the state a step reads before it writes it (beyond the common buffers, which
+ * sim_state_parts lists): what a checkpoint saves and a resume restores, byte for byte, so
+ * that a resumed run is bit-identical. A device buffer (mem) or host bytes (host). */
+typedef struct mz_state_part {
+    const char *name; /* the dataset name in the checkpoint: letters, digits, '_' */
+    cl_mem *mem;      /* the variable holding the buffer (handles may be swapped), or NULL */
+    void *host;       /* or host memory */
+    size_t bytes;
+} mz_state_part;
+
+#define MZ_MAX_STATE_PARTS 48
+
 /* A solver family: its stage names (for --profile) and its operations. A solver advances by
  * fixed substeps (substep), or chooses its own steps within each frame (advance). */
 typedef struct mz_solver {
@@ -24,6 +36,10 @@ typedef struct mz_solver {
     int (*substep)(mz_sim *sim, double dt);        /* one step of dt, or NULL */
     int (*advance)(mz_sim *sim, double frame_dt);  /* a whole frame, or NULL */
     void (*release)(mz_sim *sim);
+    /* The solver's own state parts into parts[0..max): how many. Everything a later step
+     * reads that this step wrote (e.g. last step's density, multipliers for a warm start, a
+     * time-step controller, buffers kept in the particles' device order). */
+    size_t (*state)(mz_sim *sim, mz_state_part *parts, size_t max);
 } mz_solver;
 
 /* The domain walls as kernels take them (layout of mz_walls in kernels/walls.clh). */
@@ -69,6 +85,9 @@ struct mz_sim {
 /* Device memory a scene needs (the common buffers and the solver's own), in bytes. */
 size_t sim_device_bytes(const mz_scene *scene, size_t n);
 const mz_solver *sim_solver_for(const mz_scene *scene);
+/* Whether n particles of the scene fit the device (its memory and its largest buffer): 0, or
+ * -1 after saying what is needed and what the device has. */
+int sim_check_fits(const mz_cl *cl, const mz_scene *scene, size_t n);
 
 /* Upload the particles and build the solver's kernels. 0, or -1 after reporting. */
 int sim_create(mz_sim *sim, mz_cl *cl, const mz_scene *scene, const mz_particles *p);
@@ -89,6 +108,10 @@ bool sim_launch(mz_sim *sim, cl_kernel k, size_t n, int stage, const char *kerne
 /* The same with an explicit global and work-group size (kernels that use local memory). */
 bool sim_launch_local(mz_sim *sim, cl_kernel k, size_t global, size_t local, int stage,
                       const char *kernel_name);
+/* --profile: a grid build keeps its own events; wait for them and charge its device time to a
+ * stage. Nothing without profiling. */
+struct mz_grid;
+void sim_profile_grid(mz_sim *sim, struct mz_grid *g, int stage);
 /* Fold finished launches into the stage times (call after clFinish). */
 void sim_collect_profile(mz_sim *sim);
 
@@ -111,5 +134,6 @@ bool set_kernel_args(cl_kernel k, const char *name, const mz_karg *args, size_t 
 /* The solvers. */
 extern const mz_solver mz_solver_pbd;
 extern const mz_solver mz_solver_sph;
+extern const mz_solver mz_solver_flip;
 
 #endif

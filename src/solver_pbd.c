@@ -260,13 +260,8 @@ static int pbd_substep(mz_sim *sim, double dt_seconds)
               cl_ok(clSetKernelArg(st->collide, 5, sizeof st->grid.vals, &st->grid.vals),
                     "clSetKernelArg(collide)")) &&
              (!st->fluid.on || pbf_bind_grid(sim, st));
-        if (ok && sim->cl->profiling) {
-            /* --profile: the grid keeps its own events; wait for them and charge its stage. */
-            clFinish(sim->cl->queue);
-            grid_collect_profile(&st->grid);
-            sim->stages[STAGE_GRID].seconds += 1e-3 * st->grid.last_build_ms;
-            sim->stages[STAGE_GRID].launches++;
-        }
+        if (ok)
+            sim_profile_grid(sim, &st->grid, STAGE_GRID);
     }
     if (ok && st->nc) {
         cl_float zero = 0.0f;
@@ -319,6 +314,25 @@ static void pbd_release(mz_sim *sim)
     sim->state = NULL;
 }
 
+/* What carries from substep to substep beyond positions and velocities (λ of the distance
+ * constraints restarts at 0): the fluid's multipliers for the warm start and its density, and
+ * the rigid bodies' momenta and poses. */
+static size_t pbd_state_parts(mz_sim *sim, mz_state_part *parts, size_t max)
+{
+    pbd_state *st = sim->state;
+    const mz_state_part all[] = {
+        {"pbf_lambda", &st->fluid.lambda, NULL, 0},
+        {"pbf_lambda_change", &st->fluid.lambda_s, NULL, 0},
+        {"pbf_density", &st->fluid.density, NULL, 0},
+        {"rigid_bodies", &st->rigid.bodies, NULL, 0},
+    };
+    size_t k = 0;
+    for (size_t i = 0; i < sizeof all / sizeof *all && k < max; i++)
+        if (*all[i].mem)
+            parts[k++] = all[i];
+    return k;
+}
+
 const mz_solver mz_solver_pbd = {
     .name = "position based",
     .stages = pbd_stages,
@@ -326,4 +340,5 @@ const mz_solver mz_solver_pbd = {
     .init = pbd_init,
     .substep = pbd_substep,
     .release = pbd_release,
+    .state = pbd_state_parts,
 };

@@ -282,13 +282,7 @@ static int sph_step(mz_sim *sim, sph_state *st, double dt_seconds)
     cl_float dt = (cl_float)dt_seconds;
     if (grid_build(&st->grid, sim->pos) != 0)
         return -1;
-    if (sim->cl->profiling) {
-        /* --profile: the grid keeps its own events; wait for them and charge its stage. */
-        clFinish(sim->cl->queue);
-        grid_collect_profile(&st->grid);
-        sim->stages[STAGE_GRID].seconds += 1e-3 * st->grid.last_build_ms;
-        sim->stages[STAGE_GRID].launches++;
-    }
+    sim_profile_grid(sim, &st->grid, STAGE_GRID);
     boundary_args b = boundary_of(st);
     bool ok;
     if (!st->collapsed) {
@@ -415,6 +409,26 @@ static void sph_release(mz_sim *sim)
     sim->state = NULL;
 }
 
+/* What carries from step to step: the densities (continuity: integrated; collapsed: last
+ * step's and their rate), the pressure, the step-size controller and the density lag. Every
+ * per-particle buffer here is in the grid's device order, as pos and vel are. */
+static size_t sph_state_parts(mz_sim *sim, mz_state_part *parts, size_t max)
+{
+    sph_state *st = sim->state;
+    const mz_state_part all[] = {
+        {"sph_density", &st->rho, NULL, 0},        {"sph_pressure", &st->p, NULL, 0},
+        {"sph_last_density", &st->rho_prev, NULL, 0}, {"sph_density_rate", &st->drho, NULL, 0},
+        {"sph_last_density_rate", &st->drho_prev, NULL, 0},
+        {"sph_lag", NULL, &st->lag, sizeof st->lag},
+        {"sph_next_dt", NULL, &st->next_dt, sizeof st->next_dt},
+    };
+    size_t k = 0;
+    for (size_t i = 0; i < sizeof all / sizeof *all && k < max; i++)
+        if (all[i].host || *all[i].mem)
+            parts[k++] = all[i];
+    return k;
+}
+
 const mz_solver mz_solver_sph = {
     .name = "SPH",
     .stages = sph_stages,
@@ -426,4 +440,5 @@ const mz_solver mz_solver_sph = {
     .substep = sph_substep,
     .advance = sph_advance,
     .release = sph_release,
+    .state = sph_state_parts,
 };

@@ -28,6 +28,7 @@ static char *slurp(const char *path, size_t *len)
     fseek(f, 0, SEEK_SET);
     char *b = malloc((size_t)n + 1);
     *len = fread(b, 1, (size_t)n, f);
+    b[*len] = '\0'; /* callers strstr the text */
     fclose(f);
     return b;
 }
@@ -222,6 +223,7 @@ static void test_check_info_keys_devices(void **state)
     char *text = slurp(test_path("check.txt"), &len);
     assert_non_null(strstr(text, "8000 particles"));
     assert_non_null(strstr(text, "device memory about"));
+    assert_non_null(strstr(text, "  fits "));
     free(text);
     const char *out = test_path("info.h5");
     snprintf(cmd, sizeof cmd, "%s run scenes/falling_block.json --frames 3 -q -o %s && %s info %s > %s",

@@ -16,7 +16,9 @@
 static const char *const commands[] = {"run", "check", "devices", "info", "keys", NULL};
 static const char *const long_options[] = {"--output",  "--frames", "--device",
                                            "--set",     "--quiet",  "--profile",
-                                           "--kernel-dir", "--help", "--version", NULL};
+                                           "--kernel-dir", "--help", "--version",
+                                           "--checkpoint-every", "--checkpoint", "--resume",
+                                           NULL};
 
 static char *slurp(const char *path)
 {

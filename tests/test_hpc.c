@@ -1,0 +1,353 @@
+/* Batch-job survival, through the mizu binary: checkpoints and bit-identical resumes for every
+ * solver, SIGTERM and a second signal, blow-up detection, the device memory check, particle
+ * count limits, and a full disk (a size-limited file). */
+#include "test_util.h"
+
+#include <errno.h>
+#include <hdf5.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+
+static bool exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+/* Dataset path of file f as raw bytes (native type), malloc'd; *bytes set. NULL if missing. */
+static unsigned char *read_all(hid_t f, const char *path, size_t *bytes)
+{
+    if (H5Lexists(f, path, H5P_DEFAULT) <= 0)
+        return NULL;
+    hid_t d = H5Dopen2(f, path, H5P_DEFAULT), s = H5Dget_space(d), t = H5Dget_type(d);
+    hid_t nt = H5Tget_native_type(t, H5T_DIR_ASCEND);
+    *bytes = (size_t)H5Sget_simple_extent_npoints(s) * H5Tget_size(nt);
+    unsigned char *buf = malloc(*bytes + 1);
+    assert_true(H5Dread(d, nt, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) >= 0);
+    H5Tclose(nt);
+    H5Tclose(t);
+    H5Sclose(s);
+    H5Dclose(d);
+    return buf;
+}
+
+static long run_attr(hid_t f, const char *name)
+{
+    long long v = -1;
+    hid_t a = H5Aopen_by_name(f, "/parameters/run", name, H5P_DEFAULT, H5P_DEFAULT);
+    assert_true(a >= 0);
+    H5Aread(a, H5T_NATIVE_LLONG, &v);
+    H5Aclose(a);
+    return (long)v;
+}
+
+/* Every frame series of two outputs byte for byte, and both complete with `frames` rows. */
+static void assert_same_frames(const char *a_path, const char *b_path, long frames)
+{
+    static const char *const sets[] = {
+        "/particles/all/position/value", "/particles/all/velocity/value",
+        "/particles/all/density/value",  "/particles/all/pressure/value",
+        "/particles/all/position/step",  "/particles/all/position/time",
+        "/observables/rigid/center_of_mass/value", "/observables/rigid/orientation/value"};
+    hid_t a = H5Fopen(a_path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    hid_t b = H5Fopen(b_path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    assert_true(a >= 0 && b >= 0);
+    assert_int_equal(run_attr(b, "complete"), 1);
+    assert_int_equal(run_attr(b, "frames_written"), frames);
+    int compared = 0;
+    for (size_t i = 0; i < sizeof sets / sizeof *sets; i++) {
+        size_t na = 0, nb = 0;
+        unsigned char *x = read_all(a, sets[i], &na), *y = read_all(b, sets[i], &nb);
+        if (!x && !y)
+            continue;
+        if (!x || !y || na != nb || memcmp(x, y, na) != 0)
+            fail_msg("%s: %s differs from the uninterrupted run's (%zu and %zu bytes)", b_path,
+                     sets[i], nb, na);
+        compared++;
+        free(x);
+        free(y);
+    }
+    assert_true(compared >= 4);
+    H5Fclose(a);
+    H5Fclose(b);
+}
+
+/* A run interrupted after its last checkpoint and resumed gives the uninterrupted run's frames,
+ * bit for bit: N frames, a checkpoint every K (the last at the largest multiple of K below N),
+ * then --resume, which cuts the output back to the checkpoint's frames and goes on. */
+static void check_resume(const char *label, const char *scene, const char *sets, int frames,
+                         int every)
+{
+    char args[2048], *err;
+    const char *full = test_path("full.h5"), *part = test_path("part.h5");
+    const char *ckpt = test_path("part.ckpt.h5");
+    remove(ckpt);
+    snprintf(args, sizeof args, "run %s --frames %d %s -q -o %s", scene, frames, sets, full);
+    if (run_mizu(args, &err) != 0)
+        fail_msg("%s: %s", label, err);
+    free(err);
+    snprintf(args, sizeof args, "run %s --frames %d %s -q -o %s --checkpoint-every %d", scene,
+             frames, sets, part, every);
+    if (run_mizu(args, &err) != 0)
+        fail_msg("%s: %s", label, err);
+    free(err);
+    assert_true(exists(ckpt));
+    snprintf(args, sizeof args, "run --resume %s", ckpt);
+    int rc = run_mizu(args, &err);
+    if (rc != 0 || !strstr(err, "resumed after frame"))
+        fail_msg("%s: resume exit %d: %s", label, rc, err);
+    free(err);
+    hid_t f = H5Fopen(full, H5F_ACC_RDONLY, H5P_DEFAULT);
+    long rows = run_attr(f, "frames_written");
+    H5Fclose(f);
+    assert_same_frames(full, part, rows);
+    print_message("%-40s resumed after frame %d of %d: bit-identical\n", label,
+                  (frames - 1) / every * every, frames);
+}
+
+static void test_resume_every_solver(void **state)
+{
+    (void)state;
+    check_resume("ballistic, output every 2nd frame", "scenes/falling_block.json",
+                 "--set output.every=2", 9, 3);
+    check_resume("wcsph, adaptive steps", "scenes/dam_break_2d.json", "", 8, 3);
+    check_resume("collapsed_sph", "scenes/dam_break_2d.json",
+                 "--set fluids[0].solver=\"collapsed_sph\"", 8, 3);
+    check_resume("wcsph, continuity density, wall particles", "scenes/hydrostatic.json", "", 8,
+                 3);
+    check_resume("pbf (warm-started multipliers)", "scenes/pbf_dam_break.json", "", 8, 3);
+    check_resume("pbf + rigid box (2D)", "scenes/pbf_box_float.json", "", 8, 3);
+    check_resume("xpbd cloth", "scenes/cloth_drape.json", "", 8, 3);
+    check_resume("xpbd softbody", "scenes/softbody_drop.json", "", 6, 4);
+    check_resume("fluid + cloth + rigids (3D)", "scenes/coupled.json", "", 6, 4);
+    check_resume("flip (warm-started pressure)", "scenes/flip_dam_break_2d.json", "", 8, 3);
+}
+
+/* Start mizu in the background with stderr to a file; its pid. */
+static pid_t spawn_mizu(const char *args, const char *errpath)
+{
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        char cmd[2048];
+        snprintf(cmd, sizeof cmd, "exec %s %s 2>%s", mizu_bin(), args, errpath);
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    return pid;
+}
+
+/* Wait until the file at path contains text (the progress lines), at most 120 s. */
+static bool wait_for_text(const char *path, const char *text, pid_t pid)
+{
+    for (int i = 0; i < 2400; i++) {
+        FILE *f = fopen(path, "rb");
+        if (f) {
+            char buf[8192] = {0};
+            size_t n = fread(buf, 1, sizeof buf - 1, f);
+            fclose(f);
+            buf[n] = 0;
+            if (strstr(buf, text))
+                return true;
+        }
+        if (waitpid(pid, NULL, WNOHANG) == pid)
+            return false;
+        struct timespec ts = {0, 50 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    return false;
+}
+
+static int exit_status(pid_t pid)
+{
+    int st = 0;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* SIGTERM mid-run: the frame in progress ends, a checkpoint is written, the output is closed
+ * readable (incomplete), exit 143; the resumed run completes it bit-identically. */
+static void test_sigterm_checkpoints_and_resumes(void **state)
+{
+    (void)state;
+    const char *out = test_path("sig.h5"), *full = test_path("sigfull.h5");
+    const char *errpath = test_path("sig.err"), *ckpt = test_path("sig.ckpt.h5");
+    char args[1024], *err;
+    snprintf(args, sizeof args, "run scenes/dam_break_2d.json --frames 40 -o %s", out);
+    pid_t pid = spawn_mizu(args, errpath);
+    assert_true(wait_for_text(errpath, "frame 8/40", pid));
+    kill(pid, SIGTERM);
+    assert_int_equal(exit_status(pid), 128 + SIGTERM);
+    size_t len = 0;
+    FILE *ef = fopen(errpath, "rb");
+    char msg[8192] = {0};
+    len = fread(msg, 1, sizeof msg - 1, ef);
+    fclose(ef);
+    msg[len] = 0;
+    assert_non_null(strstr(msg, "stopped by SIGTERM after frame"));
+    assert_non_null(strstr(msg, "resume with: mizu run --resume"));
+    assert_true(exists(ckpt));
+    hid_t f = H5Fopen(out, H5F_ACC_RDONLY, H5P_DEFAULT);
+    assert_true(f >= 0);
+    long written = run_attr(f, "frames_written");
+    assert_int_equal(run_attr(f, "complete"), 0);
+    H5Fclose(f);
+    assert_true(written >= 9 && written < 41);
+    print_message("SIGTERM: stopped with %ld of 41 frames written\n", written);
+
+    snprintf(args, sizeof args, "run --resume %s -q", ckpt);
+    assert_int_equal(run_mizu(args, &err), 0);
+    free(err);
+    snprintf(args, sizeof args, "run scenes/dam_break_2d.json --frames 40 -q -o %s", full);
+    assert_int_equal(run_mizu(args, &err), 0);
+    free(err);
+    assert_same_frames(full, out, 41);
+}
+
+/* A second signal does not wait for the frame or the checkpoint: exit 128 + signal at once,
+ * and the output still opens with the frames written before. */
+static void test_second_signal_aborts(void **state)
+{
+    (void)state;
+    const char *out = test_path("abort.h5"), *errpath = test_path("abort.err");
+    char args[1024];
+    snprintf(args, sizeof args, "run scenes/dam_break_2d.json --frames 300 -o %s", out);
+    pid_t pid = spawn_mizu(args, errpath);
+    assert_true(wait_for_text(errpath, "frame 30/300", pid));
+    kill(pid, SIGINT);
+    kill(pid, SIGINT);
+    assert_int_equal(exit_status(pid), 128 + SIGINT);
+    hid_t f = H5Fopen(out, H5F_ACC_RDONLY, H5P_DEFAULT);
+    assert_true(f >= 0);
+    assert_int_equal(run_attr(f, "complete"), 0);
+    size_t bytes = 0;
+    unsigned char *steps = read_all(f, "/particles/all/position/step", &bytes);
+    assert_non_null(steps);
+    assert_true(bytes / 8 >= 30 && bytes / 8 == (size_t)run_attr(f, "frames_written"));
+    free(steps);
+    H5Fclose(f);
+}
+
+/* Blow-ups stop the run with exit 1 and name the frame, the particle and its body; the frames
+ * before stay readable. */
+static void test_blow_up_names_the_particle(void **state)
+{
+    (void)state;
+    const char *out = test_path("blow.h5");
+    char args[1024], *err;
+    /* Walls a million times too stiff for one substep a frame: a real instability. */
+    snprintf(args, sizeof args,
+             "run scenes/falling_block.json --frames 60 --set domain.boundary.stiffness=1e9 "
+             "--set domain.boundary.acceleration_limit=1e12 --set simulation.substeps=1 -q -o %s",
+             out);
+    assert_int_equal(run_mizu(args, &err), 1);
+    if (!strstr(err, "the simulation blew up in frame ") ||
+        !strstr(err, "particle 0 of fluids[0] \"block\"") || !strstr(err, "Likely cause:"))
+        fail_msg("message: %s", err);
+    long frame = strtol(strstr(err, "in frame ") + 9, NULL, 10);
+    free(err);
+    hid_t f = H5Fopen(out, H5F_ACC_RDONLY, H5P_DEFAULT);
+    assert_true(f >= 0);
+    assert_int_equal(run_attr(f, "frames_written"), frame); /* frames 0 .. frame-1 */
+    assert_int_equal(run_attr(f, "complete"), 0);
+    H5Fclose(f);
+    /* A cloth: the body is named by its scene path. */
+    snprintf(args, sizeof args,
+             "run scenes/cloth_hang.json --frames 30 --set simulation.max_speed=0.5 -q -o %s",
+             out);
+    assert_int_equal(run_mizu(args, &err), 1);
+    if (!strstr(err, "of cloths[0]") || !strstr(err, "beyond simulation.max_speed = 0.5 m/s"))
+        fail_msg("message: %s", err);
+    free(err);
+}
+
+/* A scene too big for the device is refused by check and run before anything is allocated. */
+static void test_memory_check_refuses(void **state)
+{
+    (void)state;
+    const char *out = test_path("big.h5");
+    char args[1024], *err;
+    remove(out);
+    snprintf(args, sizeof args,
+             "run scenes/falling_block.json --set fluids[0].spacing=0.0003125 -o %s", out);
+    assert_int_equal(run_mizu(args, &err), 1);
+    if (!strstr(err, "the scene needs about") || !strstr(err, "2097152000 particles"))
+        fail_msg("message: %s", err);
+    free(err);
+    assert_false(exists(out));
+    assert_int_equal(run_mizu("check scenes/falling_block.json --set fluids[0].spacing=0.0003125 >/dev/null",
+                              &err),
+                     1);
+    assert_non_null(strstr(err, "GB of device memory"));
+    free(err);
+}
+
+static void test_particle_count_limits(void **state)
+{
+    (void)state;
+    char *err;
+    assert_int_equal(run_mizu("check tests/data/bad_no_particles.json", &err), 2);
+    assert_non_null(strstr(err, "the scene makes no particles"));
+    free(err);
+    /* 2^31 and more: refused while counting, before anything is built. */
+    assert_int_equal(run_mizu("check scenes/falling_block.json --set fluids[0].spacing=0.0002",
+                              &err),
+                     2);
+    assert_non_null(strstr(err, "particles; at most 2147483647 are supported"));
+    free(err);
+}
+
+/* A full disk (here a file size limit, as a small tmpfs would give): exit 1, a message, and a
+ * file that opens with the frames written before. */
+static void test_full_disk_keeps_frames(void **state)
+{
+    (void)state;
+    const char *out = test_path("full_disk.h5"), *errpath = test_path("full_disk.err");
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "exec %s run scenes/falling_block.json --frames 60 -q -o %s 2>%s",
+             mizu_bin(), out, errpath);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        struct rlimit lim = {2u << 20, 2u << 20}; /* 2 MiB: about 10 frames of 8000 particles */
+        signal(SIGXFSZ, SIG_IGN);
+        setrlimit(RLIMIT_FSIZE, &lim);
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    assert_int_equal(exit_status(pid), 1);
+    FILE *ef = fopen(errpath, "rb");
+    char msg[4096] = {0};
+    size_t len = fread(msg, 1, sizeof msg - 1, ef);
+    fclose(ef);
+    msg[len] = 0;
+    if (!strstr(msg, "File too large") || !strstr(msg, "marked incomplete"))
+        fail_msg("message: %s", msg);
+    hid_t f = H5Fopen(out, H5F_ACC_RDONLY, H5P_DEFAULT);
+    assert_true(f >= 0);
+    long written = run_attr(f, "frames_written");
+    size_t bytes = 0;
+    unsigned char *pos = read_all(f, "/particles/all/position/value", &bytes);
+    assert_true(written >= 1 && written < 61);
+    assert_true(bytes == (size_t)written * 8000 * 3 * sizeof(float));
+    free(pos);
+    H5Fclose(f);
+    print_message("size-limited file: exit 1 after %ld frames, all readable\n", written);
+}
+
+int main(void)
+{
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_resume_every_solver),
+        cmocka_unit_test(test_sigterm_checkpoints_and_resumes),
+        cmocka_unit_test(test_second_signal_aborts),
+        cmocka_unit_test(test_blow_up_names_the_particle),
+        cmocka_unit_test(test_memory_check_refuses),
+        cmocka_unit_test(test_particle_count_limits),
+        cmocka_unit_test(test_full_disk_keeps_frames),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
