@@ -24,7 +24,7 @@ KERNELS  := $(sort $(wildcard kernels/*.cl kernels/*.clh))
 TESTS    := $(patsubst tests/%.c,$(BUILD)/tests/%,$(wildcard tests/test_*.c))
 BENCHES  := $(patsubst tests/%.c,$(BUILD)/tests/%,$(wildcard tests/bench_*.c))
 
-.PHONY: all test bench install uninstall clean help check-deps demo
+.PHONY: all test bench install uninstall clean help check-deps demo fuzz sanitize valgrind
 all: check-deps $(BUILD)/mizu
 
 check-deps:
@@ -80,7 +80,44 @@ help:
 	@echo "make test       build and run every test (PoCL CPU device)"
 	@echo "make bench      benchmarks: particle-steps per second tables"
 	@echo "make demo       run the default scene to /tmp/mizu-demo.h5"
+	@echo "make sanitize   build into $(SAN_BUILD) with ASan and UBSan, run every test"
+	@echo "make valgrind   every test under valgrind memcheck (VALGRIND_TESTS= picks some)"
+	@echo "make fuzz       fuzz the scene loader for FUZZ_SECONDS=$(FUZZ_SECONDS) s" \
+	  "(FUZZ_TARGET=fuzz_obj: the OBJ reader)"
 	@echo "make install    PREFIX=$(PREFIX): binary and man page"
 	@echo "make clean"
+
+# ---- Fuzzing, sanitizers, valgrind (docs/testing.md) -------------------------------------------
+# Each builds into its own directory by running this Makefile again with BUILD, CC and CFLAGS set.
+SAN_CC      ?= clang
+SAN_BUILD   ?= build-san
+SAN_FLAGS    = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+FUZZ_BUILD  ?= build-fuzz
+FUZZ_TARGET ?= fuzz_scene
+FUZZ_SECONDS ?= 60
+FUZZ_FLAGS  ?=
+FUZZ_CFLAGS  = -O1 -g $(SAN_FLAGS) -fsanitize=fuzzer-no-link -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+VALGRIND_TESTS ?= $(TESTS)
+
+$(BUILD)/fuzz/%: tests/fuzz/%.c tests/fuzz/scene_input.h $(LIB_OBJS)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -Itests -fsanitize=fuzzer -o $@ $< $(LIB_OBJS) $(LDLIBS)
+# test_scene replays the kept fuzz inputs through the harness's own code.
+$(BUILD)/tests/test_scene: tests/fuzz/scene_input.h
+
+fuzz: all
+	@$(MAKE) --no-print-directory BUILD=$(FUZZ_BUILD) CC=$(SAN_CC) CFLAGS="$(FUZZ_CFLAGS)" \
+	  $(FUZZ_BUILD)/fuzz/$(FUZZ_TARGET)
+	@tests/fuzz/run.sh $(BUILD)/mizu $(FUZZ_BUILD) $(FUZZ_TARGET) $(FUZZ_SECONDS) $(FUZZ_FLAGS)
+
+sanitize:
+	@$(MAKE) --no-print-directory BUILD=$(SAN_BUILD) CC=$(SAN_CC) CFLAGS="-O1 -g $(SAN_FLAGS)" \
+	  all $(TESTS:$(BUILD)/%=$(SAN_BUILD)/%)
+	@ASAN_OPTIONS=detect_leaks=1:$${ASAN_OPTIONS:-} UBSAN_OPTIONS=print_stacktrace=1 \
+	  LSAN_OPTIONS=suppressions=$(CURDIR)/tests/sanitize/lsan.supp:print_suppressions=0 \
+	  scripts/run-tests.sh $(SAN_BUILD)/mizu $(TESTS:$(BUILD)/%=$(SAN_BUILD)/%)
+
+valgrind: all $(TESTS)
+	@tests/sanitize/valgrind-tests.sh $(BUILD)/mizu $(VALGRIND_TESTS)
 
 -include $(OBJS:.o=.d)

@@ -7,6 +7,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The most particles one body may have, and lattice points one voxelised mesh may span. A
+ * fuzzing build (`make fuzz` defines FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION, libFuzzer's and
+ * OSS-Fuzz's convention) lowers them, so that its inputs cannot spend the fuzzer's memory limit
+ * on a scene that is merely large. */
+#ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+#define BODY_MAX_POINTS 1e6
+#define LATTICE_MAX_POINTS 2e6
+#else
+#define BODY_MAX_POINTS 2e8
+#define LATTICE_MAX_POINTS 2e9
+#endif
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
 static const int plane_axes[3][2] = {[MZ_PLANE_XZ] = {0, 2},
                                      [MZ_PLANE_XY] = {0, 1},
                                      [MZ_PLANE_YZ] = {1, 2}};
@@ -238,9 +252,9 @@ static mz_body_geom *prepare_mesh(const mz_scene *s, mz_body *b, const char *pat
         mesh_bounds(&m, lo, hi);
         for (int a = 0; a < 3; a++)
             cells *= ceil((hi[a] - lo[a]) / b->spacing) + 1;
-        if (!(cells <= 2e9)) {
+        if (!(cells <= LATTICE_MAX_POINTS)) {
             diag_add(d, "%s.spacing %g makes a lattice of %.3g points over the mesh's bounds "
-                        "(at most 2e9)", path, b->spacing, cells);
+                        "(at most " STR(LATTICE_MAX_POINTS) ")", path, b->spacing, cells);
             mesh_free(&m);
             geom_free(g);
             return NULL;
@@ -345,9 +359,9 @@ static mz_body_geom *prepare_rigid(const mz_scene *s, mz_body *b, const char *pa
         }
         points *= ext / spacing + 1;
     }
-    if (!(points <= 2e8)) {
-        diag_add(d, "%s: spacing %g makes about %.3g particles (at most 2e8)", path, spacing,
-                 points);
+    if (!(points <= BODY_MAX_POINTS)) {
+        diag_add(d, "%s: spacing %g makes about %.3g particles (at most " STR(BODY_MAX_POINTS) ")",
+                 path, spacing, points);
         return NULL;
     }
     mz_body_geom *g;
@@ -443,9 +457,10 @@ void bodies_prepare(mz_scene *s, mz_diag *d)
             diag_add(d, "%s.grid.plane must be \"xy\" in 2D", path);
             continue;
         }
-        if (cloth && (double)b->grid.resolution[0] * b->grid.resolution[1] > 2e8) {
-            diag_add(d, "%s.grid.resolution: %d x %d particles is more than the 2e8 a body may "
-                        "have", path, b->grid.resolution[0], b->grid.resolution[1]);
+        if (cloth && (double)b->grid.resolution[0] * b->grid.resolution[1] > BODY_MAX_POINTS) {
+            diag_add(d, "%s.grid.resolution: %d x %d particles is more than the "
+                        STR(BODY_MAX_POINTS) " a body may have", path, b->grid.resolution[0],
+                     b->grid.resolution[1]);
             continue;
         }
         if (b->has_pin_box) {

@@ -256,12 +256,14 @@ static bool collider_range(const mz_scene *s, const mz_collider *c, double spaci
             bmin = fmin(c->capsule.a[a], c->capsule.b[a]) - c->capsule.radius;
             bmax = fmax(c->capsule.a[a], c->capsule.b[a]) + c->capsule.radius;
         }
-        lo[a] = a < dim ? (long)floor((bmin - s->domain.min[a]) / spacing - 0.5) : 0;
-        hi[a] = a < dim ? (long)ceil((bmax - s->domain.min[a]) / spacing - 0.5) : 0;
-        lo[a] = lo[a] < 0 ? 0 : lo[a];
-        hi[a] = hi[a] > cells[a] - 1 ? cells[a] - 1 : hi[a];
-        if (lo[a] > hi[a])
+        double l = a < dim ? floor((bmin - s->domain.min[a]) / spacing - 0.5) : 0;
+        double h = a < dim ? ceil((bmax - s->domain.min[a]) / spacing - 0.5) : 0;
+        /* clipped before the conversion: a collider far beyond the domain, or larger than it,
+         * has indices no long holds */
+        if (!(l <= h) || h < 0 || l > (double)(cells[a] - 1))
             return false;
+        lo[a] = l < 0 ? 0 : (long)l;
+        hi[a] = h > (double)(cells[a] - 1) ? cells[a] - 1 : (long)h;
     }
     return true;
 }
@@ -309,18 +311,31 @@ static size_t sample_collider(const mz_scene *s, size_t which, double spacing, i
     return count;
 }
 
-size_t build_boundary_count(const mz_scene *s)
+double build_wall_count(const mz_scene *s)
 {
     int dim = s->sim.dimensions, layers = build_wall_layers(s);
     double spacing = s->fluids[0].spacing, inner = 1, outer = 1;
     for (int a = 0; a < dim; a++) {
         double cells = ceil((s->domain.max[a] - s->domain.min[a]) / spacing - 1e-9);
+        /* A row of more cells than that has more wall particles than that; and beyond 2^53
+         * cells, cells + 2 * layers == cells and the difference below would vanish. */
+        if (!(cells <= (double)MZ_MAX_PARTICLES))
+            return INFINITY;
         inner *= cells;
         outer *= cells + 2 * layers;
     }
-    size_t n = (size_t)(outer - inner);
+    return outer - inner;
+}
+
+size_t build_boundary_count(const mz_scene *s)
+{
+    double walls = build_wall_count(s);
+    if (!(walls <= (double)MZ_MAX_PARTICLES)) /* a scene refuses that many */
+        return SIZE_MAX;
+    size_t n = (size_t)walls;
+    int layers = build_wall_layers(s);
     for (size_t c = 0; c < s->n_colliders; c++)
-        n += build_collider_samples(s, c, spacing, layers);
+        n += build_collider_samples(s, c, s->fluids[0].spacing, layers);
     return n;
 }
 

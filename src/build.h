@@ -5,7 +5,13 @@
 
 #include <stdint.h>
 
-#define MZ_MAX_PARTICLES ((size_t)INT32_MAX) /* ids and counts travel as 32-bit ints */
+/* ids and counts travel as 32-bit ints. A fuzzing build (docs/testing.md) allows fewer, so that
+ * the validator's walks over fluid lattices stay within the fuzzer's time limit. */
+#ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+#define MZ_MAX_PARTICLES ((size_t)10000000)
+#else
+#define MZ_MAX_PARTICLES ((size_t)INT32_MAX)
+#endif
 
 typedef struct mz_particles {
     size_t n;
@@ -72,6 +78,9 @@ size_t build_collider_samples(const mz_scene *s, size_t which, double spacing, i
 /* SPH with particle walls: how many wall and collider particles the scene gets (counted, not
  * built). */
 size_t build_boundary_count(const mz_scene *s);
+/* SPH: how many wall particles the domain's shell gets, in double (a huge domain's count need not
+ * fit an integer); infinity when an axis alone has more than MZ_MAX_PARTICLES cells. */
+double build_wall_count(const mz_scene *s);
 /* SPH: the wall layers the support radius needs, ceil(h / spacing − 1/2). */
 int build_wall_layers(const mz_scene *s);
 
