@@ -28,10 +28,7 @@ size_t sim_state_parts(mz_sim *sim, mz_state_part *parts, size_t max)
         {"id", &sim->id, NULL, 0},          {"body", &sim->body, NULL, 0},
         {"rigid_pose", &sim->rigid_pose, NULL, 0},
     };
-    size_t k = 0;
-    for (size_t i = 0; i < sizeof common / sizeof *common && k < max; i++)
-        if (*common[i].mem)
-            parts[k++] = common[i];
+    size_t k = sim_state_existing(common, sizeof common / sizeof *common, parts, max);
     if (sim->solver->state)
         k += sim->solver->state(sim, parts + k, max - k);
     return k;
@@ -367,15 +364,12 @@ int checkpoint_read(const char *path, mz_ckpt *ck)
     return 0;
 }
 
-int checkpoint_restore(const char *path, mz_sim *sim)
+int checkpoint_restore(const char *path, const mz_ckpt *ck, mz_sim *sim)
 {
-    mz_ckpt ck;
-    if (checkpoint_read(path, &ck) != 0)
-        return -1;
     hid_t file = open_checkpoint(path);
     int rc = file < 0 ? -1 : 0;
-    if (rc == 0 && ck.particles != sim->n) {
-        mz_error("checkpoint %s holds %zu particles; the scene makes %zu", path, ck.particles,
+    if (rc == 0 && ck->particles != sim->n) {
+        mz_error("checkpoint %s holds %zu particles; the scene makes %zu", path, ck->particles,
                  sim->n);
         rc = -1;
     }
@@ -405,12 +399,11 @@ int checkpoint_restore(const char *path, mz_sim *sim)
     if (file >= 0)
         H5Fclose(file);
     if (rc == 0) {
-        sim->step = ck.step;
-        sim->time = ck.time;
-        sim->dt_min = ck.dt_min;
-        sim->dt_max = ck.dt_max;
+        sim->step = ck->step;
+        sim->time = ck->time;
+        sim->dt_min = ck->dt_min;
+        sim->dt_max = ck->dt_max;
     }
-    checkpoint_free(&ck);
     return rc;
 }
 

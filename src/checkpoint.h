@@ -40,9 +40,10 @@ int checkpoint_write(const char *path, mz_sim *sim, const mz_ckpt *info);
 
 /* Read a checkpoint's record (not the state) into *ck. 0, or -1 after reporting. */
 int checkpoint_read(const char *path, mz_ckpt *ck);
-/* Put the state back into a simulation created from the same scene: buffers, step counters.
- * 0, or -1 after reporting (a part missing or of another size: not this scene's checkpoint). */
-int checkpoint_restore(const char *path, mz_sim *sim);
+/* Put the state back into a simulation created from the same scene: buffers from path, step
+ * counters from ck (its record, as checkpoint_read gave it). 0, or -1 after reporting (a part
+ * missing or of another size: not this scene's checkpoint). */
+int checkpoint_restore(const char *path, const mz_ckpt *ck, mz_sim *sim);
 void checkpoint_free(mz_ckpt *ck);
 
 /* The default checkpoint path for an output path: "out.h5" -> "out.ckpt.h5". Caller frees. */

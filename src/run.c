@@ -326,7 +326,7 @@ static int set_up(run_ctx *r)
     if (sim_create(&r->sim, &r->cl, &r->scene, &r->parts) != 0 ||
         health_init(&r->health, &r->sim, health_speed_bound(&r->scene, &r->parts)) != 0)
         return MZ_EXIT_RUNTIME;
-    if (r->resumed && checkpoint_restore(o->resume_path, &r->sim) != 0)
+    if (r->resumed && checkpoint_restore(o->resume_path, &r->ck, &r->sim) != 0)
         return MZ_EXIT_RUNTIME;
     r->fields = r->scene.output.fields;
     if (open_output(r) != 0)

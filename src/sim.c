@@ -76,6 +76,15 @@ size_t sim_device_bytes(const mz_scene *scene, size_t n)
     return bytes;
 }
 
+size_t sim_state_existing(const mz_state_part *all, size_t n, mz_state_part *parts, size_t max)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n && k < max; i++)
+        if (all[i].host || *all[i].mem)
+            parts[k++] = all[i];
+    return k;
+}
+
 int sim_check_fits(const mz_cl *cl, const mz_scene *scene, size_t n)
 {
     size_t need = sim_device_bytes(scene, n), largest = 16 * n; /* a float4 per particle */

@@ -26,6 +26,10 @@ typedef struct mz_state_part {
 
 #define MZ_MAX_STATE_PARTS 48
 
+/* Those of all[0..n) that exist (host bytes, or a buffer that was made) into parts[0..max):
+ * how many. For the state callbacks, whose buffers depend on the scene. */
+size_t sim_state_existing(const mz_state_part *all, size_t n, mz_state_part *parts, size_t max);
+
 /* A solver family: its stage names (for --profile) and its operations. A solver advances by
  * fixed substeps (substep), or chooses its own steps within each frame (advance). */
 typedef struct mz_solver {

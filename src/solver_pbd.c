@@ -326,11 +326,7 @@ static size_t pbd_state_parts(mz_sim *sim, mz_state_part *parts, size_t max)
         {"pbf_density", &st->fluid.density, NULL, 0},
         {"rigid_bodies", &st->rigid.bodies, NULL, 0},
     };
-    size_t k = 0;
-    for (size_t i = 0; i < sizeof all / sizeof *all && k < max; i++)
-        if (*all[i].mem)
-            parts[k++] = all[i];
-    return k;
+    return sim_state_existing(all, sizeof all / sizeof *all, parts, max);
 }
 
 const mz_solver mz_solver_pbd = {

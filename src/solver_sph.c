@@ -422,11 +422,7 @@ static size_t sph_state_parts(mz_sim *sim, mz_state_part *parts, size_t max)
         {"sph_lag", NULL, &st->lag, sizeof st->lag},
         {"sph_next_dt", NULL, &st->next_dt, sizeof st->next_dt},
     };
-    size_t k = 0;
-    for (size_t i = 0; i < sizeof all / sizeof *all && k < max; i++)
-        if (all[i].host || *all[i].mem)
-            parts[k++] = all[i];
-    return k;
+    return sim_state_existing(all, sizeof all / sizeof *all, parts, max);
 }
 
 const mz_solver mz_solver_sph = {
