@@ -6,6 +6,7 @@
  * the projection's sweeps: the first step's (from zero pressure) and the mean over the timed
  * steps (warm-started). n^3 ~ 10^5 on the CPU, 10^6 and 10^7 on a GPU; BENCH_FLIP_MAX overrides
  * the largest count, BENCH_FLIP_STEPS the timed steps. Not a test: prints a table, exits 0. */
+#include "bench_frames.h"
 #include "build.h"
 #include "cl_ctx.h"
 #include "flip.h"
@@ -31,15 +32,9 @@ static int bench(mz_cl *cl, int res, const char *solver, int warm, int steps, in
              "   \"max\": [%.17g,%.17g,%.17g]}, \"spacing\": 0.01}]}",
              substeps, solver, max_sweeps, 4 * a, 2 * a, a, a, a, a);
     mz_scene s;
-    mz_diag d = {0};
-    if (scene_load_text(json, strlen(json), "bench.json", NULL, 0, &s, &d) != 0) {
-        diag_print(&d, "bench scene");
-        return -1;
-    }
     mz_particles p;
-    build_particles(&s, &p);
     mz_sim sim;
-    if (sim_create(&sim, cl, &s, &p) != 0)
+    if (bench_open(cl, json, &s, &p, &sim) != 0)
         return -1;
     double dt = scene_substep_dt(&s);
     for (int k = 0; k < warm; k++)

@@ -1,4 +1,5 @@
-/* The frame loop the position-based benchmarks share: load a scene from JSON, run `warm`
+/* What the benchmarks share: a scene from JSON up to its simulation (bench_open); and the frame
+ * loop of the position-based ones (bench_frames): load a scene from JSON, run `warm`
  * frames, then time `frames` frames with the queue drained each frame, and print the row's
  * numbers after `label`: particles (and constraints, when asked), frames, ms/frame, frames/s, particle-substeps/s and device
  * ns per particle-substep for each stage. */
@@ -13,19 +14,27 @@
 #include <stdio.h>
 #include <string.h>
 
-static int bench_frames(mz_cl *cl, const char *json, const char *label, bool constraints,
-                        int warm, int frames)
+/* A benchmark's scene from JSON, its particles and its simulation on cl. 0, or -1 after
+ * reporting. */
+static inline int bench_open(mz_cl *cl, const char *json, mz_scene *s, mz_particles *p,
+                             mz_sim *sim)
 {
-    mz_scene s;
     mz_diag d = {0};
-    if (scene_load_text(json, strlen(json), "bench.json", NULL, 0, &s, &d) != 0) {
+    if (scene_load_text(json, strlen(json), "bench.json", NULL, 0, s, &d) != 0) {
         diag_print(&d, "bench scene");
         return -1;
     }
+    build_particles(s, p);
+    return sim_create(sim, cl, s, p);
+}
+
+static inline int bench_frames(mz_cl *cl, const char *json, const char *label,
+                               bool constraints, int warm, int frames)
+{
+    mz_scene s;
     mz_particles p;
-    build_particles(&s, &p);
     mz_sim sim;
-    if (sim_create(&sim, cl, &s, &p) != 0)
+    if (bench_open(cl, json, &s, &p, &sim) != 0)
         return -1;
     double frame_dt = scene_frame_dt(&s);
     for (int k = 0; k < warm; k++)

@@ -2,6 +2,7 @@
  * particles, fixed CFL step) at 10^4 and 10^5 particles, and 10^6 on a GPU (BENCH_SPH_MAX
  * overrides), for WCSPH and collapsed SPH: particle-steps per second over timed steps after a
  * warm-up frame, with device time per stage. Not a test: prints a table, exits 0. */
+#include "bench_frames.h"
 #include "build.h"
 #include "cl_ctx.h"
 #include "progress.h"
@@ -25,17 +26,11 @@ static int bench(mz_cl *cl, const char *solver, double spacing, int steps)
              "   \"max\": [0.4,0.4,0.4]}, \"spacing\": %g, \"artificial_viscosity\": 0.05}]}",
              solver, spacing);
     mz_scene s;
-    mz_diag d = {0};
-    if (scene_load_text(json, strlen(json), "bench.json", NULL, 0, &s, &d) != 0) {
-        diag_print(&d, "bench scene");
-        return -1;
-    }
-    double dt = scene_cfl(&s) * scene_support_radius(&s) / scene_speed_of_sound(&s);
     mz_particles p;
-    build_particles(&s, &p);
     mz_sim sim;
-    if (sim_create(&sim, cl, &s, &p) != 0)
+    if (bench_open(cl, json, &s, &p, &sim) != 0)
         return -1;
+    double dt = scene_cfl(&s) * scene_support_radius(&s) / scene_speed_of_sound(&s);
     for (int k = 0; k < 10; k++) /* warm-up */
         sim_substep(&sim, dt);
     clFinish(cl->queue);
