@@ -147,11 +147,14 @@ kernel void sph_forces(uint n, float dt, mz_sph P, float4 gravity, mz_walls wall
         a = a + mz_sph_pair(&P, dx, r2, vij, rho_i, rho[j], pr_i, p[j]);
     MZ_NEIGHBOURS_END
     if (nb > 0) {
+        mz_wall_sum ws = mz_wall_sum_zero();
+        ws.a = a; /* the fluid's sum first, then each boundary particle's: the order as ever */
         MZ_NEIGHBOURS_BEGIN(gb, bcs, bce, bx, xi, b, r2)
             float4 dx = xi - bx[b];
             dx.w = 0.0f;
-            a = a + mz_sph_boundary(&P, dx, r2, bm[b], p[i], rho_i, gravity, vi);
+            mz_sph_boundary(&P, &ws, dx, r2, bm[b], p[i], rho_i, gravity, vi);
         MZ_NEIGHBOURS_END
+        a = mz_sph_wall_accel(&P, &ws, vi, dt);
     }
     mz_sph_integrate(&P, dt, gravity, &walls, penalty, xi, vi, a, x_out, v_out, a2_out, i);
 }
@@ -206,11 +209,13 @@ kernel void csph_step(uint n, float dt, float lag, mz_sph P, float4 gravity, mz_
     float rho_new = P.mass * P.poly6 * sum;
     if (nb > 0) {
         float bsum = 0.0f;
+        mz_wall_sum ws = mz_wall_sum_zero();
+        ws.a = a; /* the fluid's sum first, then each boundary particle's: the order as ever */
         MZ_NEIGHBOURS_BEGIN(gb, bcs, bce, bx, xi, b, r2)
             bsum += bm[b] * mz_poly6_unscaled(&P, r2);
             float4 dx = xi - bx[b];
             dx.w = 0.0f;
-            a = a + mz_sph_boundary(&P, dx, r2, bm[b], p_i, rho_i, gravity, vi);
+            mz_sph_boundary(&P, &ws, dx, r2, bm[b], p_i, rho_i, gravity, vi);
             float r = sqrt(r2);
             if (r > P.r_min) {
                 float hr = P.h - r;
@@ -218,6 +223,7 @@ kernel void csph_step(uint n, float dt, float lag, mz_sph P, float4 gravity, mz_
                         (vi.x * dx.x + vi.y * dx.y + vi.z * dx.z);
             }
         MZ_NEIGHBOURS_END
+        a = mz_sph_wall_accel(&P, &ws, vi, dt);
         rho_new += P.poly6 * bsum;
     }
     rho_out[i] = rho_new;

@@ -1,17 +1,32 @@
 #!/bin/sh
-# The 2D dam break at a finer resolution than CI runs (spacing a/100: 10,000 particles, a few
-# minutes on two cores), both SPH solvers and FLIP (twice the substeps: the same cells per step),
-# and the comparison plot against Martin & Moyce.
-# usage: scripts/dam_break_fine.sh [OUTDIR]     (needs python3-matplotlib for the plot)
+# The 2D dam break with water's viscosity and wall friction (scenes/dam_break_2d_water.json,
+# a = 0.05715 m) at the CI spacing a/50 and finer,
+# a/100 and a/200 (40,000 particles, about 7 minutes on two cores), WCSPH and collapsed SPH,
+# plus FLIP at a/100 of its own scene (twice the substeps: the same cells per step); then the
+# table of front errors against Martin & Moyce and the comparison plot.
+# usage: scripts/dam_break_fine.sh [OUTDIR]     (needs python3-h5py and python3-matplotlib)
 set -eu
 out="${1:-/tmp/mizu-dam-break}"
 mkdir -p "$out"
-mizu="$(dirname "$0")/../build/mizu"
-for solver in wcsph collapsed_sph; do
-  "$mizu" run scenes/dam_break_2d.json --set "fluids[0].solver=$solver" \
-      --set "fluids[0].spacing=0.001" -o "$out/$solver.h5"
+here="$(dirname "$0")"
+mizu="$here/../build/mizu"
+scene="$here/../scenes/dam_break_2d_water.json"
+a=0.05715
+run() { # solver, spacing divisor
+  "$mizu" run "$scene" --set "fluids[0].solver=$1" \
+      --set "fluids[0].spacing=$(awk "BEGIN { print $a / $2 }")" -o "$out/$1_a$2.h5"
+}
+run wcsph 50
+run wcsph 100
+run wcsph 200
+run collapsed_sph 50
+run collapsed_sph 100
+# the no-slip scene (artificial viscosity's drag against the walls) at a/50 and a/100
+for n in 50 100; do
+  "$mizu" run "$here/../scenes/dam_break_2d.json" --set "fluids[0].spacing=$(awk "BEGIN { print 0.1 / $n }")" \
+      -o "$out/no_slip_a$n.h5"
 done
-"$mizu" run scenes/flip_dam_break_2d.json --set "fluids[0].spacing=0.001" \
+"$mizu" run "$here/../scenes/flip_dam_break_2d.json" --set "fluids[0].spacing=0.001" \
     --set simulation.substeps=32 -o "$out/flip.h5"
-/usr/bin/python3 "$(dirname "$0")/dam_break_plot.py" "$out/wcsph.h5" "$out/collapsed_sph.h5" \
-    "$out/flip.h5" -o "$out/dam_break_front.png"
+/usr/bin/python3 "$here/dam_break_plot.py" "$out"/wcsph_a*.h5 "$out"/collapsed_sph_a*.h5 \
+    "$out"/no_slip_a*.h5 "$out/flip.h5" -o "$out/dam_break_front.png"

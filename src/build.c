@@ -69,6 +69,23 @@ double build_lattice_gradient_sum(double spacing, double h, int dimensions)
     return sum * pow(spacing, dimensions);
 }
 
+double build_wall_laplacian_sum(double spacing, double h, int dimensions, double volume,
+                                double lap)
+{
+    int reach = (int)ceil(h / spacing), zr = dimensions == 3 ? reach : 0;
+    double sum = 0;
+    for (int layer = 0; layer <= reach; layer++)      /* fluid at (layer + ½) spacing */
+        for (int below = 0; below <= reach; below++)  /* wall at −(below + ½) spacing */
+            for (int k = -zr; k <= zr; k++)
+                for (int i = -reach; i <= reach; i++) {
+                    double dy = layer + below + 1.0;
+                    double r = spacing * sqrt(i * i + k * k + dy * dy);
+                    if (r < h)
+                        sum += volume * lap * (h - r);
+                }
+    return sum;
+}
+
 double build_particle_mass(const mz_scene *s, const mz_fluid *f)
 {
     int dim = s->sim.dimensions;

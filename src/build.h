@@ -59,6 +59,11 @@ double build_lattice_kernel_sum(double spacing, double h, int dimensions);
 /* SPH: Σ_j spacing^d (x_j − x_i)_x ∂W/∂x_i over the lattice for the spiky kernel: 1 for a
  * consistent gradient, 0.886 in 2D and 0.956 in 3D at h = 2 spacing. */
 double build_lattice_gradient_sum(double spacing, double h, int dimensions);
+/* The wall function's lattice constant: Σ over the fluid layers next to a flat wall of
+ * Σ_b V ∇²W_ib over the wall particles below (the lattice continued into the wall), with
+ * V = volume and ∇²W = lap (h − r), in 1/m². */
+double build_wall_laplacian_sum(double spacing, double h, int dimensions, double volume,
+                                double lap);
 
 
 /* The domain's walls as boundary particles: the fluid lattice (cells of `spacing` from the

@@ -61,8 +61,16 @@ typedef struct mz_simulation {
     double pressure_tolerance; /* FLIP: divergence left, relative to the largest before */
 } mz_simulation;
 
+/* SPH boundary particles: how the walls act along themselves (kernels/sph_kernels.clh). */
+typedef enum mz_wall_friction {
+    MZ_FRICTION_NO_SLIP,       /* both viscosities against walls at rest */
+    MZ_FRICTION_WALL_FUNCTION, /* a smooth wall's log-law shear stress, from the viscosity */
+    MZ_FRICTION_FREE_SLIP      /* nothing along the wall */
+} mz_wall_friction;
+
 typedef struct mz_boundary {
     int type; /* mz_boundary_kind */
+    int friction; /* mz_wall_friction */
     double stiffness, damping, acceleration_limit;
 } mz_boundary;
 

@@ -395,6 +395,12 @@ static void validate_solver(const mz_scene *s, mz_diag *d)
         check_fluid_material(s, d);
     if (flip)
         check_flip(s, d);
+    if (s->domain.boundary.friction != MZ_FRICTION_NO_SLIP &&
+        s->domain.boundary.type != MZ_BOUNDARY_PARTICLES)
+        diag_add(d, "domain.boundary.friction \"%s\" applies to domain.boundary.type "
+                    "\"particles\" (SPH boundary particles)",
+                 s->domain.boundary.friction == MZ_FRICTION_FREE_SLIP ? "free_slip"
+                                                                       : "wall_function");
     if (!sph) {
         if (s->domain.boundary.type == MZ_BOUNDARY_PARTICLES)
             diag_add(d, "domain.boundary.type \"particles\" needs an SPH solver (wcsph or "
@@ -404,6 +410,10 @@ static void validate_solver(const mz_scene *s, mz_diag *d)
         return;
     }
     check_fluid_material(s, d);
+    if (s->domain.boundary.friction == MZ_FRICTION_WALL_FUNCTION && !(f0->viscosity > 0))
+        diag_add(d, "fluids[0].viscosity must be > 0 with domain.boundary.friction "
+                    "\"wall_function\" (the wall's shear stress follows from it: water at "
+                    "20 C is 0.001 Pa s)");
     if (scene_speed_of_sound(s) <= 0)
         diag_add(d, "fluids[0].speed_of_sound is needed: with no gravity and no initial speed "
                     "there is no speed to scale it from");

@@ -88,6 +88,13 @@ sph_params sph_params_for(const mz_scene *s)
     P.diffusion = (float)(0.1 * 0.5 * h * c0);
     P.wall_r0 = (float)f->spacing;
     P.wall_d = (float)(0.01 * c0 * c0);
+    P.friction = s->domain.boundary.friction;
+    P.nu = (float)(f->viscosity / f->rest_density);
+    P.wall_y0 = (float)(0.5 * f->spacing);
+    /* A particle's drag is (u_τ²/u) wall_k Σ_b V_b ∇²W_ib v_t: over the layers of a wall area A
+     * (A / spacing^(d−1) particles each) a flow with one u_τ then feels ρ0 u_τ² A. */
+    P.wall_k = (float)(f->rest_density * pow(f->spacing, dim - 1) /
+                       (mass * build_wall_laplacian_sum(f->spacing, h, dim, volume, P.visc_lap)));
     return P;
 }
 

@@ -11,6 +11,8 @@ typedef struct sph_params {
     cl_float poly6, spiky_grad, visc_lap, r_min, accel_limit, wall_r0, wall_d;
     cl_int limit_accel, continuity;
     cl_float diffusion;
+    cl_int friction;
+    cl_float nu, wall_y0, wall_k;
 } sph_params;
 
 /* The kernel constants, Tait stiffness and wall terms of an SPH scene. */

@@ -152,6 +152,9 @@ static void test_bad_overrides(void **state)
         {"simulation.fps.=5", "--set simulation.fps.: bad path (ends with '.')"},
         {"fluids[0].=5", "--set fluids[0].: bad path (ends with '.')"},
         {"simulation.frames=2000000000", "simulation.frames must be >= 1 and <= 1e+09 (got 2e+09)"},
+        {"domain.boundary.friction=free_slip", "domain.boundary.friction \"free_slip\" applies "
+                                               "to domain.boundary.type \"particles\" (SPH "
+                                               "boundary particles)"},
         /* the fuzz harness's check that a loaded scene has a finite step */
         {"simulation.fps=1e-320", "simulation.fps 9.99989e-321 with 4 substeps makes frames of inf "
                                   "s and steps of inf s; single precision holds "
@@ -167,6 +170,18 @@ static void test_bad_overrides(void **state)
 }
 
 /* Random bytes must fail fast with a position, never crash. */
+/* The wall function takes its stress from the fluid's viscosity: none is an error. */
+static void test_wall_function_needs_viscosity(void **state)
+{
+    (void)state;
+    const char *sets[] = {"domain.boundary.friction=wall_function"};
+    char *got = load_errors("scenes/dam_break_2d.json", sets, 1);
+    assert_string_equal(got, "fluids[0].viscosity must be > 0 with domain.boundary.friction "
+                             "\"wall_function\" (the wall's shear stress follows from it: "
+                             "water at 20 C is 0.001 Pa s)");
+    free(got);
+}
+
 static void test_bad_colliders(void **state)
 {
     (void)state;
@@ -368,7 +383,9 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bad_table),      cmocka_unit_test(test_valid_defaults),
-        cmocka_unit_test(test_overrides),      cmocka_unit_test(test_bad_overrides),
+        cmocka_unit_test(test_overrides),
+        cmocka_unit_test(test_wall_function_needs_viscosity),
+        cmocka_unit_test(test_bad_overrides),
         cmocka_unit_test(test_garbage),        cmocka_unit_test(test_explicit_particles),
         cmocka_unit_test(test_bad_colliders),
         cmocka_unit_test(test_errors_reported_together),

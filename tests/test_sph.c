@@ -433,13 +433,13 @@ static void test_hydrostatic(void **state)
 }
 
 /* The dam break's surge front against Martin & Moyce (1952): within 10% over the data. */
-static void check_dam_break(const char *solver)
+static void check_dam_break(const char *scene, const char *solver)
 {
     char set[64];
     snprintf(set, sizeof set, "fluids[0].solver=%s", solver);
     const char *sets[] = {set};
     world w;
-    world_open_file(&w, "scenes/dam_break_2d.json", sets, 1);
+    world_open_file(&w, scene, sets, 1);
     const mz_scene *s = &w.scene;
     double a = s->fluids[0].box.max[0] - s->fluids[0].box.min[0], spacing = s->fluids[0].spacing;
     int frames = s->sim.frames;
@@ -470,8 +470,8 @@ static void check_dam_break(const char *solver)
     }
     double best, best_shift;
     int points = martin_moyce_fit(T, Z, frames, &best, &best_shift);
-    print_message("dam break (%s, %zu particles, %ld steps): front within %.1f%% of Martin & "
-                  "Moyce at %d points with the time shift dT = %+.2f\n", solver, w.parts.n,
+    print_message("dam break (%s, %s, %zu particles, %ld steps): front within %.1f%% of Martin "
+                  "& Moyce at %d points with the time shift dT = %+.2f\n", scene, solver, w.parts.n,
                   w.sim.step, 100 * best, points, best_shift);
     assert_true(best <= 0.10);
     assert_true(points >= 15);
@@ -484,13 +484,21 @@ static void check_dam_break(const char *solver)
 static void test_dam_break_wcsph(void **state)
 {
     (void)state;
-    check_dam_break("wcsph");
+    check_dam_break("scenes/dam_break_2d.json", "wcsph");
 }
 
 static void test_dam_break_collapsed(void **state)
 {
     (void)state;
-    check_dam_break("collapsed_sph");
+    check_dam_break("scenes/dam_break_2d.json", "collapsed_sph");
+}
+
+/* The experiment's water (viscosity, smooth-wall friction, a = 2.25 in). */
+static void test_dam_break_water(void **state)
+{
+    (void)state;
+    check_dam_break("scenes/dam_break_2d_water.json", "wcsph");
+    check_dam_break("scenes/dam_break_2d_water.json", "collapsed_sph");
 }
 
 /* Water falling onto a ball and a step (scenes/obstacles_2d.json): the colliders' boundary
@@ -523,6 +531,87 @@ static void test_colliders(void **state)
     world_close(&w);
 }
 
+/* The wall function (domain.boundary.friction "wall_function"): water over a floor with the
+ * log-law profile u(y) = u_τ ln(E y u_τ/ν)/κ of one friction velocity u_τ. Over one frame, the
+ * columns of particles away from the block's ends lose the momentum ρ0 u_τ² · spacing · dt
+ * each (2D: per unit depth), whichever the spacing: the internal forces of a laterally uniform
+ * flow cancel within a column. Not quite: the Tait pressure of float-rounded densities leaves
+ * ~0.4 Pa of noise, so the free-slip floor's (no drag) is subtracted, and u_τ = 0.2 m/s makes
+ * the stress (40 Pa) large against it. Both solvers, two spacings. */
+static double wall_utau = 0.2, wall_nu = 1e-6;
+
+static void log_law_profile(mz_particles *p)
+{
+    for (size_t i = 0; i < p->n; i++) {
+        double y = p->pos[4 * i + 1]; /* the floor is at y = 0 */
+        p->vel[4 * i] = (float)(wall_utau * log(9.8 * y * wall_utau / wall_nu) / 0.41);
+    }
+}
+
+static double wall_shear(const char *solver, double spacing, const char *friction)
+{
+    char json[1024];
+    double dt = 1e-5;
+    snprintf(json, sizeof json,
+             "{\"mizu_scene\": 1, \"simulation\": {\"fps\": %g, \"frames\": 1, \"dimensions\": 2,"
+             " \"gravity\": [0, 0, 0]},"
+             " \"domain\": {\"min\": [0,0,0], \"max\": [0.2,0.05,0],"
+             "   \"boundary\": {\"type\": \"particles\", \"friction\": \"%s\"}},"
+             " \"fluids\": [{\"solver\": \"%s\", \"box\": {\"min\": [0.06,0,0],"
+             "   \"max\": [0.14,0.012,0]}, \"spacing\": %g, \"viscosity\": %g,"
+             "   \"speed_of_sound\": 20}],"
+             " \"output\": {\"fields\": [\"position\", \"velocity\"]}}",
+             1 / dt, friction, solver, spacing, wall_nu * 1000);
+    world w;
+    world_open_edit(&w, json, "test.json", NULL, 0, log_law_profile);
+    size_t n = w.parts.n;
+    world_read(&w);
+    float *v0 = malloc(16 * n);
+    memcpy(v0, w.vel, 16 * n);
+    uint32_t *id0 = malloc(4 * n);
+    memcpy(id0, w.id, 4 * n);
+    double *dv = calloc(n, sizeof *dv), *x = calloc(n, sizeof *x);
+    for (size_t i = 0; i < n; i++) {
+        dv[id0[i]] -= v0[4 * i];
+        x[id0[i]] = w.pos[4 * i];
+    }
+    assert_int_equal(sim_advance_frame(&w.sim, dt), 0);
+    world_read(&w);
+    for (size_t i = 0; i < n; i++)
+        dv[w.id[i]] += w.vel[4 * i];
+    /* columns 0.09 to 0.11 m: further than 3 h from the ends */
+    double m = build_particle_mass(&w.scene, &w.scene.fluids[0]), sum = 0;
+    int columns = 0;
+    for (double cx = 0.09 + 0.5 * spacing; cx < 0.11; cx += spacing, columns++)
+        for (size_t i = 0; i < n; i++)
+            if (fabs(x[i] - cx) < 0.25 * spacing)
+                sum += m * dv[i] / dt;
+    double shear = -sum / (columns * spacing); /* Pa */
+    free(v0);
+    free(id0);
+    free(dv);
+    free(x);
+    world_close(&w);
+    return shear;
+}
+
+static void test_wall_function(void **state)
+{
+    (void)state;
+    double want = 1000 * wall_utau * wall_utau;
+    const char *solvers[] = {"wcsph", "collapsed_sph"};
+    for (int s = 0; s < 2; s++)
+        for (double spacing = 0.001; spacing > 0.0004; spacing /= 2) {
+            double slip = wall_shear(solvers[s], spacing, "free_slip");
+            double got = wall_shear(solvers[s], spacing, "wall_function") - slip;
+            print_message("wall function (%s, spacing %g m): floor shear %.3f Pa (free slip "
+                          "%+.3f Pa subtracted), rho0 u_tau^2 %.1f Pa (%+.2f%%)\n", solvers[s],
+                          spacing, got, slip, want, 100 * (got / want - 1));
+            assert_true(fabs(got / want - 1) < 0.01);
+            assert_true(fabs(slip) < 0.05 * want);
+        }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -532,7 +621,9 @@ int main(void)
         cmocka_unit_test(test_hydrostatic),
         cmocka_unit_test(test_dam_break_wcsph),
         cmocka_unit_test(test_dam_break_collapsed),
+        cmocka_unit_test(test_dam_break_water),
         cmocka_unit_test(test_colliders),
+        cmocka_unit_test(test_wall_function),
     };
     return cmocka_run_group_tests_name("sph", tests, open_device, close_device);
 }
