@@ -208,6 +208,7 @@ typedef struct mz_scene {
 
 extern const char *const mz_solver_names[MZ_SOLVER_COUNT + 1];
 extern const char *const mz_density_method_names[];
+extern const char *const mz_wall_friction_names[];
 extern const char *const mz_pressure_solver_names[];
 
 /* The solver of the scene (every fluid shares it; the scene checks that). */

@@ -11,7 +11,7 @@
 const char *const mz_solver_names[MZ_SOLVER_COUNT + 1] = {"ballistic", "wcsph", "collapsed_sph",
                                                           "pbf", "flip", 0};
 static const char *const boundary_names[] = {"penalty", "clamp", "particles", 0};
-static const char *const friction_names[] = {"no_slip", "wall_function", "free_slip", 0};
+const char *const mz_wall_friction_names[] = {"no_slip", "wall_function", "free_slip", 0};
 const char *const mz_density_method_names[] = {"summation", "continuity", 0};
 const char *const mz_pressure_solver_names[] = {"rbgs", "jacobi", 0};
 static const char *const compression_names[] = {"none", "gzip", 0};
@@ -86,7 +86,7 @@ static const mz_key boundary_keys[] = {
             "support radius reaches, pushing with the wall pressure extrapolated from the "
             "fluid's (Adami et al. 2012)"},
     {.name = "friction", .type = K_ENUM, .offset = OFF(mz_boundary, friction),
-     .def = "\"no_slip\"", .names = friction_names,
+     .def = "\"no_slip\"", .names = mz_wall_friction_names,
      .doc = "particles walls: how they act along themselves. no_slip: viscosity and artificial "
             "viscosity against walls at rest (the artificial one's drag shrinks with the "
             "spacing); wall_function: the shear stress of a smooth wall by the log law from "

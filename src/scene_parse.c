@@ -399,8 +399,7 @@ static void validate_solver(const mz_scene *s, mz_diag *d)
         s->domain.boundary.type != MZ_BOUNDARY_PARTICLES)
         diag_add(d, "domain.boundary.friction \"%s\" applies to domain.boundary.type "
                     "\"particles\" (SPH boundary particles)",
-                 s->domain.boundary.friction == MZ_FRICTION_FREE_SLIP ? "free_slip"
-                                                                       : "wall_function");
+                 mz_wall_friction_names[s->domain.boundary.friction]);
     if (!sph) {
         if (s->domain.boundary.type == MZ_BOUNDARY_PARTICLES)
             diag_add(d, "domain.boundary.type \"particles\" needs an SPH solver (wcsph or "

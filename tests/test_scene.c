@@ -169,7 +169,6 @@ static void test_bad_overrides(void **state)
     }
 }
 
-/* Random bytes must fail fast with a position, never crash. */
 /* The wall function takes its stress from the fluid's viscosity: none is an error. */
 static void test_wall_function_needs_viscosity(void **state)
 {
@@ -262,6 +261,7 @@ static void test_errors_reported_together(void **state)
     free(got);
 }
 
+/* Random bytes must fail fast with a position, never crash. */
 static void test_garbage(void **state)
 {
     (void)state;
