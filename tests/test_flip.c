@@ -945,15 +945,7 @@ static void test_colliders(void **state)
         assert_int_equal(sim_advance_frame(&w.sim, scene_frame_dt(s)), 0);
         world_read(&w);
         check_frame(&w, f);
-        for (size_t i = 0; i < w.parts.n; i++)
-            for (size_t c = 0; c < s->n_colliders; c++) {
-                double x[3] = {w.pos[4 * i], w.pos[4 * i + 1], 0};
-                double d = collider_distance(&s->colliders[c], x, 2);
-                deepest = fmin(deepest, d);
-                if (d < -0.5 * spacing)
-                    fail_msg("frame %d: particle %u is %.4f m inside colliders[%zu]", f, w.id[i],
-                             -d, c);
-            }
+        deepest = world_deepest_in_colliders(&w, f, deepest);
     }
     host_grid h = {0};
     read_grid(&w, &h);

@@ -516,15 +516,7 @@ static void test_colliders(void **state)
         assert_int_equal(sim_advance_frame(&w.sim, scene_frame_dt(s)), 0);
         world_read(&w);
         check_frame(&w, f);
-        for (size_t i = 0; i < w.parts.n; i++)
-            for (size_t c = 0; c < s->n_colliders; c++) {
-                double x[3] = {w.pos[4 * i], w.pos[4 * i + 1], w.pos[4 * i + 2]};
-                double d = collider_distance(&s->colliders[c], x, 2);
-                deepest = fmin(deepest, d);
-                if (d < -0.5 * spacing)
-                    fail_msg("frame %d: particle %u is %.4f m inside colliders[%zu]", f, w.id[i],
-                             -d, c);
-            }
+        deepest = world_deepest_in_colliders(&w, f, deepest);
     }
     print_message("colliders: deepest %.2f spacings inside a solid over %d frames\n",
                   -deepest / spacing, s->sim.frames);

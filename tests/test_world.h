@@ -108,6 +108,26 @@ static inline void world_close(world *w)
     free(w->id);
 }
 
+/* The deepest any particle of the state just read lies inside a collider (a signed distance,
+ * ≤ 0 when inside), starting from `deepest`; deeper than half a spacing fails, naming frame f,
+ * the particle and the collider. */
+static inline double world_deepest_in_colliders(const world *w, int f, double deepest)
+{
+    const mz_scene *s = &w->scene;
+    double spacing = s->fluids[0].spacing;
+    int dim = s->sim.dimensions;
+    for (size_t i = 0; i < w->parts.n; i++)
+        for (size_t c = 0; c < s->n_colliders; c++) {
+            double x[3] = {w->pos[4 * i], w->pos[4 * i + 1], w->pos[4 * i + 2]};
+            double d = collider_distance(&s->colliders[c], x, dim);
+            deepest = fmin(deepest, d);
+            if (d < -0.5 * spacing)
+                fail_msg("frame %d: particle %u is %.4f m inside colliders[%zu]", f, w->id[i],
+                         -d, c);
+        }
+    return deepest;
+}
+
 /* A dam break's surge front Z(T) (frames 0..nf, T = t sqrt(g/a), Z = x/a) against Martin &
  * Moyce (1952): the worst relative error over the data points with the one time shift
  * |dT| <= 0.3 that fits best (the experiment's release time is uncertain,
