@@ -17,12 +17,18 @@ PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 ALL_CFLAGS  = $(WARN) $(CFLAGS) -ffp-contract=off $(PKG_CFLAGS) $(CPPFLAGS)
 LDLIBS     += $(PKG_LIBS) -lm
 
-SRCS     := $(wildcard src/*.c)
+# Sources live in one folder per layer (docs/ARCHITECTURE.md); objects mirror them under obj/.
+SRCS     := $(sort $(wildcard src/*/*.c src/*/*/*.c))
 OBJS     := $(SRCS:src/%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/kernels_embedded.o
-LIB_OBJS := $(filter-out $(BUILD)/obj/main.o,$(OBJS))
-KERNELS  := $(sort $(wildcard kernels/*.cl kernels/*.clh))
-TESTS    := $(patsubst tests/%.c,$(BUILD)/tests/%,$(wildcard tests/test_*.c))
-BENCHES  := $(patsubst tests/%.c,$(BUILD)/tests/%,$(wildcard tests/bench_*.c))
+LIB_OBJS := $(filter-out $(BUILD)/obj/cli/main.o,$(OBJS))
+KERNELS  := $(sort $(wildcard kernels/*/*.cl kernels/*/*.clh))
+# Tests sit beside the layer they test (tests/scene/, tests/solvers/, ...); binaries go flat
+# into $(BUILD)/tests/.
+TEST_SRCS  := $(sort $(wildcard tests/*/test_*.c))
+BENCH_SRCS := $(sort $(wildcard tests/bench/bench_*.c))
+TESTS    := $(patsubst %.c,$(BUILD)/tests/%,$(notdir $(TEST_SRCS)))
+BENCHES  := $(patsubst %.c,$(BUILD)/tests/%,$(notdir $(BENCH_SRCS)))
+TEST_HDRS := tests/test_util.h tests/test_world.h tests/bench/bench_frames.h
 
 .PHONY: all test bench install uninstall clean help check-deps demo fuzz sanitize valgrind
 all: check-deps $(BUILD)/mizu
@@ -35,6 +41,7 @@ $(BUILD)/mizu: $(OBJS)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/obj/%.o: src/%.c | $(BUILD)/obj
+	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -MMD -MP -c -o $@ $<
 
 # Kernel sources are compiled into the binary so one file is all an HPC node needs.
@@ -45,18 +52,24 @@ $(BUILD)/kernels_embedded.c: $(KERNELS) scripts/embed-kernels.sh | $(BUILD)/obj
 $(BUILD)/obj/kernels_embedded.o: $(BUILD)/kernels_embedded.c
 	$(CC) $(ALL_CFLAGS) -Wno-overlength-strings -c -o $@ $<
 
-# Git revision changes must reach the binary's /parameters/build record.
-$(BUILD)/obj/version.o: .FORCE
-.FORCE:
+# The git revision reaches /parameters/build and --version through a stamp that changes with it.
+REV_STAMP := $(BUILD)/git-rev
+$(shell mkdir -p $(BUILD) && (echo '$(GIT_REV)' | cmp -s - $(REV_STAMP) || echo '$(GIT_REV)' > $(REV_STAMP)))
+$(BUILD)/obj/io/h5_create.o $(BUILD)/obj/cli/main.o: $(REV_STAMP)
 
-$(BUILD)/tests/%: tests/%.c tests/test_util.h tests/test_world.h tests/bench_frames.h $(LIB_OBJS) | $(BUILD)/tests
+# Each test binary from the one source of its name under tests/*/.
+vpath test_%.c $(sort $(dir $(TEST_SRCS)))
+vpath bench_%.c tests/bench
+$(BUILD)/tests/%: %.c $(TEST_HDRS) $(LIB_OBJS) | $(BUILD)/tests
 	$(CC) $(ALL_CFLAGS) -Itests -o $@ $< $(LIB_OBJS) $(LDLIBS) $(shell pkg-config --libs cmocka)
 
 $(BUILD)/obj $(BUILD)/tests:
 	mkdir -p $@
 
+# check-layers.py (docs/ARCHITECTURE.md, Layers) runs as one of the tests: an include that points
+# up the layer order fails `make test`.
 test: all $(TESTS)
-	@scripts/run-tests.sh $(BUILD)/mizu $(TESTS)
+	@scripts/run-tests.sh $(BUILD)/mizu scripts/check-layers.py $(TESTS)
 
 bench: all $(BENCHES)
 	@for b in $(BENCHES); do $$b || exit 1; done

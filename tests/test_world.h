@@ -3,10 +3,10 @@
  * state read back in device order. Include after test_util.h. */
 #ifndef MZ_TEST_WORLD_H
 #define MZ_TEST_WORLD_H
-#include "build.h"
-#include "cl_ctx.h"
-#include "scene.h"
-#include "sim.h"
+#include "build/build.h"
+#include "device/cl_ctx.h"
+#include "scene/scene.h"
+#include "solvers/sim.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -1,6 +1,6 @@
 /* libFuzzer harness for the OBJ reader and the mesh operations the scene's bodies use
  * (`make fuzz FUZZ_TARGET=fuzz_obj`; docs/testing.md). The input is an OBJ file's text. */
-#include "mesh.h"
+#include "scene/mesh.h"
 
 #include <stdint.h>
 #include <stdlib.h>

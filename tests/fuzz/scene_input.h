@@ -1,5 +1,5 @@
 /* One fuzz input for the scene loader, shared by the libFuzzer harness (tests/fuzz/fuzz_scene.c)
- * and the regression test that replays tests/data/fuzz/ (tests/test_scene.c), so that a kept
+ * and the regression test that replays tests/data/fuzz/ (tests/scene/test_scene.c), so that a kept
  * crash is replayed exactly as the fuzzer ran it.
  *
  * Framing: the scene's JSON text, then a NUL byte, then --set overrides, each ended by a NUL
@@ -12,10 +12,10 @@
  * "obj" named relative to a scene in scenes/ finds its mesh. */
 #ifndef MZ_FUZZ_SCENE_INPUT_H
 #define MZ_FUZZ_SCENE_INPUT_H
-#include "bodies.h"
-#include "build.h"
-#include "scene.h"
-#include "sim.h"
+#include "build/build.h"
+#include "scene/bodies.h"
+#include "scene/scene.h"
+#include "solvers/sim.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -36,11 +36,11 @@
         }                                                                                      \
     } while (0)
 
-/* What `mizu check` prints, computed and sanity-checked (src/run.c, cmd_check). */
+/* What `mizu check` prints, computed and sanity-checked (src/cli/run.c, cmd_check). */
 static bool fuzz_check_summary(const mz_scene *s)
 {
     int dim = s->sim.dimensions;
-    size_t n = build_particle_count(s);
+    size_t n = scene_particle_count(s);
     FUZZ_CHECK(n > 0 && n <= MZ_MAX_PARTICLES);
     FUZZ_CHECK(isfinite(scene_frame_dt(s)) && scene_substep_dt(s) > 0);
     if (scene_is_sph(s)) {
@@ -52,9 +52,9 @@ static bool fuzz_check_summary(const mz_scene *s)
     for (size_t i = 0; i < s->n_fluids; i++) {
         const mz_fluid *f = &s->fluids[i];
         size_t d[3];
-        size_t c = build_fluid_count(f, dim);
+        size_t c = scene_fluid_count(f, dim);
         if (f->has_box)
-            FUZZ_CHECK(build_lattice_dims(f, dim, d) == c);
+            FUZZ_CHECK(scene_lattice_dims(f, dim, d) == c);
         sum += c;
         (void)build_particle_mass(s, f);
     }
@@ -71,7 +71,7 @@ static bool fuzz_check_summary(const mz_scene *s)
     FUZZ_CHECK(sum == n);
     (void)sim_device_bytes(s, n);
     if (scene_is_sph(s) && s->domain.boundary.type == MZ_BOUNDARY_PARTICLES)
-        (void)build_boundary_count(s);
+        (void)scene_boundary_count(s);
     return true;
 }
 
@@ -80,7 +80,7 @@ static bool fuzz_check_particles(const mz_scene *s)
 {
     mz_particles p;
     build_particles(s, &p);
-    bool ok = p.n == build_particle_count(s);
+    bool ok = p.n == scene_particle_count(s);
     size_t bodies = s->n_fluids + bodies_count(s);
     for (size_t i = 0; ok && i < p.n; i++)
         ok = p.id[i] == i && p.body[i] < bodies && p.inv_mass[i] >= 0;
@@ -131,7 +131,7 @@ static int fuzz_scene_input(const uint8_t *data, size_t size, const char *dir)
     diag_free(&d);
     if (ok && rc == 0) {
         ok = fuzz_check_summary(&s);
-        if (ok && build_particle_count(&s) <= FUZZ_MAX_BUILD)
+        if (ok && scene_particle_count(&s) <= FUZZ_MAX_BUILD)
             ok = fuzz_check_particles(&s);
         /* The effective scene (every key, after overrides and defaults) loads again, to
          * itself: it is what the output file records as the scene that ran. */

@@ -1,0 +1,593 @@
+/* FLIP/PIC fluid on a MAC grid (src/solvers/flip/flip.c runs the stages; src/solvers/flip/flip.h has the layout).
+ *
+ * Grid. Cells of size cell.a per axis cover the domain exactly. Every per-grid array has one
+ * entry per *node* (i, j, k), 0 ≤ i ≤ nx (and so on; in 2D k = 0 only), at index
+ * (k·(ny+1) + j)·(nx+1) + i. A node holds its cell's centre values (type, density, pressure;
+ * nodes past the last cell are outside, read as solid) and, in one float4, the three face
+ * velocities on its cell's lower sides: x = u at (i, j+½, k+½), y = v at (i+½, j, k+½), z = w
+ * at (i+½, j+½, k) in cell units. So the face of axis a at node c lies between cells c − e_a
+ * and c.
+ *
+ * Weights are trilinear (hat functions one cell wide): P2G is a gather, one work-item per node
+ * over the particles the neighbour grid lists near it, summed in the grid's fixed order; no
+ * atomics, so runs are bit-identical. */
+#include "common/common.clh"
+#include "grid/grid.clh"
+
+#define FLIP_AIR 0
+#define FLIP_FLUID 1
+#define FLIP_SOLID 2
+
+/* Free surface: the surface crosses a fluid–air face where the particle density falls to 1/2;
+ * never nearer the fluid cell's centre than this fraction of a cell (keeps the system well
+ * conditioned; the pressure there is then ~0 either way). */
+#define FLIP_THETA_MIN 0.1f
+
+/* Layout matches flip_grid in src/solvers/flip/flip.h. */
+typedef struct {
+    float4 origin;    /* domain min: cell (0,0,0) starts here */
+    float4 cell;      /* cell size per axis, m */
+    float4 inv_cell;  /* 1 / cell */
+    float4 inv_cell2; /* 1 / cell², 0 on the axis a 2D run does not simulate */
+    int4 cells;       /* cells per axis (z = 1 in 2D) */
+    int4 nodes;       /* nodes per axis: cells + 1 (z = 1 in 2D) */
+} flip_grid;
+
+inline float comp(float4 v, int a) { return a == 0 ? v.x : a == 1 ? v.y : v.z; }
+
+inline float4 set_comp(float4 v, int a, float x)
+{
+    if (a == 0)
+        v.x = x;
+    else if (a == 1)
+        v.y = x;
+    else
+        v.z = x;
+    return v;
+}
+
+inline uchar comp_u8(uchar4 v, int a) { return a == 0 ? v.x : a == 1 ? v.y : v.z; }
+
+inline uchar4 set_comp_u8(uchar4 v, int a, uchar x)
+{
+    if (a == 0)
+        v.x = x;
+    else if (a == 1)
+        v.y = x;
+    else
+        v.z = x;
+    return v;
+}
+
+inline int4 unit(int a) { return (int4)(a == 0, a == 1, a == 2, 0); }
+
+inline int4 node_coord(const flip_grid *g, uint node)
+{
+    uint nx = (uint)g->nodes.x, ny = (uint)g->nodes.y;
+    return (int4)((int)(node % nx), (int)(node / nx % ny), (int)(node / (nx * ny)), 0);
+}
+
+inline uint node_index(const flip_grid *g, int4 c)
+{
+    return ((uint)c.z * (uint)g->nodes.y + (uint)c.y) * (uint)g->nodes.x + (uint)c.x;
+}
+
+inline bool is_cell(const flip_grid *g, int4 c)
+{
+    return c.x >= 0 && c.y >= 0 && c.z >= 0 && c.x < g->cells.x && c.y < g->cells.y &&
+           c.z < g->cells.z;
+}
+
+inline bool is_node(const flip_grid *g, int4 c)
+{
+    return c.x >= 0 && c.y >= 0 && c.z >= 0 && c.x < g->nodes.x && c.y < g->nodes.y &&
+           c.z < g->nodes.z;
+}
+
+/* A cell's type; everything outside the domain is solid (the walls). */
+inline int type_at(global const uchar *type, const flip_grid *g, int4 c)
+{
+    return is_cell(g, c) ? type[node_index(g, c)] : FLIP_SOLID;
+}
+
+/* Position in cell units: (x − origin) / cell, z = 0 in 2D, w = 0. */
+inline float4 to_cells(const flip_grid *g, float4 x)
+{
+    float4 d = (x - g->origin) * g->inv_cell;
+    d.w = 0.0f;
+#if MZ_DIM == 2
+    d.z = 0.0f;
+#endif
+    return d;
+}
+
+inline float4 hat(float4 t) { return fmax((float4)(0.0f), (float4)(1.0f) - fabs(t)); }
+
+/* Where the free surface crosses between a fluid cell (density rho_f, 1 = the rest lattice) and
+ * an air neighbour (rho_a): the fraction of the way from the fluid cell's centre. */
+inline float surface_fraction(float rho_f, float rho_a)
+{
+    float d = rho_f - rho_a;
+    return d > 0.0f ? clamp((rho_f - 0.5f) / d, FLIP_THETA_MIN, 1.0f) : FLIP_THETA_MIN;
+}
+
+/* ---- particle to grid ---------------------------------------------------------------------- */
+
+/* One work-item per node: the three face velocities on its cell's lower sides (weighted means of
+ * the particles' velocities), its cell's density (the trilinear particle count at the centre
+ * over the rest lattice's, inv_n0 = 1 / that count; walls count as the lattice continued) and
+ * its type: solid (outside the domain, or the colliders' signed distance at the centre is
+ * negative), fluid (a particle inside), else air. Every particle that weighs on one of these
+ * lies within (c − 1, c + 1.5) in cell units; the neighbour grid's cells spanning that box are
+ * scanned (cell coordinates are monotone in the position, so none is missed). */
+kernel void p2g(uint n_nodes, flip_grid g, mz_grid_desc ng, global const uint *start,
+                global const uint *end, global const float4 *pos, global const float4 *vel,
+                float inv_n0, int colliders, global const float *sdf, global float4 *face_vel,
+                global float *density, global uchar *type)
+{
+    uint node = get_global_id(0);
+    if (node >= n_nodes)
+        return;
+    int4 c = node_coord(&g, node);
+    float4 cf = convert_float4(c);
+    int4 lo = mz_cell_coord(&ng, g.origin + (cf - 1.0f) * g.cell);
+    int4 hi = mz_cell_coord(&ng, g.origin + (cf + 1.5f) * g.cell);
+    float4 sum = (float4)(0.0f), wsum = (float4)(0.0f);
+    uint count = 0;
+    for (int z = lo.z; z <= hi.z; z++)
+        for (int y = lo.y; y <= hi.y; y++)
+            for (int x = lo.x; x <= hi.x; x++) {
+                uint key = mz_cell_key(&ng, (int4)(x, y, z, 0));
+                uint stop = end[key];
+                for (uint p = start[key]; p < stop; p++) {
+                    float4 r = to_cells(&g, pos[p]) - cf;
+                    float4 f0 = hat(r), f1 = hat(r - 0.5f); /* face offset 0, centre offset ½ */
+#if MZ_DIM == 2
+                    f0.z = 1.0f;
+                    f1.z = 1.0f;
+                    bool inside_z = true;
+#else
+                    bool inside_z = r.z >= 0.0f && r.z < 1.0f;
+#endif
+                    float4 w = (float4)(f0.x * f1.y * f1.z, f1.x * f0.y * f1.z,
+                                        f1.x * f1.y * f0.z, f1.x * f1.y * f1.z);
+                    float4 v = vel[p];
+                    sum += (float4)(w.x * v.x, w.y * v.y, w.z * v.z, 0.0f);
+                    wsum += w;
+                    count += r.x >= 0.0f && r.x < 1.0f && r.y >= 0.0f && r.y < 1.0f && inside_z;
+                }
+            }
+    float4 u = (float4)(0.0f);
+    u.x = wsum.x > 0.0f ? sum.x / wsum.x : 0.0f;
+    u.y = wsum.y > 0.0f ? sum.y / wsum.y : 0.0f;
+#if MZ_DIM == 3
+    u.z = wsum.z > 0.0f ? sum.z / wsum.z : 0.0f;
+#endif
+    /* Next to a wall the lattice continued beyond it is missing from the sum: divide by the share
+     * of the weight that lies inside the domain (7/8 for a cell against one wall), so that a
+     * full cell reads 1 there too, and the free surface is found at the same height. */
+    float share = 1.0f;
+    for (int a = 0; a < MZ_DIM; a++) {
+        float ca = comp(convert_float4(c), a), na = comp(convert_float4(g.cells), a);
+        share *= 1.0f - (ca == 0.0f ? 0.125f : 0.0f) - (ca == na - 1.0f ? 0.125f : 0.0f);
+    }
+    face_vel[node] = u;
+    density[node] = wsum.w * inv_n0 / share;
+    int t = FLIP_AIR;
+    if (!is_cell(&g, c) || (colliders && sdf[node] < 0.0f))
+        t = FLIP_SOLID;
+    else if (count > 0)
+        t = FLIP_FLUID;
+    type[node] = (uchar)t;
+}
+
+/* Faces touching a solid are the solid's velocity (0: walls and colliders are static). Every
+ * other face keeps its P2G velocity in face_old (FLIP's reference) and gains gravity·dt. */
+kernel void prepare_faces(uint n_nodes, flip_grid g, float4 gdt, global const uchar *type,
+                          global float4 *face_vel, global float4 *face_old)
+{
+    uint node = get_global_id(0);
+    if (node >= n_nodes)
+        return;
+    int4 c = node_coord(&g, node);
+    float4 u = face_vel[node], old = (float4)(0.0f);
+    for (int a = 0; a < MZ_DIM; a++) {
+        bool solid = type_at(type, &g, c - unit(a)) == FLIP_SOLID ||
+                     type_at(type, &g, c) == FLIP_SOLID;
+        old = set_comp(old, a, solid ? 0.0f : comp(u, a));
+        u = set_comp(u, a, solid ? 0.0f : comp(u, a) + comp(gdt, a));
+    }
+    face_vel[node] = u;
+    face_old[node] = old;
+}
+
+/* ---- pressure projection ------------------------------------------------------------------- */
+/* Unknown: the pressure p (Pa) at fluid cell centres; p = 0 at air (placed at the free surface
+ * by the ghost-fluid method), ∂p/∂n = 0 at solids. Subtracting (dt/ρ)∇p must leave each fluid
+ * cell divergence-free:
+ *     Σ_n w_n (p_c − p_n) = −div u · ρ/dt,
+ * over the neighbours n across non-solid faces, w_n = 1/cell_a² (÷ θ towards air, whose p_n is
+ * 0). diag = Σ w_n. The residual is written with differences,
+ *     r_c = rhs + Σ_fluid w_n (p_n − p_c) − (diag − Σ_fluid w_n) p_c,
+ * and a sweep adds ω r_c / diag: in float the form Σ w_n p_n − diag p_c cancels terms (depth /
+ * cell) times larger than r, and stalled above a relative residual of 1e-4 at 50 cells deep.
+ * The same system with the right-hand side target·ρ/dt gives the volume correction q: the
+ * velocity −(dt/ρ)∇q makes each cell expand (or contract) at the rate `target`, undoing a share
+ * of its density error per step. Particles move with it but never keep it in their velocity
+ * (FLIP would carry it on as noise). Both are solved at once: float2 (p, q). */
+
+kernel void pressure_setup(uint n_nodes, flip_grid g, float rho_over_dt, float correction,
+                           float inv_dt, global const uchar *type, global const float *density,
+                           global const float4 *face_vel, global float2 *rhs, global float *diag,
+                           global float2 *pressure)
+{
+    uint node = get_global_id(0);
+    if (node >= n_nodes)
+        return;
+    int4 c = node_coord(&g, node);
+    if (type_at(type, &g, c) != FLIP_FLUID) {
+        rhs[node] = (float2)(0.0f);
+        diag[node] = 0.0f;
+        pressure[node] = (float2)(0.0f);
+        return;
+    }
+    float rho = density[node], div = 0.0f, d = 0.0f;
+    float4 u = face_vel[node];
+    bool surface = false;
+    for (int a = 0; a < MZ_DIM; a++) {
+        int4 e = unit(a);
+        div += (comp(face_vel[node_index(&g, c + e)], a) - comp(u, a)) * comp(g.inv_cell, a);
+        for (int s = -1; s <= 1; s += 2) {
+            int4 n = c + s * e;
+            int t = type_at(type, &g, n);
+            float w = comp(g.inv_cell2, a);
+            if (t == FLIP_FLUID) {
+                d += w;
+            } else if (t == FLIP_AIR) {
+                d += w / surface_fraction(rho, density[node_index(&g, n)]);
+                surface = true;
+            }
+        }
+    }
+    /* A cell with an air neighbour is under-dense by nature (the surface crosses it): only its
+     * excess is corrected there; inside the fluid, both ways. */
+    float error = surface ? fmax(rho - 1.0f, 0.0f) : rho - 1.0f;
+    rhs[node] = (float2)(-div, correction * error * inv_dt) * rho_over_dt;
+    diag[node] = d;
+}
+
+/* The residual of fluid cell c (see above), for both right-hand sides. */
+inline float2 residual_at(const flip_grid *g, int4 c, uint node, global const uchar *type,
+                          global const float2 *rhs, global const float *diag,
+                          global const float2 *p)
+{
+    float2 pc = p[node], s = rhs[node];
+    float w_fluid = 0.0f;
+    for (int a = 0; a < MZ_DIM; a++)
+        for (int k = -1; k <= 1; k += 2) {
+            int4 n = c + k * unit(a);
+            if (type_at(type, g, n) == FLIP_FLUID) {
+                float w = comp(g->inv_cell2, a);
+                s += w * (p[node_index(g, n)] - pc);
+                w_fluid += w;
+            }
+        }
+    return s - (diag[node] - w_fluid) * pc;
+}
+
+/* One damped Jacobi sweep, p_in → p_out. */
+kernel void pressure_jacobi(uint n_nodes, flip_grid g, float omega, global const uchar *type,
+                            global const float2 *rhs, global const float *diag,
+                            global const float2 *p_in, global float2 *p_out)
+{
+    uint node = get_global_id(0);
+    if (node >= n_nodes)
+        return;
+    int4 c = node_coord(&g, node);
+    float2 p = (float2)(0.0f);
+    if (type_at(type, &g, c) == FLIP_FLUID && diag[node] > 0.0f)
+        p = p_in[node] + omega * residual_at(&g, c, node, type, rhs, diag, p_in) / diag[node];
+    p_out[node] = p;
+}
+
+/* Half a red-black SOR sweep, in place: the cells with (i + j + k) % 2 == colour, whose
+ * neighbours are all of the other colour. Work-item m of row (j, k) takes i = 2m or 2m + 1. */
+kernel void pressure_rbgs(uint n_items, flip_grid g, int colour, float omega,
+                          global const uchar *type, global const float2 *rhs,
+                          global const float *diag, global float2 *p)
+{
+    uint item = get_global_id(0);
+    if (item >= n_items)
+        return;
+    uint half_x = ((uint)g.cells.x + 1u) / 2u;
+    int j = (int)(item / half_x % (uint)g.cells.y), k = (int)(item / (half_x * (uint)g.cells.y));
+    int i = 2 * (int)(item % half_x) + ((j + k + colour) & 1);
+    int4 c = (int4)(i, j, k, 0);
+    if (i >= g.cells.x)
+        return;
+    uint node = node_index(&g, c);
+    if (type_at(type, &g, c) != FLIP_FLUID || !(diag[node] > 0.0f))
+        return;
+    p[node] += omega * residual_at(&g, c, node, type, rhs, diag, p) / diag[node];
+}
+
+/* Per work-group: the largest |residual| and |rhs| over fluid cells and both right-hand sides,
+ * and the fluid cells counted (grid-stride loop over the nodes; the host takes the max and the
+ * sum of the groups': both independent of order). part[3·group + 0..2]. */
+kernel void pressure_residual(uint n_nodes, flip_grid g, global const uchar *type,
+                              global const float2 *rhs, global const float *diag,
+                              global const float2 *p, global float *part, local float *scratch)
+{
+    uint lid = get_local_id(0), lsize = get_local_size(0);
+    float r_max = 0.0f, b_max = 0.0f, fluid = 0.0f;
+    for (uint node = get_global_id(0); node < n_nodes; node += get_global_size(0)) {
+        int4 c = node_coord(&g, node);
+        if (type_at(type, &g, c) != FLIP_FLUID)
+            continue;
+        float2 r = fabs(residual_at(&g, c, node, type, rhs, diag, p));
+        float2 b = fabs(rhs[node]);
+        r_max = fmax(r_max, fmax(r.x, r.y));
+        b_max = fmax(b_max, fmax(b.x, b.y));
+        fluid += 1.0f; /* exact: a work-item sees far fewer than 2^24 nodes */
+    }
+    scratch[3 * lid] = r_max;
+    scratch[3 * lid + 1] = b_max;
+    scratch[3 * lid + 2] = fluid;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint s = lsize / 2; s > 0; s /= 2) {
+        if (lid < s) {
+            scratch[3 * lid] = fmax(scratch[3 * lid], scratch[3 * (lid + s)]);
+            scratch[3 * lid + 1] = fmax(scratch[3 * lid + 1], scratch[3 * (lid + s) + 1]);
+            scratch[3 * lid + 2] += scratch[3 * (lid + s) + 2];
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (lid == 0) {
+        uint grp = get_group_id(0);
+        part[3 * grp] = scratch[0];
+        part[3 * grp + 1] = scratch[1];
+        part[3 * grp + 2] = scratch[2];
+    }
+}
+
+/* On every face of a fluid cell: u −= (dt/ρ) ∂p/∂x_a (the air side's pressure is the ghost value
+ * p_f (1 − 1/θ), so that p = 0 at the surface), and the advection velocity u − (dt/ρ) ∂q/∂x_a.
+ * Also du = u − u_old, FLIP's change (written over face_old), and which faces hold a velocity:
+ * those touching fluid or solid (solid faces are 0). The rest are extrapolated next. */
+kernel void pressure_gradient(uint n_nodes, flip_grid g, float dt_over_rho,
+                              global const uchar *type, global const float *density,
+                              global const float2 *pressure, global float4 *face_vel,
+                              global float4 *face_old, global float4 *face_adv,
+                              global uchar4 *valid)
+{
+    uint node = get_global_id(0);
+    if (node >= n_nodes)
+        return;
+    int4 c = node_coord(&g, node);
+    float4 u = face_vel[node], old = face_old[node], du = (float4)(0.0f), adv = u;
+    uchar4 ok = (uchar4)(0);
+    int t_r = type_at(type, &g, c);
+    for (int a = 0; a < MZ_DIM; a++) {
+        int4 l = c - unit(a);
+        int t_l = type_at(type, &g, l);
+        float k = dt_over_rho * comp(g.inv_cell, a), ua = comp(u, a), va = ua;
+        if (t_l == FLIP_SOLID || t_r == FLIP_SOLID) {
+            ua = va = 0.0f;
+        } else if (t_l == FLIP_FLUID || t_r == FLIP_FLUID) {
+            uint nl = node_index(&g, l);
+            float2 p_l = pressure[nl], p_r = pressure[node];
+            if (t_r == FLIP_AIR)
+                p_r = p_l - p_l / surface_fraction(density[nl], density[node]);
+            else if (t_l == FLIP_AIR)
+                p_l = p_r - p_r / surface_fraction(density[node], density[nl]);
+            float2 grad = k * (p_r - p_l);
+            ua -= grad.x;
+            va = ua - grad.y;
+        } else {
+            continue; /* air on both sides: extrapolated */
+        }
+        u = set_comp(u, a, ua);
+        adv = set_comp(adv, a, va);
+        du = set_comp(du, a, ua - comp(old, a));
+        ok = set_comp_u8(ok, a, 1);
+    }
+    face_vel[node] = u;
+    face_old[node] = du;
+    face_adv[node] = adv;
+    valid[node] = ok;
+}
+
+/* ---- grid to particle ---------------------------------------------------------------------- */
+
+/* One layer of extrapolation: a face without a velocity takes the mean of its valid neighbours
+ * (same component, ±1 node along each axis), for u, du and the advection velocity alike, and
+ * becomes valid. */
+kernel void extrapolate(uint n_nodes, flip_grid g, global const float4 *u_in,
+                        global const float4 *du_in, global const float4 *adv_in,
+                        global const uchar4 *valid_in, global float4 *u_out,
+                        global float4 *du_out, global float4 *adv_out, global uchar4 *valid_out)
+{
+    uint node = get_global_id(0);
+    if (node >= n_nodes)
+        return;
+    int4 c = node_coord(&g, node);
+    float4 u = u_in[node], du = du_in[node], adv = adv_in[node];
+    uchar4 ok = valid_in[node];
+    for (int a = 0; a < MZ_DIM; a++) {
+        if (comp_u8(ok, a))
+            continue;
+        float su = 0.0f, sd = 0.0f, sa = 0.0f;
+        int cnt = 0;
+        for (int b = 0; b < MZ_DIM; b++)
+            for (int s = -1; s <= 1; s += 2) {
+                int4 n = c + s * unit(b);
+                if (!is_node(&g, n))
+                    continue;
+                uint m = node_index(&g, n);
+                if (comp_u8(valid_in[m], a)) {
+                    su += comp(u_in[m], a);
+                    sd += comp(du_in[m], a);
+                    sa += comp(adv_in[m], a);
+                    cnt++;
+                }
+            }
+        if (cnt) {
+            u = set_comp(u, a, su / (float)cnt);
+            du = set_comp(du, a, sd / (float)cnt);
+            adv = set_comp(adv, a, sa / (float)cnt);
+            ok = set_comp_u8(ok, a, 1);
+        }
+    }
+    u_out[node] = u;
+    du_out[node] = du;
+    adv_out[node] = adv;
+    valid_out[node] = ok;
+}
+
+/* Trilinear interpolation of f[stride·node + comp], whose values sit at node positions, at t in
+ * node units; ext: the nodes per axis that hold values. Beyond the last node on an axis the
+ * edge value continues (free slip along a wall), or, where mirror is set, the value mirrored to
+ * its negative (no slip: zero on the wall, half a node out). */
+inline float interp(global const float *f, int stride, int cmp, const flip_grid *g, float4 t,
+                    int4 ext, int4 mirror)
+{
+    float4 hi = convert_float4(ext - (int4)(1));
+    float4 tc = fmin(fmax(t, (float4)(0.0f)), hi);
+    int4 b = min(convert_int4(tc), max(ext - (int4)(2), (int4)(0)));
+    float4 w1 = tc - convert_float4(b), w0 = (float4)(1.0f) - w1;
+    /* mirrored: between the edge node and its negative image one node out */
+    float4 below = fmax((float4)(1.0f) + 2.0f * t, (float4)(0.0f));
+    float4 above = fmax((float4)(1.0f) - 2.0f * (t - hi), (float4)(0.0f));
+    int4 lo_side = isless(t, (float4)(0.0f)) & (mirror != 0) & (ext > 1);
+    int4 hi_side = isgreater(t, hi) & (mirror != 0) & (ext > 1);
+    w0 = select(w0, below, lo_side);
+    w1 = select(w1, (float4)(0.0f), lo_side);
+    w1 = select(w1, above, hi_side);
+    w0 = select(w0, (float4)(0.0f), hi_side);
+    float s = 0.0f;
+    for (int dz = 0; dz <= (MZ_DIM == 3); dz++) /* in 2D ext.z = 1: b.z = 0, w1.z = 0 */
+        for (int dy = 0; dy <= 1; dy++)
+            for (int dx = 0; dx <= 1; dx++) {
+                float wt = (dx ? w1.x : w0.x) * (dy ? w1.y : w0.y) * (dz ? w1.z : w0.z);
+                s += wt * f[stride * node_index(g, b + (int4)(dx, dy, dz, 0)) + cmp];
+            }
+    return s;
+}
+
+/* The face velocity field (u, v, w) at d (cell units). The walls are no-slip: beyond them the
+ * tangential components are mirrored (zero on the wall); the normal ones end on the wall's 0. */
+inline float4 sample_faces(global const float4 *f, const flip_grid *g, float4 d)
+{
+    global const float *ff = (global const float *)f;
+    int4 n = g->cells;
+    float4 v = (float4)(0.0f);
+    v.x = interp(ff, 4, 0, g, d - (float4)(0.0f, 0.5f, 0.5f, 0.0f), n + (int4)(1, 0, 0, 0),
+                 (int4)(0, 1, 1, 0));
+    v.y = interp(ff, 4, 1, g, d - (float4)(0.5f, 0.0f, 0.5f, 0.0f), n + (int4)(0, 1, 0, 0),
+                 (int4)(1, 0, 1, 0));
+#if MZ_DIM == 3
+    v.z = interp(ff, 4, 2, g, d - (float4)(0.5f, 0.5f, 0.0f, 0.0f), n + (int4)(0, 0, 1, 0),
+                 (int4)(1, 1, 0, 0));
+#endif
+    return v;
+}
+
+/* A cell-centred scalar at d (cell units). */
+inline float sample_cells(global const float *f, const flip_grid *g, float4 d)
+{
+    return interp(f, 1, 0, g, d - (float4)(0.5f, 0.5f, 0.5f, 0.0f), g->cells, (int4)(0));
+}
+
+/* The pressure at d from the fluid cells around it only (air and solid cells carry no pressure
+ * value of their own): trilinear weights renormalised over the fluid cells. */
+inline float sample_pressure(global const float2 *p, global const uchar *type,
+                             const flip_grid *g, float4 d)
+{
+    float4 t = d - (float4)(0.5f, 0.5f, 0.5f, 0.0f);
+    int4 b = convert_int4(floor(t));
+    float4 w = t - floor(t);
+    float s = 0.0f, ws = 0.0f;
+#if MZ_DIM == 2
+    b.z = 0;
+    w.z = 0.0f;
+#endif
+    for (int dz = 0; dz <= (MZ_DIM == 3); dz++)
+        for (int dy = 0; dy <= 1; dy++)
+            for (int dx = 0; dx <= 1; dx++) {
+                int4 c = b + (int4)(dx, dy, dz, 0);
+                if (type_at(type, g, c) != FLIP_FLUID)
+                    continue;
+                float wt = (dx ? w.x : 1.0f - w.x) * (dy ? w.y : 1.0f - w.y) *
+                           (dz ? w.z : 1.0f - w.z);
+                s += wt * p[node_index(g, c)].x;
+                ws += wt;
+            }
+    return ws > 0.0f ? s / ws : 0.0f;
+}
+
+/* Per particle: the new velocity, FLIP (old velocity + the grid's change) blended with PIC (the
+ * grid velocity) by flip_ratio; the move, RK2 (midpoint) through the advection velocity (the
+ * divergence-free velocity plus the volume correction's); then out of the walls (the domain
+ * shrunk by the particle's radius, pos.w; velocity into a wall removed) and out of colliders
+ * (along the gradient of their signed distance, sampled at cell centres). Density and pressure
+ * are sampled for output at the position the step started from. */
+kernel void g2p(uint n, flip_grid g, float dt, float flip_ratio, float rest_density,
+                float4 dmin, float4 dmax, int colliders, global const float *sdf,
+                global const float4 *face_vel, global const float4 *face_du,
+                global const float4 *face_adv, global const uchar *type,
+                global const float *density, global const float2 *pressure,
+                global float4 *pos, global float4 *vel, global float *out_density,
+                global float *out_pressure)
+{
+    uint i = get_global_id(0);
+    if (i >= n)
+        return;
+    float4 x = pos[i], v = vel[i];
+    float r = x.w;
+    float4 d = to_cells(&g, x);
+    float4 u = sample_faces(face_vel, &g, d);
+    float4 v_flip = v + sample_faces(face_du, &g, d);
+    v = mz_vec(flip_ratio * v_flip + (1.0f - flip_ratio) * u);
+    out_density[i] = rest_density * sample_cells(density, &g, d);
+    out_pressure[i] = sample_pressure(pressure, type, &g, d);
+
+    float4 mid = x + 0.5f * dt * sample_faces(face_adv, &g, d);
+    float4 xn = x + dt * mz_vec(sample_faces(face_adv, &g, to_cells(&g, mid)));
+    if (colliders) {
+        float4 dn = to_cells(&g, xn);
+        float phi = sample_cells(sdf, &g, dn);
+        if (phi < r) {
+            float4 nrm = (float4)(0.0f);
+            for (int a = 0; a < MZ_DIM; a++) {
+                float4 e = convert_float4(unit(a)) * 0.5f;
+                nrm = set_comp(nrm, a,
+                               sample_cells(sdf, &g, dn + e) - sample_cells(sdf, &g, dn - e));
+            }
+            float len = sqrt(mz_dot3(nrm, nrm));
+            if (len > 0.0f) {
+                nrm /= len;
+                xn += (r - phi) * nrm;
+                float vn = mz_dot3(v, nrm);
+                if (vn < 0.0f)
+                    v -= vn * nrm;
+            }
+        }
+    }
+    float4 lo = dmin + r, hi = dmax - r;
+    for (int a = 0; a < MZ_DIM; a++) {
+        float xa = comp(xn, a), va = comp(v, a);
+        if (xa < comp(lo, a)) {
+            xn = set_comp(xn, a, comp(lo, a));
+            v = set_comp(v, a, fmax(va, 0.0f));
+        } else if (xa > comp(hi, a)) {
+            xn = set_comp(xn, a, comp(hi, a));
+            v = set_comp(v, a, fmin(va, 0.0f));
+        }
+    }
+    xn.w = r;
+#if MZ_DIM == 2
+    xn.z = x.z;
+#endif
+    pos[i] = xn;
+    vel[i] = v;
+}

@@ -1,0 +1,222 @@
+/* The neighbour grid's build (src/device/grid.c): cell keys, a stable LSD radix sort of (key, slot)
+ * pairs, cell ranges and the gather that reorders particle buffers; plus count_neighbours, the
+ * simplest query (benchmarks and tests).
+ *
+ * Radix sort (Satish et al. 2009 without the local sort; Merrill & Grimshaw's reduce-then-scan
+ * structure): each pass looks at MZ_RADIX_BITS bits of the key. Work-group g owns the contiguous
+ * block [g·B, (g+1)·B) with B = MZ_SORT_GS · MZ_SORT_ITEMS, and work-item w of it owns the
+ * contiguous run of MZ_SORT_ITEMS elements starting at g·B + w·MZ_SORT_ITEMS. Then
+ *   radix_count    hist[d·groups + g] = how many keys of block g have digit d,
+ *   radix_scan     exclusive prefix sum of hist in that digit-major order,
+ *   radix_scatter  element → hist[d·groups + g] + (digit-d keys of earlier work-items of the
+ *                  group) + (digit-d keys earlier in this work-item's run).
+ * Every element lands after all smaller digits, and after equal digits that precede it in the
+ * input (earlier group, earlier work-item, earlier in the run): the sort is stable, and its result
+ * does not depend on scheduling. No atomics. Elements past n count nothing.
+ *
+ * Geometry comes from the host as defines (tuned per device type in src/device/grid.c). */
+#include "common/common.clh"
+#include "grid/grid.clh"
+
+#ifndef MZ_RADIX_BITS
+#define MZ_RADIX_BITS 4
+#endif
+#ifndef MZ_SORT_GS
+#define MZ_SORT_GS 256
+#endif
+#ifndef MZ_SORT_ITEMS
+#define MZ_SORT_ITEMS 8
+#endif
+#define MZ_RADIX (1u << MZ_RADIX_BITS)
+#define MZ_SORT_B (MZ_SORT_GS * MZ_SORT_ITEMS)
+#define MZ_SCAN_PER 8 /* entries per work-item per round of radix_scan */
+
+/* key[i] = the cell key of pos[i]; vals[i] = i (the slot it came from). */
+kernel void cell_keys(uint n, mz_grid_desc g, global const float4 *pos, global uint *keys,
+                      global uint *vals)
+{
+    uint i = get_global_id(0);
+    if (i >= n)
+        return;
+    keys[i] = mz_cell_key(&g, mz_cell_coord(&g, pos[i]));
+    vals[i] = i;
+}
+
+/* Exclusive prefix sum of x over the work-group (Hillis–Steele in local memory); *total gets
+ * the sum of all x. Every work-item must call it. */
+static uint mz_group_scan(uint x, local uint *part, uint *total)
+{
+    uint w = get_local_id(0);
+    part[w] = x;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint off = 1; off < MZ_SORT_GS; off <<= 1) {
+        uint v = w >= off ? part[w - off] : 0u;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        part[w] += v;
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    uint inclusive = part[w];
+    *total = part[MZ_SORT_GS - 1];
+    barrier(CLK_LOCAL_MEM_FENCE); /* part may be reused right after */
+    return inclusive - x;
+}
+
+/* tab[d·GS + w] = how many keys of work-item w's run have digit d. Column w is this work-item's
+ * alone, so no atomics; on GPUs the rows are GS apart, so a warp's accesses hit distinct banks. */
+static void mz_radix_local_counts(uint n, uint shift, uint mask, global const uint *keys,
+                                  local uint *tab)
+{
+    uint w = get_local_id(0);
+    for (uint d = 0; d < MZ_RADIX; d++)
+        tab[d * MZ_SORT_GS + w] = 0u;
+    uint base = get_group_id(0) * MZ_SORT_B + w * MZ_SORT_ITEMS;
+    for (uint j = 0; j < MZ_SORT_ITEMS; j++) {
+        uint idx = base + j;
+        if (idx < n)
+            tab[((keys[idx] >> shift) & mask) * MZ_SORT_GS + w]++;
+    }
+}
+
+/* Exclusive prefix sum of tab in its flat (digit-major) order: afterwards tab[d·GS + w] is the
+ * number of keys of the group with a digit below d, plus digit-d keys of work-items before w. Each
+ * work-item scans MZ_RADIX consecutive entries; the group scan joins them. */
+static void mz_radix_local_scan(local uint *tab, local uint *part)
+{
+    uint w = get_local_id(0);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    uint sum = 0;
+    for (uint e = 0; e < MZ_RADIX; e++)
+        sum += tab[w * MZ_RADIX + e];
+    uint total;
+    uint run = mz_group_scan(sum, part, &total);
+    for (uint e = 0; e < MZ_RADIX; e++) {
+        uint v = tab[w * MZ_RADIX + e];
+        tab[w * MZ_RADIX + e] = run;
+        run += v;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+}
+
+kernel __attribute__((reqd_work_group_size(MZ_SORT_GS, 1, 1))) void
+radix_count(uint n, uint shift, uint mask, global const uint *keys, global uint *hist)
+{
+    local uint tab[MZ_RADIX * MZ_SORT_GS];
+    local uint part[MZ_SORT_GS];
+    mz_radix_local_counts(n, shift, mask, keys, tab);
+    mz_radix_local_scan(tab, part);
+    /* Row d's count = start of row d + 1 − start of row d (the last row ends at the total). */
+    uint w = get_local_id(0), g = get_group_id(0), groups = get_num_groups(0);
+    uint block = min((uint)MZ_SORT_B, n - g * MZ_SORT_B);
+    for (uint d = w; d < MZ_RADIX; d += MZ_SORT_GS) {
+        uint next = d + 1 < MZ_RADIX ? tab[(d + 1) * MZ_SORT_GS] : block;
+        hist[d * groups + g] = next - tab[d * MZ_SORT_GS];
+    }
+}
+
+/* Exclusive prefix sum of hist[0 .. count) in place, by one work-group in rounds of
+ * GS·MZ_SCAN_PER entries (any count). */
+kernel __attribute__((reqd_work_group_size(MZ_SORT_GS, 1, 1))) void
+radix_scan(uint count, global uint *hist)
+{
+    local uint part[MZ_SORT_GS];
+    uint w = get_local_id(0), carry = 0;
+    for (uint round = 0; round < count; round += MZ_SORT_GS * MZ_SCAN_PER) {
+        uint lo = round + w * MZ_SCAN_PER, sum = 0;
+        for (uint e = 0; e < MZ_SCAN_PER; e++)
+            if (lo + e < count)
+                sum += hist[lo + e];
+        uint total;
+        uint run = carry + mz_group_scan(sum, part, &total);
+        for (uint e = 0; e < MZ_SCAN_PER; e++)
+            if (lo + e < count) {
+                uint v = hist[lo + e];
+                hist[lo + e] = run;
+                run += v;
+            }
+        carry += total;
+    }
+}
+
+kernel __attribute__((reqd_work_group_size(MZ_SORT_GS, 1, 1))) void
+radix_scatter(uint n, uint shift, uint mask, global const uint *keys, global const uint *vals,
+              global uint *keys_out, global uint *vals_out, global const uint *hist)
+{
+    local uint tab[MZ_RADIX * MZ_SORT_GS];
+    local uint part[MZ_SORT_GS];
+    local uint base[MZ_RADIX];
+    mz_radix_local_counts(n, shift, mask, keys, tab);
+    mz_radix_local_scan(tab, part);
+    uint w = get_local_id(0), g = get_group_id(0), groups = get_num_groups(0);
+    /* Where digit d of this group starts globally, minus where it starts in the flat local scan:
+     * adding tab[d·GS + w] then gives work-item w's first slot for digit d. Unsigned wrap-around
+     * makes the subtraction exact. */
+    for (uint d = w; d < MZ_RADIX; d += MZ_SORT_GS)
+        base[d] = hist[d * groups + g] - tab[d * MZ_SORT_GS];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    uint first = g * MZ_SORT_B + w * MZ_SORT_ITEMS;
+    for (uint j = 0; j < MZ_SORT_ITEMS; j++) {
+        uint idx = first + j;
+        if (idx < n) {
+            uint k = keys[idx];
+            uint d = (k >> shift) & mask;
+            uint dst = base[d] + tab[d * MZ_SORT_GS + w]++;
+            keys_out[dst] = k;
+            vals_out[dst] = vals[idx];
+        }
+    }
+}
+
+kernel void clear_uint(uint n, uint value, global uint *buf)
+{
+    uint i = get_global_id(0);
+    if (i < n)
+        buf[i] = value;
+}
+
+/* For sorted keys: start[k] = first slot with key k, end[k] = one past its last. With clear set,
+ * writes 0 to both instead: run over the previous build's keys, it empties exactly the cells that
+ * build filled, which costs O(n) where clearing the whole table costs O(cells). Each entry is
+ * written by one work-item only (the first or last of its run). */
+kernel void cell_ranges(uint n, int clear, global const uint *keys, global uint *start,
+                        global uint *end)
+{
+    uint i = get_global_id(0);
+    if (i >= n)
+        return;
+    uint k = keys[i];
+    if (i == 0 || keys[i - 1] != k)
+        start[k] = clear ? 0u : i;
+    if (i == n - 1 || keys[i + 1] != k)
+        end[k] = clear ? 0u : i + 1;
+}
+
+/* The reorder: dst[i] = src[vals[i]], 4- and 16-byte elements. */
+kernel void gather4(uint n, global const uint *vals, global const uint *src, global uint *dst)
+{
+    uint i = get_global_id(0);
+    if (i < n)
+        dst[i] = src[vals[i]];
+}
+
+kernel void gather16(uint n, global const uint *vals, global const uint4 *src,
+                     global uint4 *dst)
+{
+    uint i = get_global_id(0);
+    if (i < n)
+        dst[i] = src[vals[i]];
+}
+
+/* count[i] = particles within h of slot i, itself included. */
+kernel void count_neighbours(uint n, mz_grid_desc g, global const uint *start,
+                             global const uint *end, global const float4 *pos,
+                             global uint *count)
+{
+    uint i = get_global_id(0);
+    if (i >= n)
+        return;
+    uint c = 0;
+    MZ_NEIGHBOURS_BEGIN(g, start, end, pos, pos[i], j, r2)
+        c++;
+    MZ_NEIGHBOURS_END
+    count[i] = c;
+}

@@ -1,0 +1,256 @@
+/* Position-based constraint projection, one Jacobi sweep per launch pair, no atomics:
+ *
+ *   distance_solve   per constraint: XPBD multiplier step Δλ, the correction along the
+ *                    constraint, λ += Δλ
+ *   distance_apply   per particle: gather the corrections of its incident constraints
+ *   sort_positions   per slot: the predicted positions in grid order (a snapshot for contacts)
+ *   collide          per particle: contacts with the particles within contact distance (from
+ *                    the snapshot), with position-based friction
+ *   colliders        per particle: static solids by signed distance, with friction
+ *
+ * Jacobi with relaxed mass splitting: a particle with n incident constraints counts as
+ * w·max(1, n/ω) in each constraint's effective inverse mass, so the corrections summed at a
+ * particle do not overshoot (by more than the relaxation ω asks for), an isolated constraint is
+ * solved exactly (n = 1), and the multiplier λ each constraint accumulates is the one its
+ * correction applied. So at convergence C = −α̃λ holds exactly, and where α̃ = α/dt² dominates
+ * the splitting (small steps) a single iteration already gives it: compliance means the same at
+ * any iteration count. (Scaling Δλ by ω instead would make one iteration's stretch α/ω.) */
+#include "common/common.clh"
+#include "grid/grid.clh"
+
+/* |d| in the simulated dimensions, summed in a fixed order (no fused multiply-add). */
+inline float mz_len(float4 d)
+{
+#if MZ_DIM == 2
+    return sqrt(d.x * d.x + d.y * d.y);
+#else
+    return sqrt(d.x * d.x + d.y * d.y + d.z * d.z);
+#endif
+}
+
+/* params: rest length, compliance α (m/N), PBD stiffness k, unused. inv_dt2 = 1/dt². */
+kernel void distance_solve(uint nc, float inv_dt2, float omega, global const uint2 *ends,
+                           global const float4 *params, global const float4 *xp,
+                           global const float *inv_mass, global const uint *degree,
+                           global float *lambda, global float4 *corr)
+{
+    uint c = get_global_id(0);
+    if (c >= nc)
+        return;
+    uint2 e = ends[c];
+    float4 prm = params[c];
+    float4 d = mz_vec(xp[e.x] - xp[e.y]);
+    float len = mz_len(d);
+    float wa = inv_mass[e.x] * fmax(1.0f, (float)degree[e.x] / omega);
+    float wb = inv_mass[e.y] * fmax(1.0f, (float)degree[e.y] / omega);
+    float alpha = prm.y * inv_dt2;
+    float denom = wa + wb + alpha;
+    if (!(len > 0.0f) || !(denom > 0.0f)) {
+        corr[c] = (float4)(0.0f);
+        return;
+    }
+    float l = lambda[c];
+    float dl = prm.z * (-(len - prm.x) - alpha * l) / denom;
+    lambda[c] = l + dl;
+    corr[c] = d * (dl / len); /* ∇_a C = d/|d|; particle a moves w_a·corr, b moves −w_b·corr */
+}
+
+/* adj[adj_start[i] .. adj_start[i+1]): 2·constraint + (i is its second end). */
+kernel void distance_apply(uint n, global const uint *adj_start, global const uint *adj,
+                           global const float4 *corr, global const float *inv_mass,
+                           global float4 *xp)
+{
+    uint i = get_global_id(0);
+    if (i >= n)
+        return;
+    float w = inv_mass[i];
+    if (w == 0.0f)
+        return;
+    float4 s = (float4)(0.0f);
+    uint end = adj_start[i + 1];
+    for (uint k = adj_start[i]; k < end; k++) {
+        uint a = adj[k];
+        float4 q = corr[a >> 1];
+        s = (a & 1u) ? s - q : s + q;
+    }
+    xp[i] = xp[i] + w * s;
+}
+
+kernel void sort_positions(uint n, global const uint *slot, global const float4 *xp,
+                           global float4 *sorted)
+{
+    uint j = get_global_id(0);
+    if (j < n)
+        sorted[j] = xp[slot[j]];
+}
+
+/* Per body: contact friction and whether the body collides (with others, with itself). */
+typedef struct {
+    float friction, static_friction;
+    uint flags, pad;
+} mz_body_info;
+#define MZ_BODY_COLLIDES 1u
+#define MZ_BODY_SELF 2u
+#define MZ_BODY_FLUID 4u /* PBF: fluid meets fluid through the density constraint */
+
+/* Position-based friction (Macklin et al. 2014): the tangential part t of the relative
+ * displacement over the substep is cancelled while it is below μs·penetration (sticking),
+ * else reduced by μk·penetration (sliding). */
+inline float4 mz_friction(float4 rel, float4 nrm, float pen, float mu_s, float mu_k)
+{
+    float4 t = rel - nrm * (rel.x * nrm.x + rel.y * nrm.y + rel.z * nrm.z);
+    float lt = mz_len(t);
+    if (lt < mu_s * pen)
+        return t;
+    return lt > 0.0f ? t * fmin(mu_k * pen / lt, 1.0f) : (float4)(0.0f);
+}
+
+/* Whether a constraint joins i to j: i's partners (adj_other, in adjacency order), the first
+ * MZ_JOINED_CACHE of them held in private memory for the whole neighbour loop. */
+#define MZ_JOINED_CACHE 24
+inline bool mz_joined(uint j, const uint *cache, uint n_cached, uint start, uint end,
+                      global const uint *adj_other)
+{
+    for (uint k = 0; k < n_cached; k++)
+        if (cache[k] == j)
+            return true;
+    for (uint k = start + n_cached; k < end; k++)
+        if (adj_other[k] == j)
+            return true;
+    return false;
+}
+
+/* Contacts: every particle j closer than r_i + r_j is pushed apart along the line between
+ * them, shared by inverse mass, unless the two do not collide (body flags) or a constraint
+ * joins them. Corrections are averaged over the contacts and relaxed by ω. Reads neighbours
+ * from the snapshot, so writing xp in place is safe. */
+kernel void collide(uint n, mz_grid_desc g, global const uint *cell_start,
+                    global const uint *cell_end, global const float4 *sorted,
+                    global const uint *slot, global const float4 *x,
+                    global const float *inv_mass, global const uint *body,
+                    global const mz_body_info *bodies, global const uint *adj_start,
+                    global const uint *adj_other, float omega, global float4 *xp)
+{
+    uint i = get_global_id(0);
+    if (i >= n)
+        return;
+    float wi = inv_mass[i];
+    uint bi = body[i];
+    mz_body_info info = bodies[bi];
+    if (wi == 0.0f || !(info.flags & MZ_BODY_COLLIDES))
+        return;
+    float4 xi = xp[i], di = xi - x[i];
+    float4 sum = (float4)(0.0f);
+    int count = 0;
+    uint start = adj_start[i], end = adj_start[i + 1];
+    uint cache[MZ_JOINED_CACHE], n_cached = min(end - start, (uint)MZ_JOINED_CACHE);
+    for (uint k = 0; k < n_cached; k++)
+        cache[k] = adj_other[start + k];
+    MZ_NEIGHBOURS_BEGIN(g, cell_start, cell_end, sorted, xi, J, r2)
+        uint j = slot[J];
+        float4 xj = sorted[J];
+        float reach = xi.w + xj.w;
+        if (j == i || !(r2 < reach * reach) || !(r2 > 0.0f))
+            continue;
+        uint bj = body[j];
+        mz_body_info other = bodies[bj];
+        if (!(other.flags & MZ_BODY_COLLIDES) || (bi == bj && !(info.flags & MZ_BODY_SELF)) ||
+            (info.flags & other.flags & MZ_BODY_FLUID))
+            continue;
+        float wj = inv_mass[j];
+        if (mz_joined(j, cache, n_cached, start, end, adj_other))
+            continue;
+        float dist = sqrt(r2), pen = reach - dist, share = wi / (wi + wj);
+        float4 nrm = mz_vec(xi - xj) / dist;
+        float4 rel = mz_vec(di - (xj - x[j]));
+        /* a fluid has no friction: its viscosity acts through XSPH */
+        bool wet = (info.flags | other.flags) & MZ_BODY_FLUID;
+        float mu_s = wet ? 0.0f : 0.5f * (info.static_friction + other.static_friction);
+        float mu_k = wet ? 0.0f : 0.5f * (info.friction + other.friction);
+        sum += share * (pen * nrm - mz_friction(rel, nrm, pen, mu_s, mu_k));
+        count++;
+    MZ_NEIGHBOURS_END
+    if (count > 0)
+        xp[i] = xi + mz_vec(sum) * (omega / (float)count);
+}
+
+/* Static solids (layout of mz_collider_dev in src/solvers/pbd/pbd.c). */
+typedef struct {
+    float4 a, b;    /* sphere: centre; box: centre, half extents; plane: point, unit normal;
+                     * capsule: the axis's ends */
+    float radius, friction, static_friction;
+    int type;
+} mz_collider_dev;
+#define MZ_SPHERE 0
+#define MZ_BOX 1
+#define MZ_PLANE 2
+#define MZ_CAPSULE 3
+
+/* Signed distance of p to the solid (negative inside) and the outward normal there. */
+inline float mz_sdf(const mz_collider_dev *c, float4 p, float4 *nrm)
+{
+    p = mz_vec(p);
+    if (c->type == MZ_PLANE) {
+        *nrm = c->b;
+        float4 q = p - c->a;
+        return q.x * c->b.x + q.y * c->b.y + q.z * c->b.z;
+    }
+    float4 centre = c->a;
+    float r = c->radius;
+    if (c->type == MZ_CAPSULE) {
+        float4 ab = c->b - c->a, ap = p - c->a;
+        float ab2 = ab.x * ab.x + ab.y * ab.y + ab.z * ab.z;
+        float t = ab2 > 0.0f ? clamp((ap.x * ab.x + ap.y * ab.y + ap.z * ab.z) / ab2, 0.0f, 1.0f)
+                             : 0.0f;
+        centre = c->a + t * ab;
+    }
+    if (c->type != MZ_BOX) {
+        float4 d = mz_vec(p - centre);
+        float len = mz_len(d);
+        *nrm = len > 0.0f ? d / len : (float4)(0.0f, 1.0f, 0.0f, 0.0f);
+        return len - r;
+    }
+    float4 q = mz_vec(fabs(p - c->a) - c->b);
+    /* ±1 per axis, never 0: a particle on a centre plane still gets a way out */
+    float4 s = mz_vec(select((float4)(-1.0f), (float4)(1.0f), isgreaterequal(p, c->a)));
+    float4 out = mz_vec(fmax(q, (float4)(0.0f)));
+    float lo = mz_len(out);
+    if (lo > 0.0f) {
+        *nrm = out * s / lo;
+        return lo;
+    }
+    /* inside: out through the nearest face */
+    float m = q.x;
+    float4 axis = (float4)(s.x, 0.0f, 0.0f, 0.0f);
+    if (q.y > m) {
+        m = q.y;
+        axis = (float4)(0.0f, s.y, 0.0f, 0.0f);
+    }
+#if MZ_DIM == 3
+    if (q.z > m) {
+        m = q.z;
+        axis = (float4)(0.0f, 0.0f, s.z, 0.0f);
+    }
+#endif
+    *nrm = axis;
+    return m;
+}
+
+kernel void colliders(uint n, uint nc, global const mz_collider_dev *cs,
+                      global const float4 *x, global const float *inv_mass, global float4 *xp)
+{
+    uint i = get_global_id(0);
+    if (i >= n || inv_mass[i] == 0.0f)
+        return;
+    float4 p = xp[i];
+    for (uint k = 0; k < nc; k++) {
+        mz_collider_dev c = cs[k];
+        float4 nrm;
+        float pen = p.w - mz_sdf(&c, p, &nrm);
+        if (!(pen > 0.0f))
+            continue;
+        p += pen * nrm;
+        p -= mz_friction(mz_vec(p - x[i]), nrm, pen, c.static_friction, c.friction);
+    }
+    xp[i] = p;
+}

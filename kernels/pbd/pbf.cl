@@ -1,0 +1,243 @@
+/* Position Based Fluids (Macklin & Müller 2013) in the unified particle system, one Jacobi
+ * sweep per launch pair, every sum a per-particle gather in grid order (no atomics):
+ *
+ *   pbf_lambda    per slot: density ρ_i by poly6 summation over fluid and solid neighbours,
+ *                 C_i = max(ρ_i/ρ0 − 1, 0), λ_i = −C_i / (Σ_k r_k |∇_k C_i|² + ε)
+ *   pbf_delta     per slot: Δx_i = r_i V Σ_j (λ_i ψ_j + λ_j ψ_i + s_corr) ∇W_ij
+ *   pbf_curl      per slot, after the velocity update: the curl ω_i and the XSPH velocity
+ *                 change from the fluid neighbours
+ *   pbf_confine   per slot: v_i += XSPH + dt ε_v (N × ω_i), N = ∇|ω| / |∇|ω||
+ *
+ * Units at physical scale. With V = m/ρ0 the rest volume of a fluid particle, ρ_i/ρ0 =
+ * V Σ_j ψ_j W_ij and ∇_j C_i = −V ψ_j ∇W_ij, so λ has units of m² and Δx of m whatever the mass:
+ * the paper's λ formula leaves the mass out, fine for m = 1 but off by m² at 1 cm spacing
+ * (ρ = 1000 kg/m³, m = 1 g), where ε and s_corr, given as plain numbers, then swamp or vanish.
+ * Here ε and s_corr's k are fractions of S0 = Σ_k |∇_k C_i|² for a particle inside the rest
+ * lattice (src/solvers/pbd/fluid.c), so they mean the same at any spacing and mass.
+ *
+ * Coupling: a solid particle (rigid) counts in a fluid particle's density with weight ψ (its
+ * volume over a fluid particle's: the fluid sees it as fluid at rest density) and receives the
+ * fluid's corrections; r_k = m_fluid/m_k scales every correction by inverse mass (a heavy body
+ * moves less), 0 for pinned particles. attr[slot] = (r, ψ, fluid ? 1 : 0, 0); ψ = 0 for
+ * particles the density does not see (cloth, which meets the fluid through contacts). */
+#include "common/common.clh"
+#include "grid/grid.clh"
+
+typedef struct {
+    float h, h2;
+    float poly6;        /* W = poly6 (h² − r²)³ */
+    float spiky;        /* ∇_i W = spiky (h − r)² (x_i − x_j)/r, spiky < 0 */
+    float volume;       /* V = m/ρ0 */
+    float rest_density;
+    float epsilon;      /* absolute ε, m⁻² */
+    float k_corr;       /* tensile k in λ units (m²) */
+    float inv_w_dq;     /* 1 / (h² − (dq h)²)³ */
+    int n_corr;         /* the power by multiplications: powr costs more than the rest */
+    float xsph;
+    float vorticity;
+    float r_min;        /* below this, a pair has no direction */
+    float pad0, pad1, pad2;
+} mz_pbf;
+
+/* The domain's walls as fluid at rest beyond them (the lattice continued, as boundary particles
+ * would be, but summed once on the host): table[k] = (V Σ W, V Σ ∂W/∂d) for a particle at
+ * distance d = k·h/(MZ_WALL_TABLE − 1) from a wall, linearly interpolated. Adds the walls' share
+ * to ρ_i/ρ0 (*rel) and to ∇_i C_i (*grad, pointing into the walls). Without it a particle at a
+ * wall lacks half its neighbours, so it never counts as compressed and the weight of the column
+ * rests on the layer above it. */
+#define MZ_WALL_TABLE 64
+inline void mz_walls(const mz_pbf *P, float4 x, float4 lo, float4 hi,
+                     global const float2 *table, float *rel, float4 *grad)
+{
+    float scale = (float)(MZ_WALL_TABLE - 1) / P->h;
+    for (int a = 0; a < MZ_DIM; a++) {
+        float xa = a == 0 ? x.x : a == 1 ? x.y : x.z;
+        float la = a == 0 ? lo.x : a == 1 ? lo.y : lo.z;
+        float ha = a == 0 ? hi.x : a == 1 ? hi.y : hi.z;
+        for (int side = 0; side < 2; side++) {
+            float d = side ? ha - xa : xa - la;
+            if (!(d < P->h))
+                continue;
+            float t = fmax(d, 0.0f) * scale;
+            int k = min((int)t, MZ_WALL_TABLE - 2);
+            float f = t - (float)k;
+            float2 e = table[k] * (1.0f - f) + table[k + 1] * f;
+            *rel += e.x;
+            float g = side ? -e.y : e.y; /* ∂/∂x_a of the wall's share */
+            if (a == 0)
+                grad->x += g;
+            else if (a == 1)
+                grad->y += g;
+            else
+                grad->z += g;
+        }
+    }
+}
+
+inline float4 mz_grad(const mz_pbf *P, float4 d, float r)
+{
+    float hr = P->h - r;
+    float4 g = (P->spiky * hr * hr / r) * d;
+    g.w = 0.0f;
+    return mz_planar(g);
+}
+
+/* Warm start: each substep begins by applying the multipliers the last one ended with (into
+ * dlambda in grid order, then pbf_delta). */
+kernel void pbf_warm(uint n, float warm, global const float4 *attr, global const uint *slot,
+                     global float *lambda, global float *dlambda)
+{
+    uint J = get_global_id(0);
+    if (J >= n)
+        return;
+    uint i = slot[J];
+    float l = attr[J].z != 0.0f ? warm * lambda[i] : 0.0f;
+    lambda[i] = l;
+    dlambda[J] = l;
+}
+
+/* λ accumulates over the iterations and substeps (in id order, `lambda`), kept ≤ 0 (a fluid
+ * pushes, never pulls); dlambda (grid order) receives this iteration's change for pbf_delta. */
+kernel void pbf_lambda(uint n, mz_pbf P, mz_grid_desc g, global const uint *cell_start,
+                       global const uint *cell_end, global const float4 *sorted,
+                       global const float4 *attr, global const uint *slot, float4 lo, float4 hi,
+                       global const float2 *walls, global float *lambda,
+                       global float *dlambda, global float *density)
+{
+    uint J = get_global_id(0);
+    if (J >= n)
+        return;
+    float4 ai = attr[J];
+    if (ai.z == 0.0f) {
+        dlambda[J] = 0.0f;
+        return;
+    }
+    float4 xi = sorted[J];
+    float sum = 0.0f, s2 = 0.0f;
+    float4 gi = (float4)(0.0f);
+    MZ_NEIGHBOURS_BEGIN(g, cell_start, cell_end, sorted, xi, K, r2)
+        if (!(r2 < P.h2))
+            continue;
+        float4 aj = attr[K];
+        if (aj.y == 0.0f)
+            continue;
+        float q = P.h2 - r2;
+        sum += aj.y * (q * q * q);
+        float r = sqrt(r2);
+        if (K == J || !(r > P.r_min))
+            continue;
+        float4 grad = aj.y * mz_grad(&P, xi - sorted[K], r);
+        gi += grad;
+        s2 += aj.x * mz_dot3(grad, grad);
+    MZ_NEIGHBOURS_END
+    float rel = P.volume * P.poly6 * sum; /* ρ_i / ρ0 */
+    gi = P.volume * gi;
+    mz_walls(&P, xi, lo, hi, walls, &rel, &gi);
+    float s = P.volume * P.volume * s2 + ai.x * mz_dot3(gi, gi);
+    uint i = slot[J];
+    float l = -fmax(rel - 1.0f, 0.0f) / (s + P.epsilon);
+    lambda[i] += l;
+    dlambda[J] = l;
+    density[i] = P.rest_density * rel;
+}
+
+kernel void pbf_delta(uint n, mz_pbf P, mz_grid_desc g, global const uint *cell_start,
+                      global const uint *cell_end, global const float4 *sorted,
+                      global const float4 *attr, global const uint *slot, float4 lo, float4 hi,
+                      global const float2 *walls, global const float *lambda,
+                      global float4 *xp)
+{
+    uint J = get_global_id(0);
+    if (J >= n)
+        return;
+    float4 ai = attr[J];
+    if (ai.x == 0.0f || ai.y == 0.0f)
+        return;
+    float4 xi = sorted[J];
+    float li = lambda[J];
+    float4 d = (float4)(0.0f);
+    MZ_NEIGHBOURS_BEGIN(g, cell_start, cell_end, sorted, xi, K, r2)
+        if (!(r2 < P.h2) || K == J)
+            continue;
+        float4 aj = attr[K];
+        float r = sqrt(r2);
+        if (aj.y == 0.0f || !(r > P.r_min))
+            continue;
+        float coef = li * aj.y + lambda[K] * ai.y;
+        if (ai.z != 0.0f && aj.z != 0.0f && P.k_corr > 0.0f) {
+            float q = P.h2 - r2, base = q * q * q * P.inv_w_dq, s = base;
+            for (int k = 1; k < P.n_corr; k++)
+                s *= base;
+            coef -= P.k_corr * s;
+        }
+        d += coef * mz_grad(&P, xi - sorted[K], r);
+    MZ_NEIGHBOURS_END
+    float4 gw = (float4)(0.0f);
+    float unused = 0.0f;
+    if (ai.z != 0.0f) /* the walls push fluid with its own λ (they have none) */
+        mz_walls(&P, xi, lo, hi, walls, &unused, &gw);
+    uint i = slot[J];
+    xp[i] = xp[i] + ai.x * (P.volume * d + li * gw);
+}
+
+/* After the update: curl and XSPH from the fluid neighbours (v in grid order). */
+kernel void pbf_curl(uint n, mz_pbf P, mz_grid_desc g, global const uint *cell_start,
+                     global const uint *cell_end, global const float4 *sorted,
+                     global const float4 *attr, global const float4 *vs,
+                     global float4 *omega, global float4 *dv)
+{
+    uint J = get_global_id(0);
+    if (J >= n)
+        return;
+    if (attr[J].z == 0.0f) {
+        omega[J] = (float4)(0.0f);
+        dv[J] = (float4)(0.0f);
+        return;
+    }
+    float4 xi = sorted[J], vi = vs[J];
+    float4 w = (float4)(0.0f), x = (float4)(0.0f);
+    MZ_NEIGHBOURS_BEGIN(g, cell_start, cell_end, sorted, xi, K, r2)
+        if (!(r2 < P.h2) || K == J || attr[K].z == 0.0f)
+            continue;
+        float4 vij = vs[K] - vi;
+        vij.w = 0.0f;
+        float q = P.h2 - r2;
+        x += (q * q * q) * vij;
+        float r = sqrt(r2);
+        if (r > P.r_min)
+            w += cross(mz_grad(&P, xi - sorted[K], r), vij); /* (v_j − v_i) × ∇_j W_ij */
+    MZ_NEIGHBOURS_END
+    omega[J] = P.volume * w;
+    dv[J] = mz_planar((P.xsph * P.volume * P.poly6) * x);
+}
+
+kernel void pbf_confine(uint n, float dt, mz_pbf P, mz_grid_desc g,
+                        global const uint *cell_start, global const uint *cell_end,
+                        global const float4 *sorted, global const float4 *attr,
+                        global const uint *slot, global const float4 *vs,
+                        global const float4 *omega, global const float4 *dv, global float4 *v)
+{
+    uint J = get_global_id(0);
+    if (J >= n || attr[J].z == 0.0f)
+        return;
+    float4 vi = vs[J] + dv[J];
+    if (P.vorticity > 0.0f) {
+        float4 xi = sorted[J], wi = omega[J];
+        float wl = length(wi.xyz);
+        float4 eta = (float4)(0.0f);
+        MZ_NEIGHBOURS_BEGIN(g, cell_start, cell_end, sorted, xi, K, r2)
+            if (!(r2 < P.h2) || K == J || attr[K].z == 0.0f)
+                continue;
+            float r = sqrt(r2);
+            if (r > P.r_min) /* ∇|ω| ≈ Σ V (|ω_j| − |ω_i|) ∇_j W_ij */
+                eta -= (length(omega[K].xyz) - wl) * mz_grad(&P, xi - sorted[K], r);
+        MZ_NEIGHBOURS_END
+        float el = length(eta.xyz);
+        if (el > 0.0f) {
+            float4 f = cross(eta / el, wi);
+            vi += (dt * P.vorticity) * mz_planar(f);
+        }
+    }
+    vi.w = 0.0f;
+    v[slot[J]] = vi;
+}

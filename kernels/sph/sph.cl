@@ -1,0 +1,297 @@
+/* Weakly compressible SPH and the one-pass "collapsed" SPH. Every kernel runs over particles in
+ * the grid's sorted order; neighbour sums visit neighbours in a fixed order (deterministic).
+ * Boundary particles, when the scene has them, are a second, static particle set with a grid of
+ * its own (gb, bcs, bce, bx) and per-particle masses bm. */
+#include "common/common.clh"
+#include "grid/grid.clh"
+#include "common/walls.clh"
+#include "sph/sph_kernels.clh"
+
+/* ρ_i = m Σ_j W_ij + Σ_b m_b W_ib over fluid neighbours j (i itself included) and boundary b. */
+inline float mz_sph_density_at(const mz_sph *P, float4 xi, mz_grid_desc g, global const uint *cs,
+                               global const uint *ce, global const float4 *x, mz_grid_desc gb,
+                               global const uint *bcs, global const uint *bce,
+                               global const float4 *bx, global const float *bm, int nb)
+{
+    float sum = 0.0f;
+    MZ_NEIGHBOURS_BEGIN(g, cs, ce, x, xi, j, r2)
+        sum += mz_poly6_unscaled(P, r2);
+    MZ_NEIGHBOURS_END
+    float rho = P->mass * P->poly6 * sum;
+    if (nb > 0) {
+        float bsum = 0.0f;
+        MZ_NEIGHBOURS_BEGIN(gb, bcs, bce, bx, xi, b, r2)
+            bsum += bm[b] * mz_poly6_unscaled(P, r2);
+        MZ_NEIGHBOURS_END
+        rho += P->poly6 * bsum;
+    }
+    return rho;
+}
+
+/* The continuity equation's rate, Dρ_i/Dt = Σ_j m (v_i − v_j)·∇W_ij + Σ_b m_b v_i·∇W_ib (walls
+ * at rest), with the same renormalised spiky gradient as the pressure force, plus δ-SPH's
+ * density diffusion between fluid particles, δ hs c0 Σ_j ψ_ij (x_ji·∇W_ij)/(r² + η²) m/ρ_j.
+ * ψ_ij = 2(ρ_j − ρ_i − Δρ_H) diffuses only the departure from hydrostatics (Fourtakas et al.
+ * 2019), with Δρ_H = ρ0 g·(x_j − x_i)/c0², the linearised Tait density difference of a fluid at
+ * rest: plain 2(ρ_j − ρ_i) would flatten the hydrostatic gradient where the kernel is cut by
+ * the free surface and sink the surface particles' pressure again. */
+inline float mz_sph_density_rate(const mz_sph *P, float4 xi, float4 vi, float rho_i,
+                                 float4 gravity, mz_grid_desc g, global const uint *cs,
+                                 global const uint *ce, global const float4 *x,
+                                 global const float4 *v, global const float *rho,
+                                 mz_grid_desc gb, global const uint *bcs,
+                                 global const uint *bce, global const float4 *bx,
+                                 global const float *bm, int nb)
+{
+    float rate = 0.0f, diffusion = 0.0f;
+    float to_rho = P->rest_density / (P->c0 * P->c0);
+    MZ_NEIGHBOURS_BEGIN(g, cs, ce, x, xi, j, r2)
+        float r = sqrt(r2);
+        if (r > P->r_min) {
+            float4 dx = xi - x[j], vij = vi - v[j];
+            float f = P->spiky_grad * (P->h - r) * (P->h - r) / r; /* ∇W_ij = f dx */
+            rate += P->mass * f * (vij.x * dx.x + vij.y * dx.y + vij.z * dx.z);
+            float drho_h = -to_rho * (gravity.x * dx.x + gravity.y * dx.y + gravity.z * dx.z);
+            float rho_j = rho[j];
+            diffusion += 2.0f * (rho_j - rho_i - drho_h) * (-f * r2) / (r2 + P->eps2) / rho_j;
+        }
+    MZ_NEIGHBOURS_END
+    rate += P->diffusion * P->mass * diffusion;
+    if (nb > 0) {
+        MZ_NEIGHBOURS_BEGIN(gb, bcs, bce, bx, xi, b, r2)
+            float r = sqrt(r2);
+            if (r > P->r_min) {
+                float4 dx = xi - bx[b];
+                float hr = P->h - r;
+                rate += bm[b] * (P->spiky_grad * hr * hr / r) *
+                        (vi.x * dx.x + vi.y * dx.y + vi.z * dx.z);
+            }
+        MZ_NEIGHBOURS_END
+    }
+    return rate;
+}
+
+/* Symplectic Euler: v += dt·a, x += dt·v; walls, the acceleration cap, gravity, and the domain
+ * clamp behind it all (a clamped axis loses its velocity). Also |a|² for the adaptive step. */
+inline void mz_sph_integrate(const mz_sph *P, float dt, float4 gravity, const mz_walls *w,
+                             int penalty, float4 xi, float4 vi, float4 a, global float4 *x_out,
+                             global float4 *v_out, global float *a2_out, uint i)
+{
+    if (penalty)
+        a = a + mz_wall_accel(xi, vi, w);
+    if (P->limit_accel)
+        a = mz_limit_accel(a, P->accel_limit);
+    a = mz_planar(a + gravity);
+    a.w = 0.0f;
+    float4 v = mz_planar(vi + dt * a);
+    v.w = 0.0f;
+    float a2 = a.x * a.x + a.y * a.y + a.z * a.z;
+    if (!isfinite(a2) || !isfinite(v.x + v.y + v.z)) {
+        /* Blown up: keep the particle where it was and say so through |a|² (the step-size
+         * reduction stops the run), rather than letting the clamp park a NaN in a corner. */
+        x_out[i] = xi;
+        v_out[i] = v;
+        a2_out[i] = INFINITY;
+        return;
+    }
+    float4 x = xi + dt * v;
+    float4 xc = mz_clamp_box(x, w->min, w->max);
+    v = select(v, (float4)(0.0f), isnotequal(xc, x));
+    x_out[i] = xc;
+    v_out[i] = v;
+    a2_out[i] = a2;
+}
+
+/* This step's density and pressure into rho_out, p. Summation: ρ from the neighbours.
+ * Continuity: ρ carried from the last step, ρ += lag · Dρ/Dt with lag the last step's dt and
+ * the rate from the velocities that step produced (the ones that moved the particles here: the
+ * density update pairs with the position update, symplectic like the rest). */
+kernel void sph_density(uint n, float lag, mz_sph P, float4 gravity, mz_grid_desc g,
+                        global const uint *cs, global const uint *ce, global const float4 *x,
+                        global const float4 *v, mz_grid_desc gb, global const uint *bcs,
+                        global const uint *bce, global const float4 *bx, global const float *bm,
+                        int nb, global const float *rho, global float *rho_out, global float *p)
+{
+    uint i = get_global_id(0);
+    if (i >= n)
+        return;
+    float r = P.continuity
+                  ? rho[i] + lag * mz_sph_density_rate(&P, x[i], v[i], rho[i], gravity, g, cs,
+                                                       ce, x, v, rho, gb, bcs, bce, bx, bm, nb)
+                  : mz_sph_density_at(&P, x[i], g, cs, ce, x, gb, bcs, bce, bx, bm, nb);
+    rho_out[i] = r;
+    p[i] = mz_tait(&P, r);
+}
+
+/* Forces from this step's ρ and p, then the update into x_out, v_out. */
+kernel void sph_forces(uint n, float dt, mz_sph P, float4 gravity, mz_walls walls, int penalty,
+                       mz_grid_desc g, global const uint *cs, global const uint *ce,
+                       global const float4 *x, global const float4 *v, global const float *rho,
+                       global const float *p, mz_grid_desc gb, global const uint *bcs,
+                       global const uint *bce, global const float4 *bx, global const float *bm,
+                       int nb, global float4 *x_out, global float4 *v_out, global float *a2_out)
+{
+    uint i = get_global_id(0);
+    if (i >= n)
+        return;
+    float4 xi = x[i], vi = v[i];
+    float rho_i = rho[i];
+    float pr_i = p[i] / (rho_i * rho_i);
+    float4 a = (float4)(0.0f);
+    MZ_NEIGHBOURS_BEGIN(g, cs, ce, x, xi, j, r2)
+        if (j == i)
+            continue;
+        float4 dx = xi - x[j], vij = vi - v[j];
+        dx.w = 0.0f;
+        vij.w = 0.0f;
+        a = a + mz_sph_pair(&P, dx, r2, vij, rho_i, rho[j], pr_i, p[j]);
+    MZ_NEIGHBOURS_END
+    if (nb > 0) {
+        mz_wall_sum ws = mz_wall_sum_zero();
+        ws.a = a; /* the fluid's sum first, then each boundary particle's: the order as ever */
+        MZ_NEIGHBOURS_BEGIN(gb, bcs, bce, bx, xi, b, r2)
+            float4 dx = xi - bx[b];
+            dx.w = 0.0f;
+            mz_sph_boundary(&P, &ws, dx, r2, bm[b], p[i], rho_i, gravity, vi);
+        MZ_NEIGHBOURS_END
+        a = mz_sph_wall_accel(&P, &ws, vi, dt);
+    }
+    mz_sph_integrate(&P, dt, gravity, &walls, penalty, xi, vi, a, x_out, v_out, a2_out, i);
+}
+
+/* Collapsed SPH: one neighbour pass that sums this step's density and applies the forces from
+ * last step's. It halves the neighbour traffic and needs no barrier between two passes. Forces
+ * from densities a step old act late, and a late restoring force pumps energy into the stiff
+ * acoustic modes (measured: the dam break blew up even at cfl 0.1); so the pass also sums the
+ * continuity equation's rate Dρ/Dt = Σ_j m (v_i − v_j)·∇W_ij, and the forces use densities
+ * carried forward to now, ρ̃ = ρ(t − lag) + lag · Dρ/Dt(t − lag), lag = the last step's dt. */
+/* Carried forward, but never below half of what was summed: an oversized step must not drive a
+ * density to zero or below (p/ρ² and the viscosity would lose their meaning). */
+inline float mz_csph_density_now(float rho, float drho, float lag)
+{
+    return fmax(rho + lag * drho, 0.5f * rho);
+}
+
+kernel void csph_step(uint n, float dt, float lag, mz_sph P, float4 gravity, mz_walls walls,
+                      int penalty, mz_grid_desc g, global const uint *cs, global const uint *ce,
+                      global const float4 *x, global const float4 *v,
+                      global const float *rho_prev, global const float *drho_prev,
+                      mz_grid_desc gb, global const uint *bcs, global const uint *bce,
+                      global const float4 *bx, global const float *bm, int nb,
+                      global float *rho_out, global float *drho_out, global float *p_out,
+                      global float4 *x_out, global float4 *v_out, global float *a2_out)
+{
+    uint i = get_global_id(0);
+    if (i >= n)
+        return;
+    float4 xi = x[i], vi = v[i];
+    float rho_i = mz_csph_density_now(rho_prev[i], drho_prev[i], lag);
+    float p_i = mz_tait(&P, rho_i);
+    float pr_i = p_i / (rho_i * rho_i);
+    float4 a = (float4)(0.0f);
+    float sum = 0.0f, drho = 0.0f;
+    MZ_NEIGHBOURS_BEGIN(g, cs, ce, x, xi, j, r2)
+        sum += mz_poly6_unscaled(&P, r2);
+        if (j == i)
+            continue;
+        float4 dx = xi - x[j], vij = vi - v[j];
+        dx.w = 0.0f;
+        vij.w = 0.0f;
+        float rho_j = mz_csph_density_now(rho_prev[j], drho_prev[j], lag);
+        a = a + mz_sph_pair(&P, dx, r2, vij, rho_i, rho_j, pr_i, mz_tait(&P, rho_j));
+        float r = sqrt(r2);
+        if (r > P.r_min) {
+            float hr = P.h - r;
+            drho += P.mass * (P.spiky_grad * hr * hr / r) *
+                    (vij.x * dx.x + vij.y * dx.y + vij.z * dx.z);
+        }
+    MZ_NEIGHBOURS_END
+    float rho_new = P.mass * P.poly6 * sum;
+    if (nb > 0) {
+        float bsum = 0.0f;
+        mz_wall_sum ws = mz_wall_sum_zero();
+        ws.a = a; /* the fluid's sum first, then each boundary particle's: the order as ever */
+        MZ_NEIGHBOURS_BEGIN(gb, bcs, bce, bx, xi, b, r2)
+            bsum += bm[b] * mz_poly6_unscaled(&P, r2);
+            float4 dx = xi - bx[b];
+            dx.w = 0.0f;
+            mz_sph_boundary(&P, &ws, dx, r2, bm[b], p_i, rho_i, gravity, vi);
+            float r = sqrt(r2);
+            if (r > P.r_min) {
+                float hr = P.h - r;
+                drho += bm[b] * (P.spiky_grad * hr * hr / r) *
+                        (vi.x * dx.x + vi.y * dx.y + vi.z * dx.z);
+            }
+        MZ_NEIGHBOURS_END
+        a = mz_sph_wall_accel(&P, &ws, vi, dt);
+        rho_new += P.poly6 * bsum;
+    }
+    rho_out[i] = rho_new;
+    drho_out[i] = drho;
+    p_out[i] = mz_tait(&P, rho_new);
+    mz_sph_integrate(&P, dt, gravity, &walls, penalty, xi, vi, a, x_out, v_out, a2_out, i);
+}
+
+/* Largest |v|² and |a|² for the adaptive time step and blow-up detection: per work-group
+ * maxima into partial[group] (max is order-free: exact and deterministic); +inf if any is not
+ * finite. */
+kernel void speed_accel_max(uint n, global const float4 *v, global const float *a2,
+                            global float2 *partial, local float2 *scratch)
+{
+    uint lid = get_local_id(0), size = get_local_size(0);
+    float2 m = (float2)(0.0f);
+    for (uint i = get_global_id(0); i < n; i += get_global_size(0)) {
+        float4 vi = v[i];
+        float v2 = vi.x * vi.x + vi.y * vi.y + vi.z * vi.z, ai = a2[i];
+        /* fmax drops NaN: turn anything non-finite into +inf, which fmax keeps. */
+        m.x = isfinite(v2) ? fmax(m.x, v2) : INFINITY;
+        m.y = isfinite(ai) ? fmax(m.y, ai) : INFINITY;
+    }
+    scratch[lid] = m;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint s = size / 2; s > 0; s /= 2) {
+        if (lid < s)
+            scratch[lid] = fmax(scratch[lid], scratch[lid + s]);
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (lid == 0)
+        partial[get_group_id(0)] = scratch[0];
+}
+
+/* Tests: the kernels at radii r[k] (W, |∇W|, ∇²W), and per-particle lattice sums. */
+kernel void sph_probe(uint m, mz_sph P, global const float *r, global float4 *out)
+{
+    uint k = get_global_id(0);
+    if (k >= m)
+        return;
+    float rk = r[k];
+    float hr = P.h - rk;
+    float w = rk < P.h ? P.poly6 * mz_poly6_unscaled(&P, rk * rk) : 0.0f;
+    float grad = rk < P.h ? -P.spiky_grad * hr * hr : 0.0f;
+    float lap = rk < P.h ? P.visc_lap * hr : 0.0f;
+    out[k] = (float4)(w, grad, lap, 0.0f);
+}
+
+/* Σ_j V W_ij and Σ_j V ∇W_ij (V = m/ρ0): 1 and 0 inside a uniform lattice. */
+kernel void sph_sums(uint n, mz_sph P, mz_grid_desc g, global const uint *cs,
+                     global const uint *ce, global const float4 *x, global float4 *out)
+{
+    uint i = get_global_id(0);
+    if (i >= n)
+        return;
+    float4 xi = x[i];
+    float vol = P.mass / P.rest_density, sum = 0.0f;
+    float4 grad = (float4)(0.0f);
+    MZ_NEIGHBOURS_BEGIN(g, cs, ce, x, xi, j, r2)
+        sum += mz_poly6_unscaled(&P, r2);
+        float r = sqrt(r2);
+        if (r > P.r_min) {
+            float4 dx = xi - x[j];
+            dx.w = 0.0f;
+            float hr = P.h - r;
+            grad = grad + (vol * P.spiky_grad * hr * hr / r) * dx;
+        }
+    MZ_NEIGHBOURS_END
+    grad.w = vol * P.poly6 * sum;
+    out[i] = grad;
+}

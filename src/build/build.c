@@ -1,0 +1,267 @@
+#include "build/build.h"
+
+#include "scene/bodies.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+double build_lattice_kernel_sum(double spacing, double h, int dimensions)
+{
+    double pi = acos(-1.0), sum = 0;
+    double c = dimensions == 3 ? 315.0 / (64.0 * pi * pow(h, 9)) : 4.0 / (pi * pow(h, 8));
+    int reach = (int)ceil(h / spacing), zr = dimensions == 3 ? reach : 0;
+    for (int k = -zr; k <= zr; k++)
+        for (int j = -reach; j <= reach; j++)
+            for (int i = -reach; i <= reach; i++) {
+                double q = h * h - (double)(i * i + j * j + k * k) * spacing * spacing;
+                if (q > 0)
+                    sum += c * q * q * q;
+            }
+    return sum * pow(spacing, dimensions);
+}
+
+double build_lattice_gradient_sum(double spacing, double h, int dimensions)
+{
+    double pi = acos(-1.0), sum = 0;
+    double c = dimensions == 3 ? -45.0 / (pi * pow(h, 6)) : -30.0 / (pi * pow(h, 5));
+    int reach = (int)ceil(h / spacing), zr = dimensions == 3 ? reach : 0;
+    for (int k = -zr; k <= zr; k++)
+        for (int j = -reach; j <= reach; j++)
+            for (int i = -reach; i <= reach; i++) {
+                double x = i * spacing, r = spacing * sqrt((double)(i * i + j * j + k * k));
+                if (r == 0 || r >= h)
+                    continue;
+                /* x_i = 0, x_j = (x, ..): ∇_i W_ij = c (h − r)² (x_i − x_j)/r */
+                sum += x * (c * (h - r) * (h - r) * (-x) / r);
+            }
+    return sum * pow(spacing, dimensions);
+}
+
+double build_wall_laplacian_sum(double spacing, double h, int dimensions, double volume,
+                                double lap)
+{
+    int reach = (int)ceil(h / spacing), zr = dimensions == 3 ? reach : 0;
+    double sum = 0;
+    for (int layer = 0; layer <= reach; layer++)      /* fluid at (layer + ½) spacing */
+        for (int below = 0; below <= reach; below++)  /* wall at −(below + ½) spacing */
+            for (int k = -zr; k <= zr; k++)
+                for (int i = -reach; i <= reach; i++) {
+                    double dy = layer + below + 1.0;
+                    double r = spacing * sqrt(i * i + k * k + dy * dy);
+                    if (r < h)
+                        sum += volume * lap * (h - r);
+                }
+    return sum;
+}
+
+double build_particle_mass(const mz_scene *s, const mz_fluid *f)
+{
+    int dim = s->sim.dimensions;
+    if (f->mass > 0)
+        return f->mass;
+    double m = f->rest_density * pow(f->spacing, dim);
+    /* continuity density (SPH) starts at ρ0 on the lattice: a particle weighs its cell */
+    if ((scene_is_sph(s) && f->density_method != MZ_DENSITY_CONTINUITY) ||
+        scene_solver(s) == MZ_SOLVER_PBF)
+        m /= build_lattice_kernel_sum(f->spacing, scene_support_radius(s), dim);
+    return m;
+}
+
+static void put(mz_particles *p, size_t i, const double x[3], const double v[3], float radius,
+                float inv_mass, uint32_t body, int dimensions)
+{
+    p->phase[i] = MZ_PHASE_FLUID;
+    bool flat = dimensions == 2;
+    p->pos[4 * i + 0] = (float)x[0];
+    p->pos[4 * i + 1] = (float)x[1];
+    p->pos[4 * i + 2] = flat ? 0.0f : (float)x[2];
+    p->pos[4 * i + 3] = radius;
+    p->vel[4 * i + 0] = (float)v[0];
+    p->vel[4 * i + 1] = (float)v[1];
+    p->vel[4 * i + 2] = flat ? 0.0f : (float)v[2];
+    p->vel[4 * i + 3] = 0.0f;
+    p->inv_mass[i] = inv_mass;
+    p->id[i] = (uint32_t)i;
+    p->body[i] = body;
+}
+
+static void build_bodies(const mz_scene *s, mz_particles *p, size_t first);
+
+void build_particles(const mz_scene *s, mz_particles *p)
+{
+    int dim = s->sim.dimensions;
+    size_t n = scene_particle_count(s);
+    p->n = n;
+    p->pos = xcalloc(4 * n, sizeof *p->pos);
+    p->vel = xcalloc(4 * n, sizeof *p->vel);
+    p->inv_mass = xcalloc(n, sizeof *p->inv_mass);
+    p->id = xcalloc(n, sizeof *p->id);
+    p->body = xcalloc(n, sizeof *p->body);
+    p->phase = xcalloc(n, sizeof *p->phase);
+    size_t i = 0;
+    for (size_t b = 0; b < s->n_fluids; b++) {
+        const mz_fluid *f = &s->fluids[b];
+        float radius = (float)(0.5 * f->spacing);
+        float w = (float)(1.0 / build_particle_mass(s, f));
+        if (f->has_box) {
+            size_t d[3];
+            scene_lattice_dims(f, dim, d);
+            /* x fastest, then y, then z: neighbouring ids are neighbours in space. */
+            for (size_t iz = 0; iz < d[2]; iz++)
+                for (size_t iy = 0; iy < d[1]; iy++)
+                    for (size_t ix = 0; ix < d[0]; ix++) {
+                        double x[3] = {f->box.min[0] + (ix + 0.5) * f->spacing,
+                                       f->box.min[1] + (iy + 0.5) * f->spacing,
+                                       f->box.min[2] + (iz + 0.5) * f->spacing};
+                        put(p, i++, x, f->velocity, radius, w, (uint32_t)b, dim);
+                    }
+        } else {
+            for (size_t k = 0; k < f->positions.n; k++) {
+                const double *v = f->velocities.n ? f->velocities.p[k] : f->velocity;
+                put(p, i++, f->positions.p[k], v, radius, w, (uint32_t)b, dim);
+            }
+        }
+    }
+    build_bodies(s, p, i);
+}
+
+/* The cloths and meshes after the fluids: particles from `first` on, their constraints and
+ * triangles (in particle ids). */
+static void build_bodies(const mz_scene *s, mz_particles *p, size_t first)
+{
+    int dim = s->sim.dimensions;
+    size_t nc = bodies_constraint_count(s), nt = 0, c = 0, t = 0, i = first;
+    for (size_t k = 0; k < bodies_count(s); k++) {
+        const mz_body *b = bodies_get(s, k);
+        nt += b->geom->n_tris;
+    }
+    p->n_constraints = nc;
+    p->con_ends = xcalloc(2 * nc + 2, sizeof *p->con_ends);
+    p->con_params = xcalloc(4 * nc + 4, sizeof *p->con_params);
+    p->n_triangles = nt;
+    p->triangles = xcalloc(3 * nt + 3, sizeof *p->triangles);
+    for (size_t k = 0; k < bodies_count(s); k++) {
+        const mz_body *b = bodies_get(s, k);
+        const mz_body_geom *g = b->geom;
+        uint32_t body = (uint32_t)(s->n_fluids + k);
+        float w = (float)(1.0 / bodies_particle_mass(s, b));
+        double com[3] = {0, 0, 0}; /* rigids spin about their centre of mass */
+        for (size_t j = 0; j < g->n; j++)
+            for (int a = 0; a < 3; a++)
+                com[a] += g->x[j][a] / (double)g->n;
+        for (size_t j = 0; j < g->n; j++) {
+            double v[3], r[3];
+            const double *om = b->angular_velocity;
+            for (int a = 0; a < 3; a++)
+                r[a] = g->x[j][a] - com[a];
+            v[0] = b->velocity[0] + om[1] * r[2] - om[2] * r[1];
+            v[1] = b->velocity[1] + om[2] * r[0] - om[0] * r[2];
+            v[2] = b->velocity[2] + om[0] * r[1] - om[1] * r[0];
+            put(p, i + j, g->x[j], g->phase == MZ_PHASE_RIGID ? v : b->velocity,
+                (float)(0.5 * g->thickness), g->pinned[j] ? 0.0f : w, body, dim);
+            p->phase[i + j] = (uint32_t)g->phase;
+        }
+        for (size_t e = 0; e < g->n_stretch + g->n_bend; e++) {
+            bool bend = e >= g->n_stretch;
+            const uint32_t *pair = bend ? g->bend[e - g->n_stretch] : g->stretch[e];
+            const double *xa = g->x[pair[0]], *xb = g->x[pair[1]];
+            double r2 = 0;
+            for (int a = 0; a < dim; a++)
+                r2 += (xa[a] - xb[a]) * (xa[a] - xb[a]);
+            p->con_ends[2 * c + 0] = (uint32_t)(i + pair[0]);
+            p->con_ends[2 * c + 1] = (uint32_t)(i + pair[1]);
+            p->con_params[4 * c + 0] = (float)sqrt(r2);
+            p->con_params[4 * c + 1] = (float)(bend ? b->bending_compliance : b->compliance);
+            /* PBD stiffness applies to the stretch constraints it was given for; compliant
+             * (XPBD) bending never takes it */
+            p->con_params[4 * c + 2] = bend && b->bending_compliance > 0 ? 1.0f : (float)b->stiffness;
+            c++;
+        }
+        for (size_t j = 0; j < g->n_tris; j++, t++)
+            for (int a = 0; a < 3; a++)
+                p->triangles[3 * t + a] = (uint32_t)(i + g->tris[j][a]);
+        i += g->n;
+    }
+}
+
+size_t build_wall_particles(const mz_scene *s, double spacing, int layers, float **pos)
+{
+    int dim = s->sim.dimensions;
+    long cells[3] = {1, 1, 1}; /* lattice cells across the domain; the last may poke out */
+    for (int a = 0; a < dim; a++)
+        cells[a] = (long)ceil((s->domain.max[a] - s->domain.min[a]) / spacing - 1e-9);
+    long lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0};
+    for (int a = 0; a < dim; a++) {
+        lo[a] = -layers;
+        hi[a] = cells[a] + layers - 1;
+    }
+    size_t n = 0, cap = 1024;
+    float *p = xmalloc(4 * cap * sizeof *p);
+    for (long k = lo[2]; k <= hi[2]; k++)
+        for (long j = lo[1]; j <= hi[1]; j++)
+            for (long i = lo[0]; i <= hi[0]; i++) {
+                long idx[3] = {i, j, k};
+                bool outside = false;
+                for (int a = 0; a < dim; a++)
+                    outside |= idx[a] < 0 || idx[a] >= cells[a];
+                if (!outside) {
+                    i = cells[0] - 1; /* jump across the domain's interior in this row */
+                    continue;
+                }
+                if (n == cap) {
+                    cap *= 2;
+                    p = xrealloc(p, 4 * cap * sizeof *p);
+                }
+                for (int a = 0; a < 3; a++)
+                    p[4 * n + a] = a < dim ? (float)(s->domain.min[a] + ((double)idx[a] + 0.5) *
+                                                                            spacing)
+                                           : 0.0f;
+                p[4 * n + 3] = 0.0f;
+                n++;
+            }
+    *pos = p;
+    return n;
+}
+
+/* Appends one sample to the builder's growing array. */
+typedef struct sample_sink {
+    float **pos;
+    size_t n, cap;
+} sample_sink;
+
+static void take_sample(void *ctx, const double x[3])
+{
+    sample_sink *k = ctx;
+    if (k->n == k->cap) {
+        k->cap *= 2;
+        *k->pos = xrealloc(*k->pos, 4 * k->cap * sizeof **k->pos);
+    }
+    for (int a = 0; a < 3; a++)
+        (*k->pos)[4 * k->n + a] = (float)x[a];
+    (*k->pos)[4 * k->n + 3] = 0.0f;
+    k->n++;
+}
+
+size_t build_collider_particles(const mz_scene *s, double spacing, int layers, float **pos,
+                                size_t n)
+{
+    sample_sink sink = {pos, n, n + 1024};
+    *pos = xrealloc(*pos, 4 * sink.cap * sizeof **pos);
+    for (size_t c = 0; c < s->n_colliders; c++)
+        scene_collider_samples(s, c, spacing, layers, take_sample, &sink);
+    return sink.n;
+}
+
+void particles_free(mz_particles *p)
+{
+    free(p->pos);
+    free(p->vel);
+    free(p->inv_mass);
+    free(p->id);
+    free(p->body);
+    free(p->phase);
+    free(p->con_ends);
+    free(p->con_params);
+    free(p->triangles);
+    *p = (mz_particles){0};
+}

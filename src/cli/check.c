@@ -1,0 +1,95 @@
+/* `mizu check`: validate a scene and print what it makes, the device memory it needs and the
+ * output it will write; a scene too big for the chosen device fails the check. */
+#include "cli/run.h"
+
+#include "build/build.h"
+#include "scene/bodies.h"
+#include "scene/scene.h"
+#include "solvers/sim.h"
+#include "util/err.h"
+
+#include <stdio.h>
+
+int cmd_check(const mz_run_opts *o)
+{
+    mz_scene s;
+    int rc = run_load_scene(o, &s);
+    if (rc != 0)
+        return rc;
+    int dim = s.sim.dimensions;
+    size_t n = scene_particle_count(&s);
+    printf("%s: ok (scene format %d)\n", o->scene_path, s.version);
+    printf("  %d dimensions, %d frames at %g fps, ", dim, s.sim.frames, s.sim.fps);
+    if (s.sim.adaptive)
+        printf("adaptive steps (cfl %g)", scene_cfl(&s));
+    else
+        printf("%d substeps of %.4g ms", s.sim.substeps, 1e3 * scene_substep_dt(&s));
+    if (scene_is_sph(&s))
+        printf(", support radius %g m, speed of sound %.3g m/s\n", scene_support_radius(&s),
+               scene_speed_of_sound(&s));
+    else if (scene_solver(&s) == MZ_SOLVER_FLIP) {
+        int c[3];
+        double h[3];
+        scene_flip_grid(&s, c, h);
+        printf(", grid %d x %d x %d cells of %.4g m, %s pressure solver\n", c[0], c[1], c[2],
+               h[0], mz_pressure_solver_names[s.sim.pressure_solver]);
+    } else
+        printf(", %d iterations\n", s.sim.iterations);
+    for (size_t i = 0; i < s.n_fluids; i++) {
+        const mz_fluid *f = &s.fluids[i];
+        printf("  fluids[%zu]%s%s%s: %s, %zu particles", i, f->name ? " \"" : "",
+               f->name ? f->name : "", f->name ? "\"" : "", mz_solver_names[f->solver],
+               scene_fluid_count(f, dim));
+        if (f->has_box) {
+            size_t d[3];
+            scene_lattice_dims(f, dim, d);
+            printf(" (box lattice %zu x %zu x %zu)", d[0], d[1], d[2]);
+        }
+        printf(", spacing %g m, particle mass %.4g kg\n", f->spacing,
+               build_particle_mass(&s, f));
+    }
+    for (size_t i = 0; i < bodies_count(&s); i++) {
+        const mz_body *b = bodies_get(&s, i);
+        const mz_body_geom *g = b->geom;
+        char where[48];
+        printf("  %s%s%s%s: ", bodies_path(&s, i, where), b->name ? " \"" : "",
+               b->name ? b->name : "", b->name ? "\"" : "");
+        if (g->phase == MZ_PHASE_RIGID) {
+            double m = bodies_particle_mass(&s, b);
+            printf("rigid, %zu particles, spacing %.4g m, mass %.4g kg (%.4g kg each)\n", g->n,
+                   g->thickness, m * (double)g->n, m);
+            continue;
+        }
+        size_t pinned = 0;
+        for (size_t k = 0; k < g->n; k++)
+            pinned += g->pinned[k];
+        printf("%s, %zu particles (%zu pinned), %zu stretch and %zu bending constraints, "
+               "thickness %.4g m\n", g->phase == MZ_PHASE_SOFTBODY ? "softbody" : "cloth", g->n,
+               pinned, g->n_stretch, g->n_bend, g->thickness);
+    }
+    size_t bytes = sim_device_bytes(&s, n);
+    printf("  %zu particles in all", n);
+    if (scene_is_sph(&s) && s.domain.boundary.type == MZ_BOUNDARY_PARTICLES)
+        printf(", and %zu boundary particles on the walls and colliders", scene_boundary_count(&s));
+    printf("; device memory about %.1f MB (%zu bytes per particle)\n", (double)bytes / 1e6,
+           n ? bytes / n : 0);
+    long written = s.sim.frames / s.output.every + 1;
+    printf("  output: %ld frames, about %.1f MB uncompressed\n", written,
+           run_output_bytes(&s, n, s.n_rigids, 0) / 1e6);
+    /* Against the device the run would get, when there is one. */
+    mz_cl cl;
+    int opened = mz_cl_open(&cl, o->device, false);
+    if (opened == 0) {
+        rc = sim_check_fits(&cl, &s, n) == 0 ? MZ_EXIT_OK : MZ_EXIT_RUNTIME;
+        if (rc == MZ_EXIT_OK)
+            printf("  fits %s (%.1f MB of device memory, largest buffer %.1f MB)\n",
+                   cl.device_name, (double)cl.global_mem / 1e6, (double)cl.max_alloc / 1e6);
+        mz_cl_close(&cl);
+    } else {
+        rc = opened == -2 ? MZ_EXIT_USAGE : MZ_EXIT_OK;
+        if (opened != -2)
+            printf("  device memory not checked: no OpenCL device opened\n");
+    }
+    scene_free(&s);
+    return rc;
+}

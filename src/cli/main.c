@@ -1,0 +1,179 @@
+/* mizu: command line. Exit codes: 0 ok, 1 runtime failure, 2 usage or scene error. */
+#include "cli/info.h"
+#include "cli/run.h"
+#include "device/cl_ctx.h"
+#include "device/cl_prog.h"
+#include "io/h5_out.h"
+#include "scene/scene.h"
+#include "util/err.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char usage_text[] =
+    "usage: mizu run SCENE.json [-o OUT.h5] [--frames N] [--device cpu|gpu|P:D]\n"
+    "                           [--set PATH=VALUE]... [--quiet] [--profile] [--kernel-dir DIR]\n"
+    "                           [--checkpoint-every N] [--checkpoint CKPT.h5]\n"
+    "       mizu run --resume CKPT.h5 [-o OUT.h5] [--frames N] [--device ...] [--checkpoint-every N]\n"
+    "       mizu check SCENE.json [--set PATH=VALUE]...\n"
+    "       mizu devices\n"
+    "       mizu info OUT.h5\n"
+    "       mizu keys\n"
+    "       mizu --help | --version\n";
+
+static const char help_text[] =
+    "\n"
+    "mizu runs particle physics on OpenCL devices (any CPU through PoCL, GPUs through their\n"
+    "driver) and writes every frame to HDF5 (H5MD layout) with an XDMF file for ParaView.\n"
+    "\n"
+    "commands:\n"
+    "  run SCENE       simulate and write the frames\n"
+    "  check SCENE     validate the scene; print particle counts and the memory estimate\n"
+    "  devices         list OpenCL platforms and devices with their P:D numbers\n"
+    "  info OUT.h5     summarise an output file\n"
+    "  keys            list every scene key with its type, default, unit and meaning\n"
+    "\n"
+    "options for run and check:\n"
+    "  -o, --output OUT.h5   output file (default: output.path, else SCENE's name with .h5)\n"
+    "  -n, --frames N        simulate N frames (overrides simulation.frames)\n"
+    "  -d, --device SPEC     cpu, gpu, or P:D from `mizu devices`; default $MIZU_DEVICE,\n"
+    "                        then the first GPU, then the first CPU\n"
+    "  -s, --set PATH=VALUE  override a scene key, e.g. --set fluids[0].spacing=0.02\n"
+    "  -q, --quiet           no progress and no summary (errors still print)\n"
+    "  -p, --profile         add device time per solver stage to the summary\n"
+    "      --kernel-dir DIR  read kernel sources from DIR instead of the built-in copies\n"
+    "\n"
+    "batch runs (run only):\n"
+    "      --checkpoint-every N   write the whole state every N frames (atomically replaced)\n"
+    "      --checkpoint CKPT.h5   where (default: OUT.ckpt.h5 beside the output)\n"
+    "      --resume CKPT.h5       go on from a checkpoint: the scene comes from it, the output\n"
+    "                             is cut back to the checkpoint's frames and continued; the\n"
+    "                             frames are bit-identical to an uninterrupted run on the same\n"
+    "                             device. --frames N extends the run.\n"
+    "SIGINT/SIGTERM stop after the current frame with a checkpoint (exit 128+signal); a second\n"
+    "signal aborts at once, keeping the frames written. A blow-up (NaN, Inf, or a speed beyond\n"
+    "simulation.max_speed) stops the run with exit 1, naming the particle.\n"
+    "\n"
+    "exit status: 0 success, 1 runtime failure (device, I/O, blow-up, too big for the device),\n"
+    "2 usage or scene error, 128+N stopped by signal N.\n"
+    "See mizu(1) and docs/scene.md.\n";
+
+static int usage_error(const char *fmt, const char *arg)
+{
+    fprintf(stderr, "mizu: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\n%s", usage_text);
+    return MZ_EXIT_USAGE;
+}
+
+enum { OPT_KERNEL_DIR = 1000, OPT_CHECKPOINT_EVERY, OPT_CHECKPOINT, OPT_RESUME };
+
+/* A whole number in [lo, hi] from an option's value, or -1. */
+static long whole_number(const char *s, long lo, long hi)
+{
+    char *end;
+    long v = strtol(s, &end, 10);
+    return *end || end == s || v < lo || v > hi ? -1 : v;
+}
+
+static int scene_command(const char *cmd, int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"output", required_argument, 0, 'o'}, {"frames", required_argument, 0, 'n'},
+        {"device", required_argument, 0, 'd'}, {"set", required_argument, 0, 's'},
+        {"quiet", no_argument, 0, 'q'},        {"profile", no_argument, 0, 'p'},
+        {"kernel-dir", required_argument, 0, OPT_KERNEL_DIR},
+        {"checkpoint-every", required_argument, 0, OPT_CHECKPOINT_EVERY},
+        {"checkpoint", required_argument, 0, OPT_CHECKPOINT},
+        {"resume", required_argument, 0, OPT_RESUME},
+        {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
+    mz_run_opts o = {0};
+    const char **sets = xcalloc((size_t)argc, sizeof *sets);
+    int rc = -1;
+    int c;
+    optind = 1;
+    opterr = 0;
+    while (rc < 0 && (c = getopt_long(argc, argv, ":o:n:d:s:qph", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'o': o.out_path = optarg; break;
+        case 'd': o.device = optarg; break;
+        case 's': sets[o.n_overrides++] = optarg; break;
+        case 'q': o.quiet = true; break;
+        case 'p': o.profile = true; break;
+        case OPT_KERNEL_DIR: cl_prog_set_kernel_dir(optarg); break;
+        case 'h': fputs(usage_text, stdout); fputs(help_text, stdout); rc = 0; break;
+        case 'n':
+            if ((o.frames = whole_number(optarg, 1, 1000000000L)) < 0)
+                rc = usage_error("--frames wants a whole number >= 1 (got '%s')", optarg);
+            break;
+        case OPT_CHECKPOINT_EVERY:
+            if ((o.checkpoint_every = whole_number(optarg, 1, 1000000000L)) < 0)
+                rc = usage_error("--checkpoint-every wants a whole number of frames >= 1 (got "
+                                 "'%s')", optarg);
+            break;
+        case OPT_CHECKPOINT: o.checkpoint_path = optarg; break;
+        case OPT_RESUME: o.resume_path = optarg; break;
+        case ':': rc = usage_error("option %s needs a value", argv[optind - 1]); break;
+        default: rc = usage_error("unknown option %s", argv[optind - 1]); break;
+        }
+    }
+    bool run = !strcmp(cmd, "run");
+    if (rc < 0 && !run && (o.checkpoint_every || o.checkpoint_path || o.resume_path))
+        rc = usage_error("%s", "--checkpoint-every, --checkpoint and --resume are for mizu run");
+    if (rc < 0 && o.resume_path) {
+        if (optind != argc)
+            rc = usage_error("--resume takes the scene from the checkpoint; drop '%s'",
+                             argv[optind]);
+        else if (o.n_overrides)
+            rc = usage_error("%s", "--set cannot change the scene of a resumed run");
+        else {
+            o.scene_path = o.resume_path;
+            rc = cmd_run(&o);
+        }
+    }
+    if (rc < 0) {
+        if (optind != argc - 1)
+            rc = usage_error(optind >= argc ? "%s needs a scene file" : "%s takes one scene file",
+                             cmd);
+        else {
+            o.scene_path = argv[optind];
+            o.overrides = sets;
+            rc = run ? cmd_run(&o) : cmd_check(&o);
+        }
+    }
+    free(sets);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    h5_out_no_exit_handler();
+    if (argc < 2)
+        return usage_error("%s", "no command given");
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
+        fputs(usage_text, stdout);
+        fputs(help_text, stdout);
+        return MZ_EXIT_OK;
+    }
+    if (!strcmp(cmd, "--version") || !strcmp(cmd, "-V")) {
+        printf("mizu %s (%s)\n", MIZU_VERSION, MIZU_GIT_REV);
+        return MZ_EXIT_OK;
+    }
+    if (!strcmp(cmd, "run") || !strcmp(cmd, "check"))
+        return scene_command(cmd, argc - 1, argv + 1);
+    if (!strcmp(cmd, "devices"))
+        return mz_cl_list(stdout) > 0 ? MZ_EXIT_OK : MZ_EXIT_RUNTIME;
+    if (!strcmp(cmd, "keys")) {
+        scene_print_keys(stdout);
+        return MZ_EXIT_OK;
+    }
+    if (!strcmp(cmd, "info")) {
+        if (argc != 3)
+            return usage_error("%s", "info takes one output file");
+        return info_print(argv[2], stdout);
+    }
+    return usage_error("unknown command '%s'", cmd);
+}

@@ -1,0 +1,542 @@
+/* `mizu run`: scene → particles → device → frames → HDF5, with progress and a summary.
+ *
+ * Output overlaps compute: a frame's readback is enqueued behind its substeps without blocking,
+ * and while the device computes the next frame the host converts and writes this one. The
+ * blow-up check of a frame (health.h) is queued with it and read one frame later.
+ *
+ * Batch jobs: --checkpoint-every writes the state every N frames (checkpoint.h); SIGINT or
+ * SIGTERM stops after the frame in progress with a checkpoint (signals.h); --resume continues
+ * from a checkpoint into the same output file, cut back to the frames written when the
+ * checkpoint was taken, and the frames that follow are bit-identical to an uninterrupted run
+ * on the same device. */
+#include "cli/run.h"
+
+#include "build/build.h"
+#include "cli/progress.h"
+#include "cli/signals.h"
+#include "device/cl_prog.h"
+#include "io/checkpoint.h"
+#include "io/h5_out.h"
+#include "scene/bodies.h"
+#include "solvers/health.h"
+#include "solvers/sim.h"
+#include "util/err.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+
+int run_load_scene(const mz_run_opts *o, mz_scene *s)
+{
+    size_t n = o->n_overrides;
+    const char **ov = xcalloc(n + 1, sizeof *ov);
+    for (size_t i = 0; i < n; i++)
+        ov[i] = o->overrides[i];
+    char frames[64];
+    if (o->frames > 0) {
+        snprintf(frames, sizeof frames, "simulation.frames=%ld", o->frames);
+        ov[n++] = frames;
+    }
+    mz_diag d = {0};
+    int rc = o->scene_text ? scene_load_text(o->scene_text, strlen(o->scene_text), o->scene_path,
+                                             ov, n, s, &d)
+                           : scene_load(o->scene_path, ov, n, s, &d);
+    free(ov);
+    if (rc != 0) {
+        diag_print(&d, o->scene_path);
+        diag_free(&d);
+        return MZ_EXIT_USAGE;
+    }
+    diag_free(&d);
+    return 0;
+}
+
+double run_output_bytes(const mz_scene *s, size_t n, size_t n_rigids, long first_frame)
+{
+    long frames = 0;
+    for (long f = first_frame; f <= s->sim.frames; f++)
+        frames += f % s->output.every == 0;
+    double per_frame = 28.0 * (double)n_rigids + 16; /* poses; step and time */
+    for (int f = 0; f < MZ_FIELD_COUNT; f++)
+        if (s->output.fields & MZ_FIELD_BIT(f))
+            per_frame += 4.0 * mz_field_infos[f].components * (double)n;
+    return per_frame * (double)frames;
+}
+
+/* -o, else output.path, else "<scene name without .json>.h5" in the working directory. */
+static char *output_path(const mz_run_opts *o, const mz_scene *s)
+{
+    if (o->out_path)
+        return xstrdup(o->out_path);
+    if (s->output.path)
+        return xstrdup(s->output.path);
+    const char *base = strrchr(o->scene_path, '/');
+    base = base ? base + 1 : o->scene_path;
+    size_t len = strlen(base);
+    if (len > 5 && !strcmp(base + len - 5, ".json"))
+        len -= 5;
+    mz_str p = {0};
+    str_addf(&p, "%.*s.h5", (int)len, base);
+    return p.s;
+}
+
+/* One frame in flight from the device: raw arrays in device order, the rigid bodies' poses
+ * (8 floats each, as sim->rigid_pose holds them; NULL without rigid bodies), and the event that
+ * says the copies are done. */
+typedef struct readback {
+    float *raw[MZ_FIELD_COUNT];
+    uint32_t *id;
+    float *rigid_pose;
+    cl_event done;
+    long step;
+    double time;
+    bool pending;
+} readback;
+
+/* Everything a run holds. */
+typedef struct run_ctx {
+    const mz_run_opts *o;
+    mz_scene scene;
+    char *path, *ckpt_path;
+    mz_ckpt ck;      /* the checkpoint resumed from (frame 0 when not resuming) */
+    bool resumed;
+    mz_cl cl;
+    mz_sim sim;
+    mz_particles parts;
+    mz_health health;
+    mz_h5_out *out;
+    unsigned fields;
+    readback rb[2];
+    float *ordered[MZ_FIELD_COUNT];
+    double write_s;
+    long checkpoints; /* written by this run */
+} run_ctx;
+
+/* A warning when the frames still to write (uncompressed) exceed the free space of the
+ * output's filesystem: the run would stop there (keeping the frames before). */
+static void warn_disk_space(const run_ctx *r, long first_frame)
+{
+    char *dir = xstrdup(r->path);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        slash[slash == dir] = 0;
+    struct statvfs fs;
+    double need = run_output_bytes(&r->scene, r->parts.n, r->sim.n_rigids, first_frame);
+    if (statvfs(slash ? dir : ".", &fs) == 0) {
+        double avail = (double)fs.f_bavail * (double)fs.f_frsize;
+        if (need > avail)
+            mz_warn("the output needs about %.3g GB%s and %s has %.3g GB free: the run will stop "
+                    "when the disk is full, keeping the frames written before",
+                    need / 1e9, r->scene.output.compression ? " before compression" : "",
+                    slash ? dir : ".", avail / 1e9);
+    }
+    free(dir);
+}
+
+static int device_components(mz_field f) { return mz_field_infos[f].components == 3 ? 4 : 1; }
+
+static bool enqueue_readback(mz_sim *sim, unsigned fields, readback *rb)
+{
+    size_t n = sim->n;
+    cl_command_queue q = sim->cl->queue;
+    bool ok = cl_ok(clEnqueueReadBuffer(q, sim->id, CL_FALSE, 0, 4 * n, rb->id, 0, NULL, NULL),
+                    "clEnqueueReadBuffer(id)");
+    for (int f = 0; ok && f < MZ_FIELD_COUNT; f++) {
+        if (!(fields & MZ_FIELD_BIT(f)))
+            continue;
+        size_t bytes = 4 * (size_t)device_components(f) * n;
+        char what[64];
+        snprintf(what, sizeof what, "clEnqueueReadBuffer(%s)", mz_field_infos[f].name);
+        ok = cl_ok(clEnqueueReadBuffer(q, *sim->field[f], CL_FALSE, 0, bytes, rb->raw[f], 0,
+                                       NULL, NULL),
+                   what);
+    }
+    /* The poses of the same instant as the particles: queued with them, never read later. */
+    if (ok && sim->n_rigids > 0)
+        ok = cl_ok(clEnqueueReadBuffer(q, sim->rigid_pose, CL_FALSE, 0,
+                                       8 * sizeof(cl_float) * sim->n_rigids, rb->rigid_pose, 0,
+                                       NULL, NULL),
+                   "clEnqueueReadBuffer(rigid_pose)");
+    /* In-order queue: a marker completes after every copy above. */
+    ok = ok && cl_ok(clEnqueueMarkerWithWaitList(q, 0, NULL, &rb->done), "clEnqueueMarkerWithWaitList") &&
+         cl_ok(clFlush(q), "clFlush");
+    rb->step = sim->step;
+    rb->time = sim->time;
+    rb->pending = ok;
+    return ok;
+}
+
+/* Forget a queued readback (its frame is not to be written). */
+static void drop_readback(readback *rb)
+{
+    if (rb->pending) {
+        clWaitForEvents(1, &rb->done);
+        clReleaseEvent(rb->done);
+    }
+    rb->pending = false;
+}
+
+/* Wait for a readback, put it in id order, append it to the file. */
+static int finish_readback(run_ctx *r, readback *rb)
+{
+    rb->pending = false;
+    bool ok = cl_ok(clWaitForEvents(1, &rb->done), "clWaitForEvents(readback)");
+    clReleaseEvent(rb->done);
+    if (!ok)
+        return -1;
+    double t0 = now_seconds();
+    size_t n = r->parts.n;
+    const float *data[MZ_FIELD_COUNT] = {0};
+    for (int f = 0; f < MZ_FIELD_COUNT; f++) {
+        if (!(r->fields & MZ_FIELD_BIT(f)))
+            continue;
+        int cd = device_components(f), co = mz_field_infos[f].components;
+        for (size_t i = 0; i < n; i++)
+            for (int k = 0; k < co; k++)
+                r->ordered[f][(size_t)rb->id[i] * co + k] = rb->raw[f][i * cd + k];
+        data[f] = r->ordered[f];
+    }
+    signals_writing(true);
+    int rc = h5_out_write_frame(r->out, rb->step, rb->time, data, rb->rigid_pose);
+    signals_writing(false);
+    r->write_s += now_seconds() - t0;
+    return rc;
+}
+
+static void print_summary(const run_ctx *r, long frames_written, double setup_s, double run_s)
+{
+    const mz_sim *sim = &r->sim;
+    double psteps = (double)sim->n * (double)(sim->step - r->ck.step);
+    fprintf(stderr, "mizu: done: %zu particles, %d frames, %ld steps of %.4g", sim->n,
+            r->scene.sim.frames, sim->step, 1e3 * sim->dt_min);
+    if (sim->dt_max > sim->dt_min * (1 + 1e-9))
+        fprintf(stderr, " to %.4g", 1e3 * sim->dt_max);
+    fprintf(stderr, " ms, %.4g s simulated", sim->time);
+    if (r->resumed)
+        fprintf(stderr, " (resumed after frame %ld)", r->ck.frame);
+    fprintf(stderr, "\n  wall %.3f s (setup %.3f s, frames %.3f s), %.4g particle-steps/s\n",
+            setup_s + run_s, setup_s, run_s, run_s > 0 ? psteps / run_s : 0.0);
+    struct stat st;
+    double mb = stat(r->path, &st) == 0 ? (double)st.st_size / 1e6 : 0.0;
+    char *xdmf = h5_out_xdmf_path(r->path);
+    fprintf(stderr, "  output %s (%ld frames, %.1f MB) and %s; writing took %.3f s (%.1f%% of "
+                    "the frame loop)\n",
+            r->path, frames_written, mb, xdmf, r->write_s,
+            run_s > 0 ? 100.0 * r->write_s / run_s : 0.0);
+    free(xdmf);
+    if (r->checkpoints > 0)
+        fprintf(stderr, "  %ld checkpoints written to %s\n", r->checkpoints, r->ckpt_path);
+    if (r->o->profile) {
+        double total = 0;
+        for (int i = 0; sim->solver->stages[i]; i++)
+            total += sim->stages[i].seconds;
+        fprintf(stderr, "  device time per stage (OpenCL events), %.3f s in all:\n", total);
+        for (int i = 0; sim->solver->stages[i]; i++)
+            fprintf(stderr, "    %-12s %9.3f ms %5.1f%%  %8lu launches  %8.2f ns/particle-step\n",
+                    sim->solver->stages[i], 1e3 * sim->stages[i].seconds,
+                    total > 0 ? 100.0 * sim->stages[i].seconds / total : 0.0,
+                    sim->stages[i].launches,
+                    psteps > 0 ? 1e9 * sim->stages[i].seconds / psteps : 0.0);
+    }
+}
+
+/* The scene: from the file, or for --resume from the checkpoint's record (the scene text and
+ * overrides the first run used, and --frames if given to extend the run). */
+static int load_run_scene(run_ctx *r)
+{
+    const mz_run_opts *o = r->o;
+    if (!o->resume_path)
+        return run_load_scene(o, &r->scene);
+    if (checkpoint_read(o->resume_path, &r->ck) != 0)
+        return MZ_EXIT_RUNTIME;
+    r->resumed = true;
+    mz_run_opts ro = *o;
+    ro.scene_path = r->ck.scene_path;
+    ro.scene_text = r->ck.scene_given;
+    ro.overrides = (const char *const *)r->ck.overrides;
+    ro.n_overrides = r->ck.n_overrides;
+    return run_load_scene(&ro, &r->scene);
+}
+
+static void alloc_readbacks(run_ctx *r)
+{
+    size_t n = r->parts.n;
+    for (int b = 0; b < 2; b++) {
+        r->rb[b].id = xmalloc(4 * n);
+        if (r->sim.n_rigids > 0)
+            r->rb[b].rigid_pose = xmalloc(8 * sizeof(cl_float) * r->sim.n_rigids);
+        for (int f = 0; f < MZ_FIELD_COUNT; f++)
+            if (r->fields & MZ_FIELD_BIT(f))
+                r->rb[b].raw[f] = xmalloc(4 * (size_t)device_components(f) * n);
+    }
+    for (int f = 0; f < MZ_FIELD_COUNT; f++)
+        if (r->fields & MZ_FIELD_BIT(f))
+            r->ordered[f] = xmalloc(4 * (size_t)mz_field_infos[f].components * n);
+}
+
+/* A new output file, or for --resume the one the checkpoint names, cut back to its frames. */
+static int open_output(run_ctx *r)
+{
+    const mz_scene *s = &r->scene;
+    if (r->resumed) {
+        r->out = h5_out_reopen(r->path, r->parts.n, r->fields, r->sim.n_rigids,
+                               r->ck.frames_written);
+        return r->out ? 0 : -1;
+    }
+    mz_h5_meta meta = {.scene_path = s->path, .scene_given = s->given_json,
+                       .scene_effective = s->effective_json,
+                       .overrides = (const char *const *)s->overrides,
+                       .n_overrides = s->n_overrides, .device = r->cl.device_name,
+                       .platform = r->cl.platform_name, .driver = r->cl.driver_version,
+                       .kernel_build_options = MZ_CL_BUILD_OPTIONS};
+    memcpy(meta.domain_min, s->domain.min, sizeof meta.domain_min);
+    memcpy(meta.domain_max, s->domain.max, sizeof meta.domain_max);
+    /* Rigid body k is body n_fluids + n_cloths + n_meshes + k (sim.h). */
+    uint32_t *rigid_body = xcalloc(r->sim.n_rigids ? r->sim.n_rigids : 1, sizeof *rigid_body);
+    for (size_t k = 0; k < r->sim.n_rigids; k++)
+        rigid_body[k] = (uint32_t)(s->n_fluids + s->n_cloths + s->n_meshes + k);
+    mz_h5_static st = {.body = r->parts.body, .phase = r->parts.phase,
+                       .triangles = r->parts.triangles, .n_triangles = r->parts.n_triangles,
+                       .n_rigids = r->sim.n_rigids, .rigid_body = rigid_body};
+    r->out = h5_out_create(r->path, r->parts.n, r->fields,
+                           s->output.compression == MZ_COMPRESSION_GZIP ? s->output.level : 0,
+                           &meta, &st);
+    free(rigid_body);
+    return r->out ? 0 : -1;
+}
+
+/* Device, memory check, particles, solver, blow-up check, state from a checkpoint, output.
+ * 0, or an exit code after reporting. */
+static int set_up(run_ctx *r)
+{
+    const mz_run_opts *o = r->o;
+    int opened = mz_cl_open(&r->cl, o->device, o->profile);
+    if (opened != 0)
+        return opened == -2 ? MZ_EXIT_USAGE : MZ_EXIT_RUNTIME;
+    if (r->resumed && strcmp(r->ck.device, r->cl.device_name) != 0)
+        mz_warn("the checkpoint was written on \"%s\" and this run is on \"%s\": the frames "
+                "that follow are bit-identical to an uninterrupted run only on the same device",
+                r->ck.device, r->cl.device_name);
+    /* Before any allocation: a scene too big for the device is refused, not half-built. */
+    if (sim_check_fits(&r->cl, &r->scene, scene_particle_count(&r->scene)) != 0)
+        return MZ_EXIT_RUNTIME;
+    build_particles(&r->scene, &r->parts);
+    if (sim_create(&r->sim, &r->cl, &r->scene, &r->parts) != 0 ||
+        health_init(&r->health, &r->sim, health_speed_bound(&r->scene, &r->parts)) != 0)
+        return MZ_EXIT_RUNTIME;
+    if (r->resumed && checkpoint_restore(o->resume_path, &r->ck, &r->sim) != 0)
+        return MZ_EXIT_RUNTIME;
+    r->fields = r->scene.output.fields;
+    if (open_output(r) != 0)
+        return MZ_EXIT_RUNTIME;
+    alloc_readbacks(r);
+    warn_disk_space(r, r->resumed ? r->ck.frame + 1 : 0);
+    return 0;
+}
+
+/* Every frame queued so far checked and written. 0; 1 when the last frame blew up (its
+ * readback is dropped, the frames before stay); -1 when writing failed. */
+static int drain(run_ctx *r)
+{
+    if (health_result(&r->health, &r->sim) != 0) {
+        for (int b = 0; b < 2; b++)
+            drop_readback(&r->rb[b]);
+        return 1;
+    }
+    for (int b = 0; b < 2; b++)
+        if (r->rb[b].pending && finish_readback(r, &r->rb[b]) != 0)
+            return -1;
+    return 0;
+}
+
+static const char *drain_failure(int d)
+{
+    return d > 0 ? "the simulation blew up" : "writing the output failed";
+}
+
+static int save_checkpoint(run_ctx *r, long frame)
+{
+    const mz_scene *s = &r->scene;
+    mz_ckpt info = {.frame = frame, .frames_written = h5_out_frames(r->out),
+                    .scene_path = s->path, .scene_given = s->given_json,
+                    .output_path = r->path, .overrides = s->overrides,
+                    .n_overrides = s->n_overrides};
+    /* The overrides already hold --frames: a resumed run keeps the frame count unless it is
+     * given --frames again. */
+    if (checkpoint_write(r->ckpt_path, &r->sim, &info) != 0)
+        return -1;
+    r->checkpoints++;
+    return 0;
+}
+
+typedef enum loop_end { LOOP_DONE, LOOP_FAILED, LOOP_BLOWN_UP, LOOP_SIGNALLED } loop_end;
+
+/* The frames after `first - 1`. *why says what stopped a failed loop. */
+static loop_end frame_loop(run_ctx *r, long first, long *last_frame, const char **why)
+{
+    const mz_scene *s = &r->scene;
+    long frames = s->sim.frames, every = s->output.every, ck_every = r->o->checkpoint_every;
+    double frame_dt = scene_frame_dt(s);
+    mz_progress prog;
+    progress_start(&prog, !r->o->quiet, frames, (double)r->parts.n);
+    loop_end end = LOOP_DONE;
+    *last_frame = first - 1;
+    for (long f = first; f <= frames; f++) {
+        readback *cur = &r->rb[f & 1], *prev = &r->rb[(f + 1) & 1];
+        if (f > 0 && sim_advance_frame(&r->sim, frame_dt) != 0) {
+            /* The frame before is whole (its readback was queued before the failing step): keep
+             * it, unless it blew up too. */
+            *why = "the simulation failed";
+            end = drain(r) > 0 ? LOOP_BLOWN_UP : LOOP_FAILED;
+            break;
+        }
+        /* The check of the frame before waits only for that frame, not for this one. */
+        if (health_result(&r->health, &r->sim) != 0) {
+            drop_readback(prev);
+            *why = "the simulation blew up";
+            end = LOOP_BLOWN_UP;
+            break;
+        }
+        if (!health_enqueue(&r->health, &r->sim, f) ||
+            (f % every == 0 && !enqueue_readback(&r->sim, r->fields, cur))) {
+            *why = "a device failure";
+            end = LOOP_FAILED;
+            break;
+        }
+        if (prev->pending && finish_readback(r, prev) != 0) {
+            *why = "writing the output failed";
+            end = LOOP_FAILED;
+            break;
+        }
+        if (r->o->profile) {
+            clFinish(r->cl.queue);
+            sim_collect_profile(&r->sim);
+        }
+        *last_frame = f;
+        progress_update(&prog, f, r->sim.time, r->sim.step);
+        bool signalled = signals_pending() != 0;
+        if (signalled || (ck_every > 0 && f % ck_every == 0 && f > 0 && f < frames)) {
+            int d = drain(r);
+            if (d != 0) {
+                *why = drain_failure(d);
+                end = d > 0 ? LOOP_BLOWN_UP : LOOP_FAILED;
+                break;
+            }
+            if (save_checkpoint(r, f) != 0) {
+                *why = "writing the checkpoint failed";
+                end = LOOP_FAILED;
+                break;
+            }
+            if (signalled) {
+                end = LOOP_SIGNALLED;
+                break;
+            }
+        }
+    }
+    int d = end == LOOP_DONE ? drain(r) : 0;
+    if (d != 0) {
+        *why = drain_failure(d);
+        end = d > 0 ? LOOP_BLOWN_UP : LOOP_FAILED;
+    }
+    if (end == LOOP_DONE && !cl_ok(clFinish(r->cl.queue), "clFinish")) {
+        *why = "a device failure";
+        end = LOOP_FAILED;
+    }
+    progress_finish(&prog);
+    return end;
+}
+
+static void release_run(run_ctx *r)
+{
+    /* A failed run can leave readbacks queued into rb[]: let the device finish before freeing. */
+    if (r->cl.queue)
+        clFinish(r->cl.queue);
+    for (int b = 0; b < 2; b++) {
+        if (r->rb[b].pending)
+            clReleaseEvent(r->rb[b].done);
+        free(r->rb[b].id);
+        free(r->rb[b].rigid_pose);
+        for (int f = 0; f < MZ_FIELD_COUNT; f++)
+            free(r->rb[b].raw[f]);
+    }
+    for (int f = 0; f < MZ_FIELD_COUNT; f++)
+        free(r->ordered[f]);
+    if (r->out)
+        h5_out_close(r->out, false, "aborted");
+    health_release(&r->health);
+    sim_release(&r->sim);
+    particles_free(&r->parts);
+    mz_cl_close(&r->cl);
+    free(r->path);
+    free(r->ckpt_path);
+    checkpoint_free(&r->ck);
+    scene_free(&r->scene);
+}
+
+/* Close the output after the loop and say what happened; the exit code. */
+static int finish_run(run_ctx *r, loop_end end, long last_frame, const char *why)
+{
+    long written = h5_out_frames(r->out);
+    char status[256];
+    signals_writing(true);
+    if (end == LOOP_SIGNALLED) {
+        int sig = signals_pending();
+        snprintf(status, sizeof status, "stopped by %s after frame %ld; resume with: mizu run "
+                 "--resume %s", signal_name(sig), last_frame, r->ckpt_path);
+        int rc = h5_out_close(r->out, false, status);
+        r->out = NULL;
+        signals_writing(false);
+        fprintf(stderr, "mizu: stopped by %s after frame %ld of %d; %s holds %ld frames and the "
+                "state is in %s\n  resume with: mizu run --resume %s\n",
+                signal_name(sig), last_frame, r->scene.sim.frames, r->path, written,
+                r->ckpt_path, r->ckpt_path);
+        return rc == 0 ? 128 + sig : MZ_EXIT_RUNTIME;
+    }
+    if (end != LOOP_DONE) {
+        snprintf(status, sizeof status, "stopped at frame %ld: %s", written, why);
+        h5_out_close(r->out, false, status);
+        r->out = NULL;
+        signals_writing(false);
+        mz_error("run stopped; %s holds the %ld frames written before the failure (marked "
+                 "incomplete)",
+                 r->path, written);
+        return MZ_EXIT_RUNTIME;
+    }
+    int close_rc = h5_out_close(r->out, true, "finished");
+    r->out = NULL;
+    signals_writing(false);
+    return close_rc == 0 ? MZ_EXIT_OK : MZ_EXIT_RUNTIME;
+}
+
+int cmd_run(const mz_run_opts *o)
+{
+    double t_start = now_seconds();
+    run_ctx r = {.o = o};
+    int rc = load_run_scene(&r);
+    if (rc != 0) {
+        release_run(&r);
+        return rc;
+    }
+    r.path = o->out_path || !r.resumed ? output_path(o, &r.scene) : xstrdup(r.ck.output_path);
+    r.ckpt_path = o->checkpoint_path ? xstrdup(o->checkpoint_path)
+                  : o->resume_path   ? xstrdup(o->resume_path)
+                                     : checkpoint_default_path(r.path);
+    signals_install();
+    rc = set_up(&r);
+    if (rc == 0) {
+        long first = r.resumed ? r.ck.frame + 1 : 0, last = first - 1;
+        const char *why = NULL;
+        double t_loop = now_seconds();
+        loop_end end = frame_loop(&r, first, &last, &why);
+        double t_end = now_seconds();
+        long written = h5_out_frames(r.out);
+        rc = finish_run(&r, end, last, why);
+        if (rc == MZ_EXIT_OK && !o->quiet)
+            print_summary(&r, written, t_loop - t_start, t_end - t_loop);
+    }
+    release_run(&r);
+    signals_restore();
+    return rc;
+}

@@ -1,0 +1,36 @@
+/* cli/: the mizu command: arguments (main.c), `mizu run` with its frame loop (run.c), `mizu
+ * check` (check.c), `mizu info` (info.c), progress lines and signals. May include every layer
+ * below: io/, solvers/, build/, device/, scene/, util/.
+ *
+ * The commands that take a scene: `mizu run` (the frame loop) and `mizu check`. */
+#ifndef MZ_RUN_H
+#define MZ_RUN_H
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef struct mz_run_opts {
+    const char *scene_path;
+    const char *scene_text; /* the scene's text when it does not come from scene_path's file */
+    const char *out_path;   /* -o; NULL: output.path, then the scene's name with .h5 */
+    long frames;            /* --frames; 0: the scene's simulation.frames */
+    const char *device;     /* --device; NULL: $MIZU_DEVICE, first GPU, first CPU */
+    const char *const *overrides; /* --set PATH=VALUE, in order */
+    size_t n_overrides;
+    bool quiet, profile;
+    long checkpoint_every;       /* --checkpoint-every N frames; 0: only on a signal */
+    const char *checkpoint_path; /* --checkpoint; NULL: OUT.ckpt.h5 (or the one resumed) */
+    const char *resume_path;     /* --resume CKPT.h5: the scene comes from it */
+} mz_run_opts;
+
+/* The scene of o (its file or scene_text, the overrides and --frames), reporting errors.
+ * 0 or MZ_EXIT_USAGE. */
+struct mz_scene;
+int run_load_scene(const mz_run_opts *o, struct mz_scene *s);
+/* Bytes of output, uncompressed, for frames first_frame .. simulation.frames (those written). */
+double run_output_bytes(const struct mz_scene *s, size_t n, size_t n_rigids, long first_frame);
+
+/* Each returns the process exit code: 0, 1 (runtime failure) or 2 (usage or scene error). */
+int cmd_run(const mz_run_opts *o);
+int cmd_check(const mz_run_opts *o);
+
+#endif

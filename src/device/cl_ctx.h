@@ -1,0 +1,56 @@
+/* device/: OpenCL and nothing of physics: device choice, context and queue (cl_ctx.c), kernel
+ * programs embedded or from --kernel-dir (cl_prog.c), kernel arguments (kargs.c), and the
+ * neighbour grid every particle solver shares (grid.c). May include: util/.
+ *
+ * OpenCL device choice, context and queue; every cl* failure is reported by name. */
+#ifndef MZ_CL_CTX_H
+#define MZ_CL_CTX_H
+#include <CL/cl.h>
+#include <stdbool.h>
+#include <stdio.h>
+
+typedef struct mz_cl {
+    cl_platform_id platform;
+    cl_device_id device;
+    cl_context ctx;
+    cl_command_queue queue;
+    int platform_index, device_index;
+    cl_device_type type;
+    char device_name[256], platform_name[256], driver_version[128], device_version[128];
+    cl_ulong global_mem, max_alloc;
+    cl_uint compute_units;
+    size_t max_wg;     /* largest work-group the device takes */
+    size_t wg;         /* work-group size mizu uses for 1D kernels; 0 lets the driver choose */
+    bool profiling;    /* queue created with CL_QUEUE_PROFILING_ENABLE */
+} mz_cl;
+
+/* The enum's name for an OpenCL status, e.g. "CL_OUT_OF_RESOURCES". */
+const char *cl_status_name(cl_int status);
+
+/* True when status is CL_SUCCESS; otherwise reports "WHAT failed: CL_NAME (code)" and returns false. */
+bool cl_ok(cl_int status, const char *what);
+
+/* Open a device. spec: "cpu", "gpu", "P:D" (platform and device indices from `mizu devices`),
+ * or NULL for $MIZU_DEVICE, then the first GPU, then the first CPU. Returns 0; -2 after
+ * reporting a malformed spec (a usage error); -1 after reporting a missing device or a driver
+ * failure. */
+int mz_cl_open(mz_cl *cl, const char *spec, bool profiling);
+void mz_cl_close(mz_cl *cl);
+
+/* `mizu devices`: every platform and device with its P:D index. Returns the device count. */
+int mz_cl_list(FILE *out);
+
+/* Round n up to a multiple of the work-group size (the global size of a 1D launch); 0 for 0. */
+size_t mz_cl_global(const mz_cl *cl, size_t n);
+
+/* Launch a 1D kernel over n work-items (kernels bounds-check against their own count); n = 0
+ * launches nothing and sets *ev to NULL. */
+bool mz_cl_run1d(mz_cl *cl, cl_kernel k, size_t n, cl_event *ev, const char *what);
+
+cl_mem mz_cl_buffer(mz_cl *cl, cl_mem_flags flags, size_t bytes, void *host, const char *what);
+
+/* Release the kernels / buffers of an array that are not NULL (a solver's or the grid's own). */
+void mz_cl_release_kernels(const cl_kernel *k, size_t n);
+void mz_cl_release_mems(const cl_mem *m, size_t n);
+
+#endif

@@ -1,0 +1,470 @@
+/* The neighbour grid (contract in grid.h; kernels in kernels/grid/grid.cl, queries in grid.clh).
+ *
+ * A build is, all enqueued without waiting:
+ *   empty the previous build's cells → cell_keys → radix passes (count, scan, scatter) →
+ *   cell_ranges → one gather per registered buffer, then the handles are swapped.
+ * The sort's geometry (work-group size, elements per work-item, bits per pass) is a compile-time
+ * constant of the program, chosen per device type below; MIZU_GRID_SORT=GS,ITEMS,BITS overrides
+ * it (tuning, and tests that run the GPU geometry on the CPU device). */
+#include "device/grid.h"
+
+#include "device/cl_prog.h"
+#include "device/kargs.h"
+#include "util/err.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct sort_geometry {
+    size_t gs, items; /* work-group size, consecutive elements per work-item */
+    int bits;         /* key bits per pass */
+} sort_geometry;
+
+/* PoCL on CPUs runs each work-group as a loop on one core, so one work-item per group with a
+ * long run is the classic sequential counting sort per block: no local scan, no barriers, and
+ * 8-bit digits (256 counters stay in L1) need half the passes of 4-bit ones. tests/bench_grid,
+ * 10^6 particles, 18 key bits, 2-core EPYC, PoCL 3.1, rebuild ms: 1×4096×8: 13–19;
+ * 1×2048..65536×8: 14–15; 1×4096×4: 24; 16×256×4: 25; 32×64×8: 33; 256×8×4: 48. */
+static const sort_geometry cpu_geometry = {1, 4096, 8};
+/* GPUs: 256-wide groups, 8 elements per work-item, 4-bit digits; barely tuned. H100, NVIDIA
+ * OpenCL, 10^7 particles (21 key bits), rebuild ms: 256×8×4: 3.9; 512×8×4: 3.6 (512-wide groups
+ * are not portable); 256×4×4 and 256×16×4: 5.1; 64×16×6: 10.7; 32×32×8: 40 (radix_scan, one
+ * work-group, then dominates). The scatter's writes are uncoalesced (no local shuffle): the
+ * first thing to try when the GPU build matters. */
+static const sort_geometry gpu_geometry = {256, 8, 4};
+
+/* Hashed tables: a power of two at least twice the particle count, and at least this. */
+#define MIN_TABLE 1024u
+
+static bool is_pow2(size_t x) { return x && !(x & (x - 1)); }
+
+/* The geometry for this device, or MIZU_GRID_SORT's; false after reporting a bad override or a
+ * geometry the device cannot run. */
+static bool choose_geometry(const mz_cl *cl, sort_geometry *geo)
+{
+    *geo = (cl->type & CL_DEVICE_TYPE_GPU) ? gpu_geometry : cpu_geometry;
+    const char *env = getenv("MIZU_GRID_SORT");
+    if (env && *env) {
+        size_t gs, items;
+        int bits;
+        char tail;
+        if (sscanf(env, "%zu,%zu,%d%c", &gs, &items, &bits, &tail) != 3 || !is_pow2(gs) ||
+            items < 1 || items > 65536 || bits < 1 || bits > 8) {
+            mz_error("MIZU_GRID_SORT=%s: expected GS,ITEMS,BITS (GS a power of two, ITEMS 1 to "
+                     "65536, BITS 1 to 8)", env);
+            return false;
+        }
+        *geo = (sort_geometry){gs, items, bits};
+    }
+    cl_ulong local_mem = 0;
+    if (!cl_ok(clGetDeviceInfo(cl->device, CL_DEVICE_LOCAL_MEM_SIZE, sizeof local_mem,
+                               &local_mem, NULL),
+               "clGetDeviceInfo(CL_DEVICE_LOCAL_MEM_SIZE)"))
+        return false;
+    size_t radix = (size_t)1 << geo->bits;
+    size_t local_bytes = 4 * (radix * geo->gs + geo->gs + radix); /* radix_scatter's tables */
+    if (geo->gs > cl->max_wg || local_bytes > local_mem) {
+        mz_error("grid sort geometry %zu×%zu, %d bits per pass: needs work-groups of %zu and %zu "
+                 "bytes of local memory; the device allows %zu and %lu",
+                 geo->gs, geo->items, geo->bits, geo->gs, local_bytes, cl->max_wg,
+                 (unsigned long)local_mem);
+        return false;
+    }
+    return true;
+}
+
+/* With profiling, where the next launch's event goes (kept by keep_event once enqueued), for
+ * grid_collect_profile; else NULL. */
+static cl_event *next_event(mz_grid *g)
+{
+    if (!g->cl->profiling)
+        return NULL;
+    if (g->n_events == g->cap_events) {
+        g->cap_events = g->cap_events ? 2 * g->cap_events : 64;
+        g->events = xrealloc(g->events, g->cap_events * sizeof *g->events);
+        g->event_kernels = xrealloc(g->event_kernels, g->cap_events * sizeof *g->event_kernels);
+    }
+    return &g->events[g->n_events];
+}
+
+static void keep_event(mz_grid *g, cl_event *ev, const char *name)
+{
+    if (ev)
+        g->event_kernels[g->n_events++] = name;
+}
+
+static bool launch(mz_grid *g, cl_kernel k, size_t global, size_t local, const char *name)
+{
+    cl_event *ev = next_event(g);
+    cl_int s = clEnqueueNDRangeKernel(g->cl->queue, k, 1, NULL, &global, local ? &local : NULL,
+                                      0, NULL, ev);
+    if (s != CL_SUCCESS) {
+        char what[96];
+        snprintf(what, sizeof what, "clEnqueueNDRangeKernel(%s)", name);
+        return cl_ok(s, what);
+    }
+    keep_event(g, ev, name);
+    return true;
+}
+
+/* An element-wise kernel over n items, the device's usual work-group size; nothing for n = 0
+ * (OpenCL rejects an empty launch). */
+static bool launch_n(mz_grid *g, cl_kernel k, size_t n, const char *name)
+{
+    return n == 0 || launch(g, k, mz_cl_global(g->cl, n), g->cl->wg, name);
+}
+
+static bool copy_buffer(mz_grid *g, cl_mem src, cl_mem dst, size_t bytes, const char *name)
+{
+    cl_event *ev = next_event(g);
+    cl_int s = clEnqueueCopyBuffer(g->cl->queue, src, dst, 0, 0, bytes, 0, NULL, ev);
+    if (s != CL_SUCCESS) {
+        char what[96];
+        snprintf(what, sizeof what, "clEnqueueCopyBuffer(%s)", name);
+        return cl_ok(s, what);
+    }
+    keep_event(g, ev, name);
+    return true;
+}
+
+static void release_events(mz_grid *g)
+{
+    for (size_t i = 0; i < g->n_events; i++)
+        clReleaseEvent(g->events[i]);
+    g->n_events = 0;
+}
+
+static bool fill(mz_grid *g, cl_mem buf, size_t count, cl_uint value)
+{
+    cl_uint n_u = (cl_uint)count;
+    return KARGS(g->k_clear, "clear_uint", A(n_u), A(value), A(buf)) &&
+           launch_n(g, g->k_clear, count, "clear_uint");
+}
+
+/* Stable LSD radix sort of n pairs by the low `bits` bits of the keys, ping-ponging with the
+ * grid's tmp buffers. With an odd pass count the result ends in the tmp buffers: copy_back
+ * copies it home (caller's buffers), otherwise the handles trade places (the grid's own). */
+static bool radix_sort(mz_grid *g, cl_mem *keys, cl_mem *vals, size_t n, int bits,
+                       bool copy_back)
+{
+    size_t block = g->group_size * g->items_per_item;
+    size_t groups = (n + block - 1) / block;
+    cl_uint n_u = (cl_uint)n, hist_count = (cl_uint)(groups << g->radix_bits);
+    cl_mem src_k = *keys, src_v = *vals, dst_k = g->keys_tmp, dst_v = g->vals_tmp;
+    int passes = 0;
+    for (int shift = 0; shift < bits; shift += g->radix_bits, passes++) {
+        int digit_bits = bits - shift < g->radix_bits ? bits - shift : g->radix_bits;
+        cl_uint sh = (cl_uint)shift, mask = (1u << digit_bits) - 1u;
+        if (!KARGS(g->k_count, "radix_count", A(n_u), A(sh), A(mask), A(src_k), A(g->hist)) ||
+            !launch(g, g->k_count, groups * g->group_size, g->group_size, "radix_count") ||
+            !KARGS(g->k_scan, "radix_scan", A(hist_count), A(g->hist)) ||
+            !launch(g, g->k_scan, g->group_size, g->group_size, "radix_scan") ||
+            !KARGS(g->k_scatter, "radix_scatter", A(n_u), A(sh), A(mask), A(src_k), A(src_v),
+                   A(dst_k), A(dst_v), A(g->hist)) ||
+            !launch(g, g->k_scatter, groups * g->group_size, g->group_size, "radix_scatter"))
+            return false;
+        cl_mem t = src_k;
+        src_k = dst_k;
+        dst_k = t;
+        t = src_v;
+        src_v = dst_v;
+        dst_v = t;
+    }
+    if (passes % 2 == 0)
+        return true;
+    if (copy_back)
+        return copy_buffer(g, src_k, *keys, 4 * n, "sort keys back") &&
+               copy_buffer(g, src_v, *vals, 4 * n, "sort values back");
+    g->keys_tmp = *keys;
+    g->vals_tmp = *vals;
+    *keys = src_k;
+    *vals = src_v;
+    return true;
+}
+
+static cl_mem grid_buffer(mz_grid *g, size_t bytes, const char *what)
+{
+    if (bytes > g->cl->max_alloc) {
+        mz_error("neighbour grid: %s needs %.1f MiB, more than the device's largest allocation "
+                 "(%.1f MiB)", what, (double)bytes / 1048576.0,
+                 (double)g->cl->max_alloc / 1048576.0);
+        return NULL;
+    }
+    return mz_cl_buffer(g->cl, CL_MEM_READ_WRITE, bytes, NULL, what);
+}
+
+/* Dense grids: at most 2^24 cells per axis (the kernels clamp cell coordinates as floats, exact
+ * up to 2^24) and 2^32 in all (32-bit keys). */
+#define MAX_AXIS_CELLS 16777216.0
+#define MAX_DENSE_CELLS 4294967296.0
+
+/* Cell layout: dense cells per axis and count, hashed table size, key bits. */
+size_t grid_cells_for(size_t n, double h, int dim, const double dmin[3], const double dmax[3])
+{
+    double dense_cells = 1.0, widest = 1.0;
+    for (int a = 0; a < dim; a++) {
+        double c = fmax(1.0, ceil((dmax[a] - dmin[a]) / h));
+        dense_cells *= c;
+        widest = fmax(widest, c);
+    }
+    if (dense_cells <= MAX_DENSE_CELLS && widest <= MAX_AXIS_CELLS &&
+        dense_cells <= fmax(8.0 * (double)n, 4194304.0))
+        return (size_t)dense_cells;
+    size_t cells = MIN_TABLE;
+    while (cells < 2 * n)
+        cells *= 2;
+    return cells;
+}
+
+static int choose_layout(mz_grid *g, size_t n, double h, int dim, const double dmin[3],
+                         const double dmax[3], mz_grid_mode mode)
+{
+    double dense_cells = 1.0, widest = 1.0;
+    int dims[3] = {1, 1, 1};
+    for (int a = 0; a < dim; a++) {
+        if (!isfinite(dmin[a]) || !isfinite(dmax[a]) || !(dmax[a] >= dmin[a])) {
+            mz_error("neighbour grid: domain axis %d is [%g, %g]", a, dmin[a], dmax[a]);
+            return -1;
+        }
+        double c = fmax(1.0, ceil((dmax[a] - dmin[a]) / h));
+        dense_cells *= c;
+        widest = fmax(widest, c);
+        dims[a] = c > MAX_AXIS_CELLS ? 0 : (int)c; /* only used when dense, within the limits */
+    }
+    bool fits = dense_cells <= MAX_DENSE_CELLS && widest <= MAX_AXIS_CELLS, dense;
+    switch (mode) {
+    case MZ_GRID_DENSE:
+        if (!fits) {
+            mz_error("neighbour grid: a dense grid of this domain needs %.3g cells (%.3g along "
+                     "one axis), more than 2^32 (2^24); use the hashed grid",
+                     dense_cells, widest);
+            return -1;
+        }
+        dense = true;
+        break;
+    case MZ_GRID_HASHED:
+        dense = false;
+        break;
+    default:
+        dense = fits && dense_cells <= fmax(8.0 * (double)n, 4194304.0);
+    }
+    if (dense) {
+        g->cells = (size_t)dense_cells;
+    } else {
+        g->cells = MIN_TABLE;
+        while (g->cells < 2 * n)
+            g->cells *= 2;
+        if (g->cells > (size_t)1 << 32) {
+            mz_error("neighbour grid: a hash table for %zu particles exceeds 32-bit keys", n);
+            return -1;
+        }
+    }
+    g->key_bits = 0;
+    while (((size_t)1 << g->key_bits) < g->cells)
+        g->key_bits++;
+
+    mz_grid_desc *d = &g->desc;
+    cl_float hf = (cl_float)h;
+    d->origin = (cl_float4){{(float)dmin[0], (float)dmin[1], dim == 3 ? (float)dmin[2] : 0.0f,
+                             0.0f}};
+    d->dims = (cl_int4){{dims[0], dims[1], dims[2], 1}};
+    d->h = hf;
+    /* Cells a hair (2^-10) wider than h: two points within h then lie in adjacent cells even
+     * after the float rounding of their cell coordinates (relative 2^-23 of the coordinate),
+     * provably up to about 4000 (2^12 − 2) cells from the origin, so neighbour sets are exact
+     * there rather than almost surely exact: with cells exactly h wide, tests/test_grid finds
+     * pairs within h two cells apart. Costs 0.3% more candidates. (Rounding the product to
+     * float, 2^-24, cannot undo the margin.) */
+    d->inv_h = (cl_float)((1.0 - 1.0 / 1024.0) / h);
+    d->h2 = hf * hf; /* float, as the kernels compare float squared distances with it */
+    d->table_mask = dense ? 0u : (cl_uint)(g->cells - 1);
+    d->hashed = !dense;
+    d->dim = dim;
+    return 0;
+}
+
+static int create(mz_grid *g, mz_cl *cl, size_t n, double h, int dim, const double dmin[3],
+                  const double dmax[3], mz_grid_mode mode)
+{
+    g->cl = cl;
+    g->n = n;
+    if (!(h > 0.0) || !isfinite(h) || !isfinite(1.0 / h)) {
+        mz_error("neighbour grid: cell size h = %g must be positive and finite", h);
+        return -1;
+    }
+    if (dim != 2 && dim != 3) {
+        mz_error("neighbour grid: %d dimensions (2 or 3)", dim);
+        return -1;
+    }
+    if (n > 0x7fffffffu) { /* slots, and block offsets a little past n, are 32-bit */
+        mz_error("neighbour grid: %zu particles, more than 2^31 - 1", n);
+        return -1;
+    }
+    sort_geometry geo;
+    if (choose_layout(g, n, h, dim, dmin, dmax, mode) != 0 || !choose_geometry(cl, &geo))
+        return -1;
+    g->group_size = geo.gs;
+    g->items_per_item = geo.items;
+    g->radix_bits = geo.bits;
+    size_t block = geo.gs * geo.items;
+    g->groups = n ? (n + block - 1) / block : 1;
+
+    char defines[160];
+    snprintf(defines, sizeof defines,
+             "-DMZ_DIM=%d -DMZ_SORT_GS=%zu -DMZ_SORT_ITEMS=%zu -DMZ_RADIX_BITS=%d", dim, geo.gs,
+             geo.items, geo.bits);
+    g->program = cl_prog_build(cl, "grid/grid.cl", defines);
+    if (!g->program)
+        return -1;
+    struct {
+        cl_kernel *k;
+        const char *name;
+    } ks[] = {{&g->k_keys, "cell_keys"},     {&g->k_count, "radix_count"},
+              {&g->k_scan, "radix_scan"},    {&g->k_scatter, "radix_scatter"},
+              {&g->k_clear, "clear_uint"},   {&g->k_ranges, "cell_ranges"},
+              {&g->k_gather4, "gather4"},    {&g->k_gather16, "gather16"}};
+    for (size_t i = 0; i < sizeof ks / sizeof *ks; i++)
+        if (!(*ks[i].k = cl_prog_kernel(g->program, ks[i].name)))
+            return -1;
+
+    size_t nb = 4 * n;
+    if (!(g->keys = grid_buffer(g, nb, "grid keys")) ||
+        !(g->vals = grid_buffer(g, nb, "grid values")) ||
+        !(g->keys_tmp = grid_buffer(g, nb, "grid keys (sort scratch)")) ||
+        !(g->vals_tmp = grid_buffer(g, nb, "grid values (sort scratch)")) ||
+        !(g->cell_start = grid_buffer(g, 4 * g->cells, "grid cell starts")) ||
+        !(g->cell_end = grid_buffer(g, 4 * g->cells, "grid cell ends")) ||
+        !(g->hist = grid_buffer(g, 4 * (g->groups << geo.bits), "grid radix histograms")))
+        return -1;
+    /* Empty tables and all-zero "previous keys", so the first build's clearing (grid_build)
+     * finds a consistent state. */
+    bool ok = fill(g, g->cell_start, g->cells, 0) && fill(g, g->cell_end, g->cells, 0) &&
+              fill(g, g->keys, n, 0);
+    release_events(g);
+    return ok ? 0 : -1;
+}
+
+int grid_create(mz_grid *g, mz_cl *cl, size_t n, double h, int dim, const double dmin[3],
+                const double dmax[3], mz_grid_mode mode)
+{
+    memset(g, 0, sizeof *g);
+    if (create(g, cl, n, h, dim, dmin, dmax, mode) == 0)
+        return 0;
+    grid_release(g); /* what was made before the failure */
+    return -1;
+}
+
+int grid_register(mz_grid *g, cl_mem *buf, size_t elem)
+{
+    if (g->n_reg == MZ_GRID_MAX_REGISTERED) {
+        mz_error("neighbour grid: more than %d registered buffers", MZ_GRID_MAX_REGISTERED);
+        return -1;
+    }
+    if (elem != 4 && elem != 16) {
+        mz_error("neighbour grid: registered elements are 4 or 16 bytes, not %zu", elem);
+        return -1;
+    }
+    cl_mem scratch = grid_buffer(g, elem * g->n, "grid reorder scratch");
+    if (!scratch)
+        return -1;
+    g->reg[g->n_reg].buf = buf;
+    g->reg[g->n_reg].scratch = scratch;
+    g->reg[g->n_reg].elem = elem;
+    g->n_reg++;
+    return 0;
+}
+
+int grid_build(mz_grid *g, cl_mem key_source)
+{
+    release_events(g); /* a previous build's, if nobody collected them */
+    g->last_build_ms = 0.0;
+    if (g->n == 0)
+        return 0;
+    cl_uint n_u = (cl_uint)g->n;
+    cl_int clear = 1, set = 0;
+    /* Empty the cells the previous build filled: the whole table when that is no bigger than
+     * the particle count, else only the previous keys' cells (tables 8× the particles and more
+     * would otherwise cost more to clear than everything else together). */
+    bool ok = g->cells <= g->n
+                  ? fill(g, g->cell_start, g->cells, 0) && fill(g, g->cell_end, g->cells, 0)
+                  : KARGS(g->k_ranges, "cell_ranges", A(n_u), A(clear), A(g->keys),
+                          A(g->cell_start), A(g->cell_end)) &&
+                        launch_n(g, g->k_ranges, g->n, "cell_ranges (clear)");
+    ok = ok &&
+         KARGS(g->k_keys, "cell_keys", A(n_u), A(g->desc), A(key_source), A(g->keys),
+               A(g->vals)) &&
+         launch_n(g, g->k_keys, g->n, "cell_keys") &&
+         radix_sort(g, &g->keys, &g->vals, g->n, g->key_bits, false) &&
+         KARGS(g->k_ranges, "cell_ranges", A(n_u), A(set), A(g->keys), A(g->cell_start),
+               A(g->cell_end)) &&
+         launch_n(g, g->k_ranges, g->n, "cell_ranges");
+    for (int r = 0; ok && r < g->n_reg; r++) {
+        bool wide = g->reg[r].elem == 16;
+        cl_kernel k = wide ? g->k_gather16 : g->k_gather4;
+        const char *name = wide ? "gather16" : "gather4";
+        ok = KARGS(k, name, A(n_u), A(g->vals), A(*g->reg[r].buf), A(g->reg[r].scratch)) &&
+             launch_n(g, k, g->n, name);
+        if (ok) {
+            /* The kernel holds its own reference to the arguments: swapping now is safe. */
+            cl_mem t = *g->reg[r].buf;
+            *g->reg[r].buf = g->reg[r].scratch;
+            g->reg[r].scratch = t;
+        }
+    }
+    return ok ? 0 : -1;
+}
+
+int grid_sort(mz_grid *g, cl_mem keys, cl_mem vals, size_t n, int bits)
+{
+    release_events(g);
+    if (n > g->n || bits < 0 || bits > 32) {
+        mz_error("grid_sort: %zu pairs by %d bits (the grid holds %zu pairs, keys have 32 bits)",
+                 n, bits, g->n);
+        return -1;
+    }
+    if (n == 0)
+        return 0;
+    return radix_sort(g, &keys, &vals, n, bits, true) ? 0 : -1;
+}
+
+void grid_collect_profile(mz_grid *g)
+{
+    double ns = 0.0;
+    size_t failed = 0;
+    for (size_t i = 0; i < g->n_events; i++) {
+        cl_ulong t0 = 0, t1 = 0;
+        if (clGetEventProfilingInfo(g->events[i], CL_PROFILING_COMMAND_START, sizeof t0, &t0,
+                                    NULL) == CL_SUCCESS &&
+            clGetEventProfilingInfo(g->events[i], CL_PROFILING_COMMAND_END, sizeof t1, &t1,
+                                    NULL) == CL_SUCCESS)
+            ns += (double)(t1 - t0);
+        else
+            failed++;
+    }
+    if (failed)
+        mz_warn("neighbour grid: %zu of %zu launches had no profiling times", failed,
+                g->n_events);
+    if (g->n_events)
+        g->last_build_ms = ns * 1e-6;
+    release_events(g);
+}
+
+void grid_release(mz_grid *g)
+{
+    release_events(g);
+    free(g->events);
+    free(g->event_kernels);
+    cl_kernel ks[] = {g->k_keys,  g->k_count,  g->k_scan,    g->k_scatter,
+                      g->k_clear, g->k_ranges, g->k_gather4, g->k_gather16};
+    mz_cl_release_kernels(ks, sizeof ks / sizeof *ks);
+    if (g->program)
+        clReleaseProgram(g->program);
+    cl_mem ms[] = {g->keys, g->vals, g->keys_tmp, g->vals_tmp, g->cell_start, g->cell_end,
+                   g->hist};
+    mz_cl_release_mems(ms, sizeof ms / sizeof *ms);
+    for (int r = 0; r < g->n_reg; r++)
+        clReleaseMemObject(g->reg[r].scratch);
+    memset(g, 0, sizeof *g);
+}

@@ -1,0 +1,86 @@
+/* The neighbour grid every particle solver shares (cell size = the solver's support radius h).
+ *
+ * grid_build(g, key_source):
+ *   1. cell key per particle from key_source (float4 positions, device order): a dense cell
+ *      index when the domain's grid fits (MZ_GRID_DENSE), else a spatial hash into a power-of-two
+ *      table well above the particle count (MZ_GRID_HASHED). Cell coordinates are clamped into the
+ *      grid (dense) and non-finite positions go to cell 0, so every particle has a valid key and
+ *      neighbour sets stay exact (clamping never separates two points closer than h).
+ *   2. stable LSD radix sort of (key, slot) on the device: equal keys keep their order.
+ *   3. cell ranges: cell_start[k] .. cell_end[k] (end exclusive; empty cells 0..0).
+ *   4. every registered per-particle buffer is permuted into sorted order; the handles are
+ *      swapped with scratch buffers, so kernels must take buffer arguments after each build.
+ * After a build, particle slot i is the i-th in key order; the `id` buffer (registered by sim)
+ * maps slots back to particle ids for output.
+ *
+ * Neighbour queries in kernels: kernels/grid/grid.clh (MZ_NEIGHBOURS_BEGIN/END), which visits every
+ * particle within h of a position exactly once, in a fixed order (deterministic sums). */
+#ifndef MZ_GRID_H
+#define MZ_GRID_H
+#include "device/cl_ctx.h"
+
+#include <stdbool.h>
+
+typedef enum mz_grid_mode {
+    MZ_GRID_AUTO,   /* dense if it needs at most max(8 n, 2^22) cells, else hashed */
+    MZ_GRID_DENSE,
+    MZ_GRID_HASHED,
+} mz_grid_mode;
+
+#define MZ_GRID_MAX_REGISTERED 16
+
+/* Kernel-side description of the grid; layout matches mz_grid_desc in kernels/grid/grid.clh. */
+typedef struct mz_grid_desc {
+    cl_float4 origin; /* domain min */
+    cl_int4 dims;     /* cells per axis (dense); unused when hashed */
+    cl_float h, inv_h, h2;
+    cl_uint table_mask; /* hashed: table size - 1 */
+    cl_int hashed, dim, pad0, pad1;
+} mz_grid_desc;
+
+typedef struct mz_grid {
+    mz_cl *cl;
+    mz_grid_desc desc;
+    size_t n;          /* particles */
+    size_t cells;      /* dense cell count or hash table size */
+    int key_bits;      /* bits the sort looks at */
+    cl_mem keys, vals, keys_tmp, vals_tmp; /* sort buffers (uint) */
+    cl_mem cell_start, cell_end;
+    cl_mem hist;       /* radix histograms */
+    size_t groups, group_size, items_per_item; /* sort geometry per device */
+    int radix_bits;    /* key bits per sort pass */
+    cl_program program;
+    cl_kernel k_keys, k_count, k_scan, k_scatter, k_clear, k_ranges, k_gather4, k_gather16;
+    struct {
+        cl_mem *buf;   /* the owner's handle: swapped with scratch after each build */
+        cl_mem scratch;
+        size_t elem;   /* 4 or 16 bytes */
+    } reg[MZ_GRID_MAX_REGISTERED];
+    int n_reg;
+    double last_build_ms; /* device time of the last build when the queue profiles, else 0 */
+    /* Profiling queues: the last build's launches, until grid_collect_profile. */
+    cl_event *events;
+    const char **event_kernels; /* the kernel (or copy) each event timed */
+    size_t n_events, cap_events;
+} mz_grid;
+
+/* Set up for n particles in the box [dmin, dmax] with cell size h, in dim (2 or 3) dimensions.
+ * 0, or -1 after reporting. */
+int grid_create(mz_grid *g, mz_cl *cl, size_t n, double h, int dim, const double dmin[3],
+                const double dmax[3], mz_grid_mode mode);
+/* The cells (dense) or hash table entries a grid of MZ_GRID_AUTO gets for these arguments. */
+size_t grid_cells_for(size_t n, double h, int dim, const double dmin[3], const double dmax[3]);
+/* Permute *buf (n elements of elem = 4 or 16 bytes) with every build. */
+int grid_register(mz_grid *g, cl_mem *buf, size_t elem);
+/* Keys from key_source, sort, ranges, reorder. Enqueued on the device's queue, not waited for. */
+int grid_build(mz_grid *g, cl_mem key_source);
+void grid_release(mz_grid *g);
+/* Once the queue has finished the last build (grid_build never waits): its summed device time
+ * into last_build_ms, and its events released. No-op without profiling. */
+void grid_collect_profile(mz_grid *g);
+
+/* The stable radix sort alone (tests, benchmarks): sort n (key, value) uint pairs in place by the
+ * low `bits` bits of the keys (n at most the grid's n). */
+int grid_sort(mz_grid *g, cl_mem keys, cl_mem vals, size_t n, int bits);
+
+#endif

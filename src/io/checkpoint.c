@@ -1,0 +1,432 @@
+/* Checkpoint files (layout in checkpoint.h). */
+#include "io/checkpoint.h"
+
+#include "util/err.h"
+
+#include <hdf5.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#ifndef MIZU_VERSION
+#define MIZU_VERSION "unknown"
+#endif
+
+#define CKPT_FORMAT "mizu checkpoint"
+#define CKPT_VERSION 1
+
+size_t sim_state_parts(mz_sim *sim, mz_state_part *parts, size_t max)
+{
+    /* pred too: solvers that swap it with pos (SPH) keep a live copy there. */
+    const mz_state_part common[] = {
+        {"position", &sim->pos, NULL, 0},   {"predicted", &sim->pred, NULL, 0},
+        {"velocity", &sim->vel, NULL, 0},   {"inverse_mass", &sim->inv_mass, NULL, 0},
+        {"id", &sim->id, NULL, 0},          {"body", &sim->body, NULL, 0},
+        {"rigid_pose", &sim->rigid_pose, NULL, 0},
+    };
+    size_t k = sim_state_existing(common, sizeof common / sizeof *common, parts, max);
+    if (sim->solver->state)
+        k += sim->solver->state(sim, parts + k, max - k);
+    return k;
+}
+
+/* ---- small HDF5 helpers: every failure is reported once, naming the file ---- */
+
+static void ckpt_fail(const char *path, const char *what)
+{
+    mz_error("checkpoint %s: %s failed", path, what);
+}
+
+static int put_bytes(hid_t file, const char *name, const void *data, size_t bytes)
+{
+    hsize_t dims[1] = {bytes};
+    hid_t space = H5Screate_simple(1, dims, NULL);
+    hid_t d = space < 0 ? -1
+                        : H5Dcreate2(file, name, H5T_STD_U8LE, space, H5P_DEFAULT, H5P_DEFAULT,
+                                     H5P_DEFAULT);
+    int rc = d >= 0 && (bytes == 0 || H5Dwrite(d, H5T_NATIVE_UCHAR, H5S_ALL, H5S_ALL,
+                                               H5P_DEFAULT, data) >= 0)
+                 ? 0
+                 : -1;
+    if (d >= 0)
+        H5Dclose(d);
+    if (space >= 0)
+        H5Sclose(space);
+    return rc;
+}
+
+/* Bytes of dataset name: malloc'd (with a NUL after them), *bytes set. NULL if missing. */
+static char *get_bytes(hid_t file, const char *name, size_t *bytes)
+{
+    if (H5Lexists(file, name, H5P_DEFAULT) <= 0)
+        return NULL;
+    hid_t d = H5Dopen2(file, name, H5P_DEFAULT);
+    hid_t space = d < 0 ? -1 : H5Dget_space(d);
+    hssize_t n = space < 0 ? -1 : H5Sget_simple_extent_npoints(space);
+    char *buf = NULL;
+    if (n >= 0) {
+        buf = xmalloc((size_t)n + 1);
+        buf[n] = 0;
+        if (n > 0 && H5Dread(d, H5T_NATIVE_UCHAR, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) {
+            free(buf);
+            buf = NULL;
+        }
+        *bytes = (size_t)n;
+    }
+    if (space >= 0)
+        H5Sclose(space);
+    if (d >= 0)
+        H5Dclose(d);
+    return buf;
+}
+
+static int put_attr(hid_t obj, const char *name, hid_t ftype, hid_t mtype, const void *v)
+{
+    hid_t space = H5Screate(H5S_SCALAR);
+    hid_t a = space < 0 ? -1 : H5Acreate2(obj, name, ftype, space, H5P_DEFAULT, H5P_DEFAULT);
+    int rc = a >= 0 && H5Awrite(a, mtype, v) >= 0 ? 0 : -1;
+    if (a >= 0)
+        H5Aclose(a);
+    if (space >= 0)
+        H5Sclose(space);
+    return rc;
+}
+
+static int put_long(hid_t obj, const char *name, long v)
+{
+    int64_t x = v;
+    return put_attr(obj, name, H5T_STD_I64LE, H5T_NATIVE_INT64, &x);
+}
+
+static int put_double(hid_t obj, const char *name, double v)
+{
+    return put_attr(obj, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &v);
+}
+
+static int put_text_attr(hid_t obj, const char *name, const char *s)
+{
+    hid_t t = H5Tcopy(H5T_C_S1);
+    int rc = t >= 0 && H5Tset_size(t, strlen(s) + 1) >= 0 ? put_attr(obj, name, t, t, s) : -1;
+    if (t >= 0)
+        H5Tclose(t);
+    return rc;
+}
+
+static int get_attr(hid_t obj, const char *name, hid_t mtype, void *v)
+{
+    if (H5Aexists(obj, name) <= 0)
+        return -1;
+    hid_t a = H5Aopen(obj, name, H5P_DEFAULT);
+    int rc = a >= 0 && H5Aread(a, mtype, v) >= 0 ? 0 : -1;
+    if (a >= 0)
+        H5Aclose(a);
+    return rc;
+}
+
+static char *get_text_attr(hid_t obj, const char *name)
+{
+    if (H5Aexists(obj, name) <= 0)
+        return NULL;
+    hid_t a = H5Aopen(obj, name, H5P_DEFAULT);
+    hid_t t = a < 0 ? -1 : H5Aget_type(a);
+    size_t len = t < 0 || H5Tget_class(t) != H5T_STRING ? 0 : H5Tget_size(t);
+    char *s = NULL;
+    if (len > 0) {
+        hid_t m = H5Tcopy(H5T_C_S1);
+        s = xcalloc(len + 1, 1);
+        if (m < 0 || H5Tset_size(m, len) < 0 || H5Aread(a, m, s) < 0) {
+            free(s);
+            s = NULL;
+        }
+        if (m >= 0)
+            H5Tclose(m);
+    }
+    if (t >= 0)
+        H5Tclose(t);
+    if (a >= 0)
+        H5Aclose(a);
+    return s;
+}
+
+/* ---- write ---- */
+
+static int write_record(hid_t file, const mz_sim *sim, const mz_ckpt *info)
+{
+    hid_t run = H5Gcreate2(file, "/run", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    if (run < 0)
+        return -1;
+    mz_str ov = {0};
+    for (size_t i = 0; i < info->n_overrides; i++)
+        str_addf(&ov, "%s%c", info->overrides[i], 0);
+    const char *device = sim->cl->device_name;
+    int rc = put_long(run, "frame", info->frame) ||
+                     put_long(run, "frames_written", info->frames_written) ||
+                     put_long(run, "step", sim->step) || put_double(run, "time", sim->time) ||
+                     put_double(run, "dt_min", sim->dt_min) ||
+                     put_double(run, "dt_max", sim->dt_max) ||
+                     put_long(run, "particles", (long)sim->n) ||
+                     put_text_attr(run, "solver", mz_solver_names[scene_solver(sim->scene)]) ||
+                     put_text_attr(run, "device", device) ||
+                     put_text_attr(run, "mizu_version", MIZU_VERSION) ||
+                     put_bytes(file, "/run/scene_path", info->scene_path,
+                               strlen(info->scene_path)) ||
+                     put_bytes(file, "/run/scene_given", info->scene_given,
+                               strlen(info->scene_given)) ||
+                     put_bytes(file, "/run/overrides", ov.s, ov.len) ||
+                     put_bytes(file, "/run/output_path", info->output_path,
+                               strlen(info->output_path))
+                 ? -1
+                 : 0;
+    str_free(&ov);
+    H5Gclose(run);
+    return rc;
+}
+
+static size_t mem_size(cl_mem m)
+{
+    size_t bytes = 0;
+    clGetMemObjectInfo(m, CL_MEM_SIZE, sizeof bytes, &bytes, NULL);
+    return bytes;
+}
+
+static int write_state(const char *path, hid_t file, mz_sim *sim)
+{
+    mz_state_part parts[MZ_MAX_STATE_PARTS];
+    size_t np = sim_state_parts(sim, parts, MZ_MAX_STATE_PARTS);
+    hid_t g = H5Gcreate2(file, "/state", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    if (g < 0)
+        return -1;
+    H5Gclose(g);
+    for (size_t i = 0; i < np; i++) {
+        size_t bytes = parts[i].mem ? mem_size(*parts[i].mem) : parts[i].bytes;
+        void *buf = parts[i].host;
+        char name[96];
+        snprintf(name, sizeof name, "/state/%s", parts[i].name);
+        if (parts[i].mem) {
+            buf = xmalloc(bytes ? bytes : 1);
+            if (!cl_ok(clEnqueueReadBuffer(sim->cl->queue, *parts[i].mem, CL_TRUE, 0, bytes, buf,
+                                           0, NULL, NULL),
+                       "clEnqueueReadBuffer(checkpoint)")) {
+                free(buf);
+                return -1;
+            }
+        }
+        int rc = put_bytes(file, name, buf, bytes);
+        if (parts[i].mem)
+            free(buf);
+        if (rc) {
+            ckpt_fail(path, name);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* fsync a file, or the directory holding it. */
+static int sync_path(const char *path, int dir)
+{
+    char *p = xstrdup(path);
+    if (dir) {
+        char *slash = strrchr(p, '/');
+        if (slash)
+            slash[slash == p] = 0;
+        else
+            strcpy(p, ".");
+    }
+    int fd = open(p, O_RDONLY);
+    int rc = fd >= 0 && fsync(fd) == 0 ? 0 : -1;
+    if (fd >= 0)
+        close(fd);
+    free(p);
+    return dir ? 0 : rc; /* some filesystems refuse fsync on directories */
+}
+
+int checkpoint_write(const char *path, mz_sim *sim, const mz_ckpt *info)
+{
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    if (!cl_ok(clFinish(sim->cl->queue), "clFinish(checkpoint)"))
+        return -1;
+    mz_str tmp = {0};
+    str_addf(&tmp, "%s.tmp", path);
+    hid_t file = H5Fcreate(tmp.s, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    int rc = -1;
+    if (file < 0) {
+        mz_error("checkpoint %s: cannot create %s: %s", path, tmp.s,
+                 errno ? strerror(errno) : "HDF5 refused");
+        goto out;
+    }
+    const char *format = CKPT_FORMAT;
+    long version = CKPT_VERSION;
+    if (put_text_attr(file, "format", format) || put_long(file, "format_version", version) ||
+        write_record(file, sim, info)) {
+        ckpt_fail(path, "writing the run record");
+        H5Fclose(file);
+        goto out;
+    }
+    if (write_state(path, file, sim) != 0) {
+        H5Fclose(file);
+        goto out;
+    }
+    if (H5Fclose(file) < 0) {
+        ckpt_fail(path, "closing (is the disk full?)");
+        goto out;
+    }
+    if (sync_path(tmp.s, 0) != 0 || rename(tmp.s, path) != 0) {
+        mz_error("checkpoint %s: %s", path, strerror(errno));
+        goto out;
+    }
+    sync_path(path, 1);
+    rc = 0;
+out:
+    if (rc != 0)
+        remove(tmp.s);
+    str_free(&tmp);
+    return rc;
+}
+
+/* ---- read ---- */
+
+static hid_t open_checkpoint(const char *path)
+{
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    if (access(path, R_OK) != 0) {
+        mz_error("cannot read checkpoint %s: %s", path, strerror(errno));
+        return -1;
+    }
+    hid_t file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    char *format = file < 0 ? NULL : get_text_attr(file, "format");
+    long version = 0;
+    int64_t v = 0;
+    if (file >= 0 && get_attr(file, "format_version", H5T_NATIVE_INT64, &v) == 0)
+        version = (long)v;
+    if (file < 0 || !format || strcmp(format, CKPT_FORMAT) != 0)
+        mz_error("%s is not a mizu checkpoint", path);
+    else if (version != CKPT_VERSION)
+        mz_error("checkpoint %s has format version %ld; this mizu reads version %d", path,
+                 version, CKPT_VERSION);
+    else {
+        free(format);
+        return file;
+    }
+    free(format);
+    if (file >= 0)
+        H5Fclose(file);
+    return -1;
+}
+
+int checkpoint_read(const char *path, mz_ckpt *ck)
+{
+    memset(ck, 0, sizeof *ck);
+    hid_t file = open_checkpoint(path);
+    if (file < 0)
+        return -1;
+    hid_t run = H5Gopen2(file, "/run", H5P_DEFAULT);
+    int64_t frame = 0, written = 0, step = 0, particles = 0;
+    size_t len = 0, ov_len = 0;
+    int bad = run < 0 || get_attr(run, "frame", H5T_NATIVE_INT64, &frame) ||
+              get_attr(run, "frames_written", H5T_NATIVE_INT64, &written) ||
+              get_attr(run, "step", H5T_NATIVE_INT64, &step) ||
+              get_attr(run, "particles", H5T_NATIVE_INT64, &particles) ||
+              get_attr(run, "time", H5T_NATIVE_DOUBLE, &ck->time) ||
+              get_attr(run, "dt_min", H5T_NATIVE_DOUBLE, &ck->dt_min) ||
+              get_attr(run, "dt_max", H5T_NATIVE_DOUBLE, &ck->dt_max);
+    if (!bad) {
+        ck->solver = get_text_attr(run, "solver");
+        ck->device = get_text_attr(run, "device");
+        ck->scene_path = get_bytes(file, "/run/scene_path", &len);
+        ck->scene_given = get_bytes(file, "/run/scene_given", &len);
+        ck->output_path = get_bytes(file, "/run/output_path", &len);
+        char *ov = get_bytes(file, "/run/overrides", &ov_len);
+        bad = !ck->solver || !ck->device || !ck->scene_path || !ck->scene_given ||
+              !ck->output_path || !ov;
+        for (size_t i = 0; ov && i < ov_len; i += strlen(ov + i) + 1) {
+            ck->overrides = xrealloc(ck->overrides, (ck->n_overrides + 1) * sizeof(char *));
+            ck->overrides[ck->n_overrides++] = xstrdup(ov + i);
+        }
+        free(ov);
+    }
+    if (run >= 0)
+        H5Gclose(run);
+    H5Fclose(file);
+    ck->frame = (long)frame;
+    ck->frames_written = (long)written;
+    ck->step = (long)step;
+    ck->particles = (size_t)particles;
+    if (bad || frame < 0 || written < 0 || step < 0 || particles <= 0) {
+        mz_error("checkpoint %s: the run record is missing or damaged", path);
+        checkpoint_free(ck);
+        return -1;
+    }
+    return 0;
+}
+
+int checkpoint_restore(const char *path, const mz_ckpt *ck, mz_sim *sim)
+{
+    hid_t file = open_checkpoint(path);
+    int rc = file < 0 ? -1 : 0;
+    if (rc == 0 && ck->particles != sim->n) {
+        mz_error("checkpoint %s holds %zu particles; the scene makes %zu", path, ck->particles,
+                 sim->n);
+        rc = -1;
+    }
+    mz_state_part parts[MZ_MAX_STATE_PARTS];
+    size_t np = rc ? 0 : sim_state_parts(sim, parts, MZ_MAX_STATE_PARTS);
+    for (size_t i = 0; i < np && rc == 0; i++) {
+        char name[96];
+        snprintf(name, sizeof name, "/state/%s", parts[i].name);
+        size_t want = parts[i].mem ? mem_size(*parts[i].mem) : parts[i].bytes, got = 0;
+        char *buf = get_bytes(file, name, &got);
+        if (!buf || got != want) {
+            mz_error("checkpoint %s: %s %s (%zu bytes; this scene needs %zu): the checkpoint "
+                     "was written by another scene or mizu version",
+                     path, name, buf ? "has another size" : "is missing", got, want);
+            rc = -1;
+        } else if (parts[i].mem) {
+            rc = cl_ok(clEnqueueWriteBuffer(sim->cl->queue, *parts[i].mem, CL_TRUE, 0, want,
+                                            buf, 0, NULL, NULL),
+                       "clEnqueueWriteBuffer(checkpoint)")
+                     ? 0
+                     : -1;
+        } else {
+            memcpy(parts[i].host, buf, want);
+        }
+        free(buf);
+    }
+    if (file >= 0)
+        H5Fclose(file);
+    if (rc == 0) {
+        sim->step = ck->step;
+        sim->time = ck->time;
+        sim->dt_min = ck->dt_min;
+        sim->dt_max = ck->dt_max;
+    }
+    return rc;
+}
+
+void checkpoint_free(mz_ckpt *ck)
+{
+    free(ck->solver);
+    free(ck->device);
+    free(ck->scene_path);
+    free(ck->scene_given);
+    free(ck->output_path);
+    for (size_t i = 0; i < ck->n_overrides; i++)
+        free(ck->overrides[i]);
+    free(ck->overrides);
+    memset(ck, 0, sizeof *ck);
+}
+
+char *checkpoint_default_path(const char *out_path)
+{
+    const char *base = strrchr(out_path, '/');
+    base = base ? base + 1 : out_path;
+    const char *dot = strrchr(base, '.');
+    size_t len = dot && dot != base ? (size_t)(dot - out_path) : strlen(out_path);
+    mz_str p = {0};
+    str_addf(&p, "%.*s.ckpt.h5", (int)len, out_path);
+    return p.s;
+}

@@ -1,0 +1,67 @@
+/* Inside io/: the output file's handle as the files that create (h5_create.c), append to
+ * (h5_frames.c) and resume (h5_resume.c) an output share it, and their common helpers
+ * (h5_file.c). Not for use outside io/: the rest of mizu sees only io/h5_out.h. */
+#ifndef MZ_H5_FILE_H
+#define MZ_H5_FILE_H
+#include "io/h5_out.h"
+#include "io/xdmf.h"
+#include "util/err.h"
+
+#include <hdf5.h>
+
+/* H5Pset_file_locking came with HDF5 1.10.7 and 1.12.1. */
+#if (H5_VERSION_GE(1, 10, 7) && !H5_VERSION_GE(1, 11, 0)) || H5_VERSION_GE(1, 12, 1)
+#define MZ_FILE_LOCKING_OFF(fapl) H5Pset_file_locking(fapl, 0, 1)
+#else
+#define MZ_FILE_LOCKING_OFF(fapl) 0
+#endif
+
+#define RESERVE_MARGIN (1u << 20)   /* room reserved beyond a frame's data, for metadata */
+
+#define RIGID "/observables/rigid"
+#define RIGID_CONVENTION                                                                        \
+    "quaternion (x, y, z, w), scalar last (the order scipy.spatial.transform.Rotation.from_quat " \
+    "takes); it rotates the body's rest offsets, measured from its initial centre of mass "     \
+    "along the world axes, into the world frame: a particle of the body is at "                  \
+    "center_of_mass + R(q) r, r its rest offset"
+
+
+struct mz_h5_out {
+    char *path;
+    size_t n;
+    unsigned fields;
+    hid_t file, step, time;
+    hid_t value[MZ_FIELD_COUNT];
+    size_t n_rigids;   /* B: rigid bodies with a pose per frame */
+    hid_t rigid_com, rigid_quat; /* /observables/rigid/{center_of_mass,orientation}/value */
+    float *rigid_buf;  /* a frame's poses split: B × 3 centres, then B × 4 quaternions */
+    int fd;            /* the .h5 again, for reserving disk space (HDF5 has its own) */
+    long frames;       /* complete frames in the file */
+    mz_xdmf *xdmf;     /* the sidecar */
+};
+
+/* Report a failed HDF5 call. Call it before any other HDF5 call: each one clears the stack. */
+void h5_fail(const char *path, const char *fmt, ...) MZ_PRINTF(2, 3);
+/* Close an id this module created (never a predefined type); -1 is ignored. */
+void h5_close_id(hid_t id);
+/* Fixed-length UTF-8 string type of len characters plus the NUL (h5py reads it as bytes). */
+hid_t h5_str_type(size_t len);
+/* Attribute OBJ@NAME holding n values (n 0: one scalar), replacing any earlier one; a string or
+ * an int64 scalar. 0, or -1 after reporting. */
+int h5_put_attr(const mz_h5_out *o, const char *obj, const char *name, hid_t ftype,
+                hid_t mtype, size_t n, const void *v);
+int h5_put_str_attr(const mz_h5_out *o, const char *obj, const char *name, const char *s);
+int h5_put_int_attr(const mz_h5_out *o, const char *obj, const char *name, int64_t v);
+
+/* A handle with nothing open yet (every id -1). */
+mz_h5_out *h5_file_new(const char *path, size_t n, unsigned fields, size_t n_rigids);
+/* Close everything and free o; after a failed creation the files are removed too.
+ * 0, or -1 after reporting a failed close. */
+int h5_file_discard(mz_h5_out *o, int failed_create);
+/* Give back reserved space HDF5 did not use. */
+void h5_file_trim(const mz_h5_out *o);
+/* Reserve disk space for the next flush (bytes of data and a margin) before HDF5 writes any of
+ * it. 0, or -1 after reporting that there is no room for `what`. */
+int h5_file_reserve(const mz_h5_out *o, unsigned long long bytes, const char *what);
+
+#endif

@@ -1,0 +1,122 @@
+/* Appending a frame to an open output: every series grows by one row together, the file is
+ * flushed (a killed run keeps every frame before), and a failed frame is rolled back. */
+#include "io/h5_file.h"
+
+#include <string.h>
+
+/* Grow series d by one row and write row `row` from v. */
+static int append_row(const mz_h5_out *o, hid_t d, const char *name, hid_t mtype,
+                      const void *v)
+{
+    hsize_t dims[3], start[3] = {0}, count[3];
+    hid_t fs = H5Dget_space(d), ms = -1;
+    int rank = fs < 0 ? -1 : H5Sget_simple_extent_dims(fs, dims, NULL);
+    h5_close_id(fs);
+    fs = -1;
+    if (rank < 1 || rank > 3)
+        goto fail;
+    for (int k = 0; k < rank; k++)
+        count[k] = dims[k];
+    start[0] = dims[0];
+    count[0] = 1;
+    dims[0]++;
+    if (H5Dset_extent(d, dims) < 0 || (fs = H5Dget_space(d)) < 0 ||
+        H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL) < 0 ||
+        (ms = H5Screate_simple(rank, count, NULL)) < 0 ||
+        H5Dwrite(d, mtype, ms, fs, H5P_DEFAULT, v) < 0)
+        goto fail;
+    h5_close_id(ms);
+    h5_close_id(fs);
+    return 0;
+fail:
+    h5_fail(o->path, "writing frame %ld of %s", o->frames, name);
+    h5_close_id(ms);
+    h5_close_id(fs);
+    return -1;
+}
+
+/* After a failed frame: shrink every series back to the complete frames, so that readers never
+ * see a half-written one. Best effort: the disk may still be full. */
+static void roll_back(mz_h5_out *o)
+{
+    hid_t sets[MZ_FIELD_COUNT + 4] = {o->step, o->time, o->rigid_com, o->rigid_quat};
+    for (int f = 0; f < MZ_FIELD_COUNT; f++)
+        sets[f + 4] = o->value[f];
+    for (int k = 0; k < MZ_FIELD_COUNT + 4; k++) {
+        hsize_t dims[3];
+        hid_t s = sets[k] < 0 ? -1 : H5Dget_space(sets[k]);
+        if (s >= 0 && H5Sget_simple_extent_dims(s, dims, NULL) > 0 &&
+            dims[0] > (hsize_t)o->frames) {
+            dims[0] = (hsize_t)o->frames;
+            H5Dset_extent(sets[k], dims);
+        }
+        h5_close_id(s);
+    }
+    int64_t fw = o->frames;
+    hid_t a = H5Aopen_by_name(o->file, "/parameters/run", "frames_written", H5P_DEFAULT,
+                              H5P_DEFAULT);
+    if (a >= 0)
+        H5Awrite(a, H5T_NATIVE_INT64, &fw);
+    h5_close_id(a);
+    H5Fflush(o->file, H5F_SCOPE_GLOBAL);
+}
+
+int h5_out_write_frame(mz_h5_out *o, long step, double time,
+                       const float *const data[MZ_FIELD_COUNT], const float *rigid_pose)
+{
+    unsigned long long bytes = 0;
+    for (int f = 0; f < MZ_FIELD_COUNT; f++) {
+        if (!(o->fields & MZ_FIELD_BIT(f)))
+            continue;
+        if (!data[f]) {
+            mz_error("writing %s: frame %ld has no %s data", o->path, o->frames,
+                     mz_field_infos[f].name);
+            return -1;
+        }
+        bytes += 4ull * (unsigned)mz_field_infos[f].components * o->n;
+    }
+    if (o->n_rigids > 0 && !rigid_pose) {
+        mz_error("writing %s: frame %ld has no rigid body poses", o->path, o->frames);
+        return -1;
+    }
+    bytes += 4ull * 7 * o->n_rigids;
+    char what[64];
+    snprintf(what, sizeof what, "frame %ld", o->frames);
+    if (h5_file_reserve(o, bytes, what))
+        return -1;
+    int64_t step64 = step;
+    for (int f = 0; f < MZ_FIELD_COUNT; f++) {
+        char name[96];
+        snprintf(name, sizeof name, "/particles/all/%s/value", mz_field_infos[f].name);
+        if ((o->fields & MZ_FIELD_BIT(f)) &&
+            append_row(o, o->value[f], name, H5T_NATIVE_FLOAT, data[f]))
+            goto fail;
+    }
+    if (o->n_rigids > 0) {
+        float *com = o->rigid_buf, *quat = o->rigid_buf + 3 * o->n_rigids;
+        for (size_t b = 0; b < o->n_rigids; b++) {
+            memcpy(com + 3 * b, rigid_pose + 8 * b, 3 * sizeof *com);
+            memcpy(quat + 4 * b, rigid_pose + 8 * b + 4, 4 * sizeof *quat);
+        }
+        if (append_row(o, o->rigid_com, RIGID "/center_of_mass/value", H5T_NATIVE_FLOAT, com) ||
+            append_row(o, o->rigid_quat, RIGID "/orientation/value", H5T_NATIVE_FLOAT, quat))
+            goto fail;
+    }
+    if (append_row(o, o->step, "/particles/all/position/step", H5T_NATIVE_INT64, &step64) ||
+        append_row(o, o->time, "/particles/all/position/time", H5T_NATIVE_DOUBLE, &time) ||
+        h5_put_int_attr(o, "/parameters/run", "frames_written", o->frames + 1))
+        goto fail;
+    /* The flush makes the frame durable: a killed run keeps every frame before it. */
+    if (H5Fflush(o->file, H5F_SCOPE_GLOBAL) < 0) {
+        h5_fail(o->path, "flushing frame %ld", o->frames);
+        goto fail;
+    }
+    h5_file_trim(o);
+    o->frames++;
+    /* The sidecar only ever names frames already on disk. */
+    return xdmf_append_frame(o->xdmf, o->frames - 1, step, time);
+fail:
+    roll_back(o);
+    h5_file_trim(o);
+    return -1;
+}

@@ -1,0 +1,106 @@
+/* io/: files mizu writes and reads back: the H5MD output (this header; h5_create.c,
+ * h5_frames.c, h5_resume.c over the shared handle of h5_file.c), its XDMF sidecar (xdmf.c) and
+ * checkpoints (checkpoint.c). May include: solvers/ (the state a checkpoint saves), build/,
+ * device/, scene/, util/.
+ *
+ * Output: HDF5 in the H5MD 1.1 layout, plus an XDMF sidecar for ParaView/VisIt.
+ *
+ *   /h5md                       attrs version=[1,1]; groups author (name), creator (name, version)
+ *   /particles/all/box          attrs dimension=3, boundary=["none","none","none"]; edges [3]
+ *   /particles/all/id           [N] int32, particle ids (output rows are in id order: row i = id i)
+ *   /particles/all/body         [N] int32, index of the scene body that made each particle
+ *   /particles/all/phase        [N] int32, MZ_PHASE_* of each particle (0 fluid, 1 cloth,
+ *                               2 softbody, 3 rigid)
+ *   /particles/all/<field>/     step [F] int64, time [F] float64,
+ *                               value [F, N, 3] or [F, N] float32, extendible along F,
+ *                               one chunk per frame, attr unit
+ *   /connectivity/triangles     [M, 3] int32, particle ids (= rows) of the cloth surfaces'
+ *                               triangles, attr particles_group = object reference to
+ *                               /particles/all; only when there are triangles
+ *   /observables/rigid/         only when there are rigid bodies (B > 0):
+ *     body                      [B] int32, each rigid's body index (as in /particles/all/body)
+ *     center_of_mass/           step, time (hard links to /particles/all/position's),
+ *                               value [F, B, 3] float32, attr unit "m"
+ *     orientation/              step, time (the same links), value [F, B, 4] float32:
+ *                               quaternion (x, y, z, w), scalar last (the order of scipy's
+ *                               Rotation.from_quat); it rotates the body's rest offsets (from
+ *                               its initial centre of mass, along the world axes) into the
+ *                               world: a particle is at center_of_mass + R(q) r, r its rest
+ *                               offset. Attrs convention (that sentence), quaternion_order
+ *                               "x y z w". Both values extendible along F, one chunk per frame.
+ *   /parameters/scene/          given (the scene text), effective (every key as used),
+ *                               overrides (the --set arguments), path
+ *   /parameters/build/          version, git_revision, compiler, hdf5, device, platform, driver,
+ *                               kernel_build_options (scalar strings)
+ *   /parameters/run             attrs complete (0 until a clean close), frames_written, status
+ *
+ * The file is flushed after every frame, so a killed run leaves a readable file of the frames
+ * written so far; `complete` = 0 tells a reader the run did not finish. OUT.xdmf beside OUT.h5
+ * (xdmf.h) is kept valid after every frame. Dataset creation times are not recorded, so two
+ * identical runs write byte-identical files. */
+#ifndef MZ_H5_OUT_H
+#define MZ_H5_OUT_H
+#include "scene/fields.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct mz_h5_meta {
+    const char *scene_path;
+    const char *scene_given;
+    const char *scene_effective;
+    const char *const *overrides;
+    size_t n_overrides;
+    const char *device, *platform, *driver, *kernel_build_options;
+    double domain_min[3], domain_max[3];
+} mz_h5_meta;
+
+/* What does not change over the run, per particle and between particles. */
+typedef struct mz_h5_static {
+    const uint32_t *body;      /* n body indices in id order, or NULL: all 0 */
+    const uint32_t *phase;     /* n MZ_PHASE_* values, or NULL: all 0 */
+    const uint32_t *triangles; /* 3 particle ids per triangle (cloth surfaces), or NULL */
+    size_t n_triangles;        /* 0: no connectivity */
+    size_t n_rigids;           /* B rigid bodies with a pose every frame; 0: no /observables */
+    const uint32_t *rigid_body; /* B body indices (as in body), required when B > 0 */
+} mz_h5_static;
+
+typedef struct mz_h5_out mz_h5_out;
+
+/* Create or truncate PATH (and PATH's .xdmf) for n particles and the fields in the mask
+ * (MZ_FIELD_BIT). gzip_level 0: no compression. meta and st may be NULL (all empty).
+ * NULL after reporting why (mz_error), leaving no file behind. */
+mz_h5_out *h5_out_create(const char *path, size_t n, unsigned fields, int gzip_level,
+                         const mz_h5_meta *meta, const mz_h5_static *st);
+
+/* Open an output written earlier by the same scene to go on writing it (a resumed run): check
+ * it has n particles, the fields and B rigid bodies; cut every series back to its first
+ * `frames` frames (frames written later, after the checkpoint, are dropped) and rewrite the
+ * sidecar. The run record is set to incomplete. NULL after reporting. */
+mz_h5_out *h5_out_reopen(const char *path, size_t n, unsigned fields, size_t n_rigids,
+                         long frames);
+
+/* Append one frame. data[f] for each field in the mask: components × n floats in id order.
+ * rigid_pose: with B rigid bodies, 8 floats per body as the device keeps them (mz_sim's
+ * rigid_pose): centre of mass x, y, z, (unused), then quaternion x, y, z, w; NULL when B = 0.
+ * The particle fields and the poses go in together or not at all. Flushes the file and updates
+ * the sidecar. 0, or -1 after reporting (the frames before stay). */
+int h5_out_write_frame(mz_h5_out *o, long step, double time,
+                       const float *const data[MZ_FIELD_COUNT], const float *rigid_pose);
+
+long h5_out_frames(const mz_h5_out *o);
+const char *h5_out_path(const mz_h5_out *o);
+
+/* Record the outcome (complete: the run finished; status: a short line such as "finished" or
+ * "stopped by SIGTERM at frame 12"), flush and close. 0, or -1 after reporting. */
+int h5_out_close(mz_h5_out *o, bool complete, const char *status);
+
+/* Call first thing in main: mizu closes its files itself, and HDF5 1.10's exit handler crashes
+ * on a file whose close failed (a full disk), turning exit 1 into a segfault. */
+void h5_out_no_exit_handler(void);
+
+/* The sidecar's path for an output path: "out.h5" -> "out.xdmf". Caller frees. */
+char *h5_out_xdmf_path(const char *h5_path);
+
+#endif

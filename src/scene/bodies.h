@@ -1,0 +1,40 @@
+/* Position-based bodies as particles and constraints: cloth grids, OBJ cloths and voxelised OBJ
+ * soft bodies. Made once when the scene loads (so that every problem is a scene error with its
+ * JSON path) and kept in mz_body.geom for the builder. */
+#ifndef MZ_BODIES_H
+#define MZ_BODIES_H
+#include "scene/scene.h"
+
+#include <stdint.h>
+
+typedef struct mz_body_geom {
+    size_t n;               /* particles, in body order */
+    double (*x)[3];
+    uint8_t *pinned;
+    size_t n_stretch, n_bend;
+    uint32_t (*stretch)[2]; /* particle pairs (body indices) held at their rest distance */
+    uint32_t (*bend)[2];    /* pairs across adjacent triangles (cloth bending) */
+    size_t n_tris;
+    uint32_t (*tris)[3];    /* cloth surfaces, for output */
+    double thickness;       /* contact distance in force */
+    int phase;              /* MZ_PHASE_* (rigids: MZ_PHASE_RIGID, no constraints) */
+} mz_body_geom;
+
+/* The scene's position-based bodies as one list: cloths, then meshes, then rigids
+ * (k < bodies_count); bodies_path writes "meshes[2]" for messages and returns buf. */
+size_t bodies_count(const mz_scene *s);
+mz_body *bodies_get(const mz_scene *s, size_t k);
+const char *bodies_path(const mz_scene *s, size_t k, char buf[48]);
+/* Mass of one of the body's particles (rigids: density x spacing^dimensions unless mass). */
+double bodies_particle_mass(const mz_scene *s, const mz_body *b);
+
+/* Geometry for every cloth and mesh of a scene whose keys read cleanly; problems go into *d
+ * with their JSON paths. */
+void bodies_prepare(mz_scene *s, mz_diag *d);
+void bodies_free(mz_scene *s);
+
+/* Particles and constraints of the scene's bodies (0 before bodies_prepare). */
+size_t bodies_particle_count(const mz_scene *s);
+size_t bodies_constraint_count(const mz_scene *s);
+
+#endif

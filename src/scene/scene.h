@@ -1,0 +1,261 @@
+/* scene/: the JSON scene read, checked and described: key tables (keys.c) through a
+ * table-driven reader (schema.c), --set overrides and syntax errors (parse.c), cross-key checks
+ * (validate.c), what a scene implies (derived.c), counts without building (sizes.c), OBJ meshes
+ * and position-based bodies (mesh.c, bodies.c), output field names (fields.c). May include:
+ * util/. Nothing here knows OpenCL, HDF5 or the particle arrays.
+ *
+ * The scene as plain structs: what the JSON says, validated, defaults filled in, SI units, y up.
+ * cJSON never leaks past scene/parse.c and scene/schema.c; solvers and builders read only these. */
+#ifndef MZ_SCENE_H
+#define MZ_SCENE_H
+#include "util/err.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#define MZ_SCENE_VERSION 1
+
+typedef enum mz_solver_kind {
+    MZ_SOLVER_BALLISTIC,     /* gravity and the domain walls; particles do not see each other */
+    MZ_SOLVER_WCSPH,         /* weakly compressible SPH: density pass, then forces */
+    MZ_SOLVER_COLLAPSED_SPH, /* one neighbour pass: density now, forces from last step's */
+    MZ_SOLVER_PBF,           /* position based fluids: a density constraint per particle */
+    MZ_SOLVER_FLIP,          /* FLIP/PIC: particles carry velocity, a grid projects pressure */
+    MZ_SOLVER_COUNT
+} mz_solver_kind;
+
+/* How SPH gets a particle's density: summed over its neighbours each step, or integrated from
+ * the continuity equation (Dρ/Dt = Σ_j m (v_i − v_j)·∇W_ij), starting from the rest density. */
+typedef enum mz_density_method { MZ_DENSITY_SUMMATION, MZ_DENSITY_CONTINUITY } mz_density_method;
+
+/* FLIP: how the pressure Poisson equation is solved. */
+typedef enum mz_pressure_solver { MZ_PRESSURE_RBGS, MZ_PRESSURE_JACOBI } mz_pressure_solver;
+
+typedef enum mz_boundary_kind {
+    MZ_BOUNDARY_PENALTY, /* spring-damper walls (stiffness, damping, acceleration limit) */
+    MZ_BOUNDARY_CLAMP,   /* positions projected back inside, normal velocity removed */
+    MZ_BOUNDARY_PARTICLES, /* SPH: the lattice continued into the walls (Adami et al. 2012) */
+    MZ_BOUNDARY_COUNT
+} mz_boundary_kind;
+
+typedef enum mz_compression { MZ_COMPRESSION_NONE, MZ_COMPRESSION_GZIP } mz_compression;
+
+typedef struct mz_box {
+    double min[3], max[3];
+} mz_box;
+
+typedef struct mz_points {
+    double (*p)[3];
+    size_t n;
+} mz_points;
+
+typedef struct mz_simulation {
+    double fps;        /* output frames per simulated second */
+    int frames;
+    int substeps;      /* solver steps per frame */
+    int iterations;    /* constraint iterations per substep (position-based solvers) */
+    double gravity[3];
+    int dimensions;    /* 2: z fixed at 0 */
+    bool adaptive;     /* SPH: time step from CFL and force limits instead of substeps */
+    double cfl;        /* λ in dt = λ·h / max(c, |v|max) */
+    double damping;    /* position-based: velocity damping rate, 1/s */
+    double relaxation; /* position-based: Jacobi over-relaxation ω */
+    double max_speed;  /* blow-up bound, m/s; 0: automatic (sim_speed_bound) */
+    int pressure_solver;       /* FLIP: mz_pressure_solver */
+    int pressure_iterations;   /* FLIP: most sweeps per projection */
+    double pressure_tolerance; /* FLIP: divergence left, relative to the largest before */
+} mz_simulation;
+
+/* SPH boundary particles: how the walls act along themselves (kernels/sph/sph_kernels.clh). */
+typedef enum mz_wall_friction {
+    MZ_FRICTION_NO_SLIP,       /* both viscosities against walls at rest */
+    MZ_FRICTION_WALL_FUNCTION, /* a smooth wall's log-law shear stress, from the viscosity */
+    MZ_FRICTION_FREE_SLIP      /* nothing along the wall */
+} mz_wall_friction;
+
+typedef struct mz_boundary {
+    int type; /* mz_boundary_kind */
+    int friction; /* mz_wall_friction */
+    double stiffness, damping, acceleration_limit;
+} mz_boundary;
+
+typedef struct mz_domain {
+    double min[3], max[3];
+    mz_boundary boundary;
+} mz_domain;
+
+typedef struct mz_fluid {
+    char *name;
+    int solver;          /* mz_solver_kind */
+    bool has_box;
+    mz_box box;          /* filled on a lattice of `spacing`, particles at cell centres */
+    mz_points positions; /* or explicit particles */
+    mz_points velocities;/* optional, one per position */
+    double spacing, rest_density, mass;
+    double velocity[3];
+    /* SPH */
+    double support_radius;       /* h; 0: 2 × spacing */
+    double speed_of_sound;       /* c0; 0: 10 × the expected largest speed */
+    double viscosity;            /* dynamic viscosity μ, Pa·s (viscosity-kernel Laplacian) */
+    double artificial_viscosity; /* Monaghan's α */
+    int density_method;          /* mz_density_method */
+    /* PBF (support_radius as for SPH) */
+    double relaxation_epsilon;   /* ε, relative to a full neighbourhood's Σ|∇C|² */
+    double xsph_viscosity;       /* XSPH c */
+    double vorticity;            /* vorticity confinement ε, m/s */
+    double tensile_k, tensile_dq; /* s_corr = −k (W(r)/W(dq·h))^n */
+    double warm_start;           /* fraction of last substep's multipliers applied first */
+    int tensile_n;
+    /* FLIP */
+    double flip_ratio;           /* 0: PIC, 1: FLIP */
+    double cell_size;            /* grid cell; 0: 2 × spacing */
+    double volume_correction;    /* share of a cell's excess density undone per step */
+} mz_fluid;
+
+/* A static solid; exactly one shape. SPH samples it with boundary particles; position-based
+ * solvers push particles out along its signed distance, with friction. */
+typedef struct mz_collider {
+    char *name;
+    bool has_sphere, has_box, has_plane, has_capsule;
+    struct mz_sphere {
+        double center[3], radius;
+    } sphere;
+    mz_box box;
+    struct mz_plane {
+        double point[3], normal[3]; /* normal points out of the solid, into the fluid */
+    } plane;
+    struct mz_capsule {
+        double a[3], b[3], radius; /* the segment a–b, swept by a sphere */
+    } capsule;
+    double friction, static_friction; /* position-based contacts */
+} mz_collider;
+
+/* The kind of body a particle belongs to (the `phase` output field). */
+typedef enum mz_phase {
+    MZ_PHASE_FLUID = 0,    /* fluids[] */
+    MZ_PHASE_CLOTH = 1,    /* cloths[] and meshes[] of kind cloth */
+    MZ_PHASE_SOFTBODY = 2, /* meshes[] of kind softbody */
+    MZ_PHASE_RIGID = 3,    /* reserved for rigid bodies */
+} mz_phase;
+
+typedef enum mz_cloth_plane { MZ_PLANE_XZ, MZ_PLANE_XY, MZ_PLANE_YZ } mz_cloth_plane;
+typedef enum mz_mesh_kind { MZ_MESH_CLOTH, MZ_MESH_SOFTBODY } mz_mesh_kind;
+
+/* Named pins of a cloth grid (bits of mz_body.pins): corner_UV and edge_u0 (all particles with
+ * u index 0) ... */
+enum {
+    MZ_PIN_CORNER_00, MZ_PIN_CORNER_10, MZ_PIN_CORNER_01, MZ_PIN_CORNER_11,
+    MZ_PIN_EDGE_U0, MZ_PIN_EDGE_U1, MZ_PIN_EDGE_V0, MZ_PIN_EDGE_V1, MZ_PIN_COUNT
+};
+
+struct mz_body_geom; /* built at load time (scene/bodies.h) */
+
+/* A position-based body: cloths[] (a grid) and meshes[] (an OBJ file) share this. */
+typedef struct mz_body {
+    char *name;
+    /* cloths[] */
+    struct mz_cloth_grid {
+        double origin[3]; /* the corner of particle (0, 0) */
+        double size[2];   /* extent along u and v, m */
+        int resolution[2];/* particles along u and v */
+        int plane;        /* mz_cloth_plane: the axes u, v run along */
+    } grid;
+    unsigned pins;        /* MZ_PIN_* bits */
+    /* meshes[] */
+    char *obj;
+    int kind;             /* mz_mesh_kind */
+    double scale, rotate[3], translate[3];
+    double spacing;       /* softbody: voxel lattice spacing */
+    /* both */
+    bool has_pin_box;
+    mz_box pin_box;       /* particles starting inside are pinned */
+    double mass;          /* total, kg */
+    double compliance, bending_compliance; /* XPBD, m/N */
+    double stiffness;     /* PBD k in (0, 1] */
+    double thickness;     /* contact distance between particles, m; 0: from the geometry */
+    bool self_collision;
+    double friction, static_friction;
+    double velocity[3];
+
+    /* rigids[] (also obj, scale, rotate, translate, spacing, velocity, friction) */
+    bool has_box, has_sphere;
+    mz_box box;
+    struct mz_sphere sphere;
+    double density;             /* kg/m³ (0: from mass) */
+    double angular_velocity[3]; /* rad/s, about the centre of mass */
+
+    struct mz_body_geom *geom; /* particles and constraints, made when the scene loads */
+} mz_body;
+
+/* Signed distance from p to the collider's surface: negative inside the solid. */
+double collider_distance(const mz_collider *c, const double p[3], int dimensions);
+
+typedef struct mz_output {
+    char *path;
+    int every;        /* write every N-th frame */
+    unsigned fields;  /* MZ_FIELD_BIT mask */
+    int compression;  /* mz_compression */
+    int level;        /* gzip level */
+} mz_output;
+
+typedef struct mz_scene {
+    int version;
+    char *description;
+    mz_simulation sim;
+    mz_domain domain;
+    mz_fluid *fluids;
+    size_t n_fluids;
+    mz_collider *colliders;
+    size_t n_colliders;
+    mz_body *cloths, *meshes, *rigids;
+    size_t n_cloths, n_meshes, n_rigids;
+    mz_output output;
+
+    char *path;           /* as given on the command line */
+    char *dir;            /* inputs named in the scene resolve against this */
+    char *given_json;     /* the file's text, verbatim */
+    char *effective_json; /* every key after --set and defaults, as mizu used it */
+    char **overrides;     /* the --set arguments, in order */
+    size_t n_overrides;
+} mz_scene;
+
+extern const char *const mz_solver_names[MZ_SOLVER_COUNT + 1];
+extern const char *const mz_density_method_names[];
+extern const char *const mz_wall_friction_names[];
+extern const char *const mz_pressure_solver_names[];
+
+/* The solver of the scene (every fluid shares it; the scene checks that). */
+mz_solver_kind scene_solver(const mz_scene *s);
+bool scene_is_sph(const mz_scene *s);
+/* SPH: the support radius h and the speed of sound c0 the scene resolves to. */
+double scene_support_radius(const mz_scene *s);
+double scene_speed_of_sound(const mz_scene *s);
+/* FLIP: the pressure grid: cells per axis (1 on an axis a 2D run does not simulate) and the
+ * cell size on each, fluids[0].cell_size (or 2 × spacing) rounded so that the domain is a whole
+ * number of cells. */
+void scene_flip_grid(const mz_scene *s, int cells[3], double cell[3]);
+/* SPH: the CFL number in force (simulation.cfl, or the solver's default). */
+double scene_cfl(const mz_scene *s);
+
+/* Read, override, validate. Returns 0, or -1 with every problem found in *diag (messages name
+ * the JSON path: "fluids[0].spacing must be > 0 (got -0.01)"; syntax errors "line:column: ...")
+ * and *scene left empty (freeing it again is harmless). */
+int scene_load(const char *path, const char *const *overrides, size_t n_overrides,
+               mz_scene *scene, mz_diag *diag);
+/* Same from text in memory (tests); name is used for nothing but dir. */
+int scene_load_text(const char *text, size_t len, const char *name,
+                    const char *const *overrides, size_t n_overrides, mz_scene *scene,
+                    mz_diag *diag);
+void scene_free(mz_scene *scene);
+
+/* Seconds of simulated time per frame and per substep. */
+double scene_frame_dt(const mz_scene *s);
+double scene_substep_dt(const mz_scene *s);
+
+/* `mizu keys`: every key with type, default, bounds, unit and meaning. */
+void scene_print_keys(FILE *out);
+/* Every documented key path ("fluids[].spacing"), for the docs tests. NULL-terminated, static. */
+const char *const *scene_key_paths(void);
+
+#endif

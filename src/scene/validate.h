@@ -1,0 +1,11 @@
+/* Inside scene/: the checks that span keys, run by scene_load on a scene whose keys each read
+ * cleanly (parse.c). */
+#ifndef MZ_VALIDATE_H
+#define MZ_VALIDATE_H
+#include "scene/scene.h"
+
+/* Every problem into *d with its JSON path; the scene's bodies are prepared (bodies_prepare)
+ * when the rest is sound, and output.fields gets position. */
+void scene_validate(mz_scene *s, mz_diag *d);
+
+#endif

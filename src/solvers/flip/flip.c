@@ -1,0 +1,494 @@
+/* FLIP/PIC fluid (issue 7), one fixed step (simulation.substeps per frame):
+ *
+ *   grid        the shared neighbour grid sorts the particles into cells one FLIP cell wide
+ *   p2g         each grid node gathers its cell's three lower face velocities, density and
+ *               type (fluid / air / solid) from the particles around it; then gravity, and the
+ *               faces touching a solid take its velocity (0)
+ *   projection  divergence → pressure Poisson solve (red-black SOR, or damped Jacobi, from the
+ *               last step's pressure) → pressure gradient subtracted
+ *   g2p         velocities extrapolated into the air next to the fluid; each particle takes the
+ *               FLIP/PIC blend of the grid's velocity and moves by RK2 through it, then is
+ *               pushed out of the walls and colliders
+ *
+ * Kernels and the grid layout: kernels/flip/flip.cl, src/solvers/flip/flip.h. */
+#include "device/grid.h"
+#include "solvers/flip/flip.h"
+#include "util/err.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum flip_stage { STAGE_GRID, STAGE_P2G, STAGE_PROJECTION, STAGE_G2P };
+static const char *const flip_stages[] = {"grid", "p2g", "projection", "g2p", NULL};
+
+/* Layers of faces the velocity is extrapolated into the air: a particle's trilinear stencil
+ * reaches one layer past its fluid cell, and RK2's midpoint up to half a step's travel more, so
+ * two cover steps of up to a cell. */
+#define EXTRAPOLATION_LAYERS 2
+
+/* Damped Jacobi: ω = 1 leaves the checkerboard mode of a closed region (eigenvalue 2 of D⁻¹A)
+ * undamped forever; 0.8 damps it by 0.6 a sweep and slows the smooth modes by only 20%. */
+#define JACOBI_OMEGA 0.8
+
+typedef struct flip_state {
+    flip_grid g;
+    size_t nodes;
+    cl_uint nodes_u;
+    mz_grid grid;
+    bool grid_made;
+    cl_program program;
+    cl_kernel k_p2g, k_prepare, k_setup, k_jacobi, k_rbgs, k_residual, k_gradient, k_extrapolate,
+        k_g2p;
+    cl_mem face_vel, face_old, face_adv, valid, vel_tmp, old_tmp, adv_tmp, valid_tmp;
+    cl_mem type, density, pressure, pressure_tmp, rhs, diag, sdf, partial;
+    cl_mem part_density, part_pressure; /* per particle, for output */
+    cl_int colliders;
+    float inv_n0; /* 1 / particles per cell in the rest lattice */
+    size_t local, groups;
+    float *partial_host;
+    flip_stats stats;
+} flip_state;
+
+static cl_mem flip_buffer(mz_sim *sim, size_t bytes, const char *what)
+{
+    return mz_cl_buffer(sim->cl, CL_MEM_READ_WRITE, bytes ? bytes : 4, NULL, what);
+}
+
+static void swap_mem(cl_mem *a, cl_mem *b)
+{
+    cl_mem t = *a;
+    *a = *b;
+    *b = t;
+}
+
+static flip_grid grid_for(const mz_scene *s)
+{
+    int n[3];
+    double cell[3];
+    scene_flip_grid(s, n, cell);
+    int dim = s->sim.dimensions;
+    flip_grid g = {0};
+    g.origin = sim_float4(s->domain.min);
+    if (dim == 2)
+        g.origin.s[2] = 0.0f;
+    for (int a = 0; a < 3; a++) {
+        g.cell.s[a] = (float)cell[a];
+        g.inv_cell.s[a] = (float)(1.0 / cell[a]);
+        g.inv_cell2.s[a] = a < dim ? (float)(1.0 / (cell[a] * cell[a])) : 0.0f;
+        g.cells.s[a] = n[a];
+        g.nodes.s[a] = a < dim ? n[a] + 1 : 1;
+    }
+    return g;
+}
+
+static size_t node_count(const flip_grid *g)
+{
+    return (size_t)g->nodes.s[0] * (size_t)g->nodes.s[1] * (size_t)g->nodes.s[2];
+}
+
+static size_t flip_grid_bytes(const mz_scene *s)
+{
+    flip_grid g = grid_for(s);
+    /* face velocity, FLIP reference, advection velocity and their extrapolation copies
+     * (float4), valid flags and copy (uchar4), type, density, diagonal, pressure and correction
+     * (float2) with their right-hand sides and Jacobi copy, the colliders' distances; the
+     * neighbour grid's two cell tables */
+    return node_count(&g) * (6 * 16 + 2 * 4 + 1 + 2 * 4 + 3 * 8 + 4 + 8);
+}
+
+/* The colliders' signed distance at every cell centre (negative inside; cells whose centre is
+ * inside are solid), uploaded once. NULL when there are no colliders. */
+static float *collider_distances(const mz_scene *s, const flip_grid *g, size_t nodes)
+{
+    if (!s->n_colliders)
+        return NULL;
+    float *d = xmalloc(nodes * sizeof *d);
+    size_t nx = (size_t)g->nodes.s[0], ny = (size_t)g->nodes.s[1];
+    for (size_t node = 0; node < nodes; node++) {
+        size_t idx[3] = {node % nx, node / nx % ny, node / (nx * ny)};
+        double p[3];
+        for (int a = 0; a < 3; a++)
+            p[a] = s->domain.min[a] + ((double)idx[a] + 0.5) * g->cell.s[a];
+        double best = INFINITY;
+        for (size_t c = 0; c < s->n_colliders; c++)
+            best = fmin(best, collider_distance(&s->colliders[c], p, s->sim.dimensions));
+        d[node] = (float)fmax(fmin(best, 1e30), -1e30);
+    }
+    return d;
+}
+
+/* Warn when a step can carry a particle more than a cell: the velocity is extrapolated only
+ * EXTRAPOLATION_LAYERS faces into the air. The speed is the free fall from the top of the fluid
+ * to the floor, or the fastest initial speed: SPH's c0 estimate without its factor 10 (an SPH
+ * speed_of_sound given in the scene means nothing here: then no estimate, no warning). */
+static void check_step(const mz_scene *s, const flip_grid *g)
+{
+    double v = s->fluids[0].speed_of_sound > 0 ? 0 : scene_speed_of_sound(s) / 10.0;
+    double dt = scene_substep_dt(s), cell = g->cell.s[0];
+    for (int a = 1; a < s->sim.dimensions; a++)
+        cell = fmin(cell, g->cell.s[a]);
+    if (v * dt > cell)
+        mz_warn("FLIP step %.3g ms carries a particle at the expected top speed (%.3g m/s, free "
+                "fall from the top of the fluid) %.2g cells, more than the one cell the grid "
+                "velocity reaches past the fluid: raise simulation.substeps to %.0f",
+                1e3 * dt, v, v * dt / cell, ceil(scene_frame_dt(s) * v / cell));
+}
+
+static int flip_init(mz_sim *sim)
+{
+    const mz_scene *s = sim->scene;
+    const mz_fluid *f = &s->fluids[0];
+    flip_state *st = xcalloc(1, sizeof *st);
+    sim->state = st;
+    int dim = s->sim.dimensions;
+    st->g = grid_for(s);
+    st->nodes = node_count(&st->g);
+    st->nodes_u = (cl_uint)st->nodes;
+    double n0 = 1.0;
+    for (int a = 0; a < dim; a++)
+        n0 *= st->g.cell.s[a] / f->spacing;
+    st->inv_n0 = (float)(1.0 / n0);
+    check_step(s, &st->g);
+
+    static const char *const names[] = {"p2g",
+                                        "prepare_faces",
+                                        "pressure_setup",
+                                        "pressure_jacobi",
+                                        "pressure_rbgs",
+                                        "pressure_residual",
+                                        "pressure_gradient",
+                                        "extrapolate",
+                                        "g2p",
+                                        NULL};
+    cl_kernel *const kernels[] = {&st->k_p2g,      &st->k_prepare,  &st->k_setup,
+                                  &st->k_jacobi,   &st->k_rbgs,     &st->k_residual,
+                                  &st->k_gradient, &st->k_extrapolate, &st->k_g2p};
+    st->program = sim_build_kernels(sim, "flip/flip.cl", names, kernels);
+    if (!st->program)
+        return -1;
+
+    size_t nodes = st->nodes, n = sim->n;
+    struct {
+        cl_mem *m;
+        size_t bytes;
+        const char *what;
+    } bufs[] = {{&st->face_vel, 16 * nodes, "clCreateBuffer(face velocities)"},
+                {&st->face_old, 16 * nodes, "clCreateBuffer(face velocities before projection)"},
+                {&st->face_adv, 16 * nodes, "clCreateBuffer(advection velocities)"},
+                {&st->valid, 4 * nodes, "clCreateBuffer(valid faces)"},
+                {&st->vel_tmp, 16 * nodes, "clCreateBuffer(extrapolated velocities)"},
+                {&st->old_tmp, 16 * nodes, "clCreateBuffer(extrapolated changes)"},
+                {&st->adv_tmp, 16 * nodes, "clCreateBuffer(extrapolated advection velocities)"},
+                {&st->valid_tmp, 4 * nodes, "clCreateBuffer(extrapolated valid faces)"},
+                {&st->type, nodes, "clCreateBuffer(cell types)"},
+                {&st->density, 4 * nodes, "clCreateBuffer(cell densities)"},
+                {&st->pressure, 8 * nodes, "clCreateBuffer(pressure and correction)"},
+                {&st->rhs, 8 * nodes, "clCreateBuffer(pressure right-hand sides)"},
+                {&st->diag, 4 * nodes, "clCreateBuffer(pressure diagonal)"},
+                {&st->part_density, 4 * n, "clCreateBuffer(particle density)"},
+                {&st->part_pressure, 4 * n, "clCreateBuffer(particle pressure)"}};
+    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
+        if (!(*bufs[i].m = flip_buffer(sim, bufs[i].bytes, bufs[i].what)))
+            return -1;
+    if (s->sim.pressure_solver == MZ_PRESSURE_JACOBI &&
+        !(st->pressure_tmp = flip_buffer(sim, 8 * nodes, "clCreateBuffer(pressure, next)")))
+        return -1;
+    float *sdf = collider_distances(s, &st->g, nodes);
+    st->colliders = sdf != NULL;
+    st->sdf = mz_cl_buffer(sim->cl, CL_MEM_READ_WRITE, sdf ? 4 * nodes : 4, sdf,
+                           "clCreateBuffer(collider distances)");
+    free(sdf);
+    if (!st->sdf)
+        return -1;
+    /* The warm start's first guess, frame 0's density and pressure: all zero. */
+    cl_float zero = 0.0f;
+    cl_mem zeroed[] = {st->pressure, st->part_density, st->part_pressure};
+    size_t zeroed_bytes[] = {8 * nodes, 4 * n, 4 * n};
+    for (size_t i = 0; i < 3; i++)
+        if (zeroed_bytes[i] &&
+            !cl_ok(clEnqueueFillBuffer(sim->cl->queue, zeroed[i], &zero, sizeof zero, 0,
+                                       zeroed_bytes[i], 0, NULL, NULL),
+                   "clEnqueueFillBuffer(FLIP initial state)"))
+            return -1;
+
+    st->local = (sim->cl->type & CL_DEVICE_TYPE_GPU) ? 256 : 64;
+    while (st->local > sim->cl->max_wg)
+        st->local /= 2;
+    st->groups = (sim->cl->type & CL_DEVICE_TYPE_GPU) ? 512 : 16;
+    st->partial = flip_buffer(sim, 12 * st->groups, "clCreateBuffer(pressure residual)");
+    st->partial_host = xcalloc(3 * st->groups, sizeof(float));
+    if (!st->partial)
+        return -1;
+
+    /* The neighbour grid in cells at least as wide as the FLIP cells, dense over the domain
+     * (the FLIP grid is dense anyway). */
+    double h = st->g.cell.s[0];
+    for (int a = 1; a < dim; a++)
+        h = fmax(h, st->g.cell.s[a]);
+    if (grid_create(&st->grid, sim->cl, n, h, dim, s->domain.min, s->domain.max,
+                    MZ_GRID_DENSE) != 0)
+        return -1;
+    st->grid_made = true;
+    cl_mem *moved4[] = {&sim->inv_mass, &sim->id, &sim->body};
+    if (grid_register(&st->grid, &sim->pos, 16) || grid_register(&st->grid, &sim->vel, 16))
+        return -1;
+    for (size_t i = 0; i < sizeof moved4 / sizeof *moved4; i++)
+        if (grid_register(&st->grid, moved4[i], 4))
+            return -1;
+    sim->field[MZ_FIELD_DENSITY] = &st->part_density;
+    sim->field[MZ_FIELD_PRESSURE] = &st->part_pressure;
+    return 0;
+}
+
+int flip_p2g(mz_sim *sim, double dt)
+{
+    flip_state *st = sim->state;
+    const mz_scene *s = sim->scene;
+    if (grid_build(&st->grid, sim->pos) != 0)
+        return -1;
+    sim_profile_grid(sim, &st->grid, STAGE_GRID);
+    cl_float4 gdt = sim_gravity(s);
+    for (int a = 0; a < 3; a++)
+        gdt.s[a] *= (float)dt;
+    return KARGS(st->k_p2g, "p2g", A(st->nodes_u), A(st->g), A(st->grid.desc),
+                 A(st->grid.cell_start), A(st->grid.cell_end), A(sim->pos), A(sim->vel),
+                 A(st->inv_n0), A(st->colliders), A(st->sdf), A(st->face_vel), A(st->density),
+                 A(st->type)) &&
+                   sim_launch(sim, st->k_p2g, st->nodes, STAGE_P2G, "p2g") &&
+                   KARGS(st->k_prepare, "prepare_faces", A(st->nodes_u), A(st->g), A(gdt),
+                         A(st->type), A(st->face_vel), A(st->face_old)) &&
+                   sim_launch(sim, st->k_prepare, st->nodes, STAGE_P2G, "prepare_faces")
+               ? 0
+               : -1;
+}
+
+/* The largest |residual| and |rhs| over the fluid cells, and how many there are. */
+static bool residual(mz_sim *sim, flip_state *st, float *r, float *b, long *fluid)
+{
+    bool ok = KARGS(st->k_residual, "pressure_residual", A(st->nodes_u), A(st->g), A(st->type),
+                    A(st->rhs), A(st->diag), A(st->pressure), A(st->partial)) &&
+              cl_ok(clSetKernelArg(st->k_residual, 7, 12 * st->local, NULL),
+                    "clSetKernelArg(pressure_residual, scratch)") &&
+              sim_launch_local(sim, st->k_residual, st->groups * st->local, st->local,
+                               STAGE_PROJECTION, "pressure_residual") &&
+              cl_ok(clEnqueueReadBuffer(sim->cl->queue, st->partial, CL_TRUE, 0,
+                                        12 * st->groups, st->partial_host, 0, NULL, NULL),
+                    "clEnqueueReadBuffer(pressure residual)");
+    if (!ok)
+        return false;
+    *r = *b = 0.0f;
+    double count = 0;
+    for (size_t g = 0; g < st->groups; g++) {
+        *r = fmaxf(*r, st->partial_host[3 * g]);
+        *b = fmaxf(*b, st->partial_host[3 * g + 1]);
+        count += st->partial_host[3 * g + 2];
+    }
+    *fluid = (long)count;
+    return true;
+}
+
+/* Successive over-relaxation's best ω for a Poisson problem n cells across:
+ * 2 / (1 + sin(π/n)). The slowest mode of a body of fluid with a free surface spans about
+ * twice its size (p = 0 on one side, ∂p/∂n = 0 on the other); its size from its cell count. */
+static double sor_omega(long fluid_cells, int dim)
+{
+    double n = 2.0 * pow((double)(fluid_cells > 1 ? fluid_cells : 1), 1.0 / dim);
+    return 2.0 / (1.0 + sin(acos(-1.0) / fmax(n, 2.0)));
+}
+
+static bool sweep(mz_sim *sim, flip_state *st, float omega)
+{
+    if (sim->scene->sim.pressure_solver == MZ_PRESSURE_JACOBI) {
+        bool ok = KARGS(st->k_jacobi, "pressure_jacobi", A(st->nodes_u), A(st->g), A(omega),
+                        A(st->type), A(st->rhs), A(st->diag), A(st->pressure),
+                        A(st->pressure_tmp)) &&
+                  sim_launch(sim, st->k_jacobi, st->nodes, STAGE_PROJECTION, "pressure_jacobi");
+        swap_mem(&st->pressure, &st->pressure_tmp);
+        return ok;
+    }
+    const cl_int *n = st->g.cells.s;
+    cl_uint items = (cl_uint)(((size_t)n[0] + 1) / 2 * (size_t)n[1] * (size_t)n[2]);
+    for (cl_int colour = 0; colour < 2; colour++)
+        if (!KARGS(st->k_rbgs, "pressure_rbgs", A(items), A(st->g), A(colour), A(omega),
+                   A(st->type), A(st->rhs), A(st->diag), A(st->pressure)) ||
+            !sim_launch(sim, st->k_rbgs, items, STAGE_PROJECTION, "pressure_rbgs"))
+            return false;
+    return true;
+}
+
+/* Sweeps until the divergence left is below pressure_tolerance × the largest before, checked
+ * after sweeps 1, 2, 3, 4, 5, 6, 7, 8, 10, 12, ... (each check reads back; at most a quarter
+ * more sweeps, and at most 16, than needed). */
+static int solve_pressure(mz_sim *sim, flip_state *st)
+{
+    const mz_simulation *S = &sim->scene->sim;
+    float r, b;
+    long fluid;
+    if (!residual(sim, st, &r, &b, &fluid))
+        return -1;
+    int it = 0, next = 1;
+    if (b == 0.0f) { /* nothing to correct: the answer is p = 0 */
+        cl_float zero = 0.0f;
+        if (!cl_ok(clEnqueueFillBuffer(sim->cl->queue, st->pressure, &zero, sizeof zero, 0,
+                                       8 * st->nodes, 0, NULL, NULL),
+                   "clEnqueueFillBuffer(pressure)"))
+            return -1;
+        r = 0.0f;
+    }
+    float omega = (float)(S->pressure_solver == MZ_PRESSURE_JACOBI
+                              ? JACOBI_OMEGA
+                              : sor_omega(fluid, S->dimensions));
+    while (r > S->pressure_tolerance * b && it < S->pressure_iterations) {
+        if (!sweep(sim, st, omega))
+            return -1;
+        it++;
+        if (it == next || it == S->pressure_iterations) {
+            if (!residual(sim, st, &r, &b, &fluid))
+                return -1;
+            next = it + (it / 4 < 1 ? 1 : it / 4 > 16 ? 16 : it / 4);
+        }
+    }
+    flip_stats *stat = &st->stats;
+    if (stat->projections == 0)
+        stat->first_iterations = it;
+    stat->projections++;
+    stat->iterations += it;
+    stat->capped += r > S->pressure_tolerance * b;
+    stat->last_iterations = it;
+    stat->last_residual = b > 0 ? r / b : 0;
+    stat->fluid_cells = fluid;
+    return 0;
+}
+
+int flip_project(mz_sim *sim, double dt)
+{
+    flip_state *st = sim->state;
+    const mz_fluid *f = &sim->scene->fluids[0];
+    cl_float rho_over_dt = (cl_float)(f->rest_density / dt), inv_dt = (cl_float)(1.0 / dt);
+    cl_float dt_over_rho = (cl_float)(dt / f->rest_density);
+    cl_float correction = (cl_float)f->volume_correction;
+    if (!KARGS(st->k_setup, "pressure_setup", A(st->nodes_u), A(st->g), A(rho_over_dt),
+               A(correction), A(inv_dt), A(st->type), A(st->density), A(st->face_vel),
+               A(st->rhs), A(st->diag), A(st->pressure)) ||
+        !sim_launch(sim, st->k_setup, st->nodes, STAGE_PROJECTION, "pressure_setup") ||
+        solve_pressure(sim, st) != 0)
+        return -1;
+    return KARGS(st->k_gradient, "pressure_gradient", A(st->nodes_u), A(st->g), A(dt_over_rho),
+                 A(st->type), A(st->density), A(st->pressure), A(st->face_vel),
+                 A(st->face_old), A(st->face_adv), A(st->valid)) &&
+                   sim_launch(sim, st->k_gradient, st->nodes, STAGE_PROJECTION,
+                              "pressure_gradient")
+               ? 0
+               : -1;
+}
+
+int flip_extrapolate(mz_sim *sim)
+{
+    flip_state *st = sim->state;
+    for (int layer = 0; layer < EXTRAPOLATION_LAYERS; layer++) {
+        if (!KARGS(st->k_extrapolate, "extrapolate", A(st->nodes_u), A(st->g), A(st->face_vel),
+                   A(st->face_old), A(st->face_adv), A(st->valid), A(st->vel_tmp),
+                   A(st->old_tmp), A(st->adv_tmp), A(st->valid_tmp)) ||
+            !sim_launch(sim, st->k_extrapolate, st->nodes, STAGE_G2P, "extrapolate"))
+            return -1;
+        swap_mem(&st->face_vel, &st->vel_tmp);
+        swap_mem(&st->face_old, &st->old_tmp);
+        swap_mem(&st->face_adv, &st->adv_tmp);
+        swap_mem(&st->valid, &st->valid_tmp);
+    }
+    return 0;
+}
+
+int flip_g2p(mz_sim *sim, double dt)
+{
+    flip_state *st = sim->state;
+    const mz_scene *s = sim->scene;
+    const mz_fluid *f = &s->fluids[0];
+    cl_float dt_f = (cl_float)dt, ratio = (cl_float)f->flip_ratio;
+    cl_float rho0 = (cl_float)f->rest_density;
+    cl_float4 dmin = sim_float4(s->domain.min), dmax = sim_float4(s->domain.max);
+    return KARGS(st->k_g2p, "g2p", A(sim->n_u), A(st->g), A(dt_f), A(ratio), A(rho0), A(dmin),
+                 A(dmax), A(st->colliders), A(st->sdf), A(st->face_vel), A(st->face_old),
+                 A(st->face_adv), A(st->type), A(st->density), A(st->pressure), A(sim->pos),
+                 A(sim->vel),
+                 A(st->part_density), A(st->part_pressure)) &&
+                   sim_launch(sim, st->k_g2p, sim->n, STAGE_G2P, "g2p")
+               ? 0
+               : -1;
+}
+
+static int flip_substep(mz_sim *sim, double dt)
+{
+    if (flip_p2g(sim, dt) || flip_project(sim, dt) || flip_extrapolate(sim) ||
+        flip_g2p(sim, dt))
+        return -1;
+    return 0;
+}
+
+flip_view flip_get_view(const mz_sim *sim)
+{
+    const flip_state *st = sim->state;
+    return (flip_view){st->g,        st->nodes, st->face_vel, st->face_old, st->face_adv,
+                       st->valid,    st->type,  st->density,  st->pressure};
+}
+
+const flip_stats *flip_get_stats(const mz_sim *sim)
+{
+    return &((const flip_state *)sim->state)->stats;
+}
+
+/* A step rebuilds everything on the grid from the particles except the pressure and the volume
+ * correction's potential (one float2 per node), which start the next solve (warm start): the
+ * only state beyond the common buffers. They are stored per grid node, not per particle, so the
+ * particles' device order does not concern them. */
+static size_t flip_state_parts(mz_sim *sim, mz_state_part *parts, size_t max)
+{
+    flip_state *st = sim->state;
+    if (max < 1)
+        return 0;
+    parts[0] = (mz_state_part){"flip_pressure", &st->pressure, NULL, 0};
+    return 1;
+}
+
+static void flip_release(mz_sim *sim)
+{
+    flip_state *st = sim->state;
+    if (!st)
+        return;
+    if (st->grid_made)
+        grid_release(&st->grid);
+    cl_kernel ks[] = {st->k_p2g,      st->k_prepare,     st->k_setup,
+                      st->k_jacobi,   st->k_rbgs,        st->k_residual,
+                      st->k_gradient, st->k_extrapolate, st->k_g2p};
+    mz_cl_release_kernels(ks, sizeof ks / sizeof *ks);
+    cl_mem ms[] = {st->face_vel,  st->face_old,     st->face_adv,     st->valid,
+                   st->vel_tmp,   st->old_tmp,      st->adv_tmp,      st->valid_tmp,
+                   st->type,      st->density,      st->pressure,     st->pressure_tmp,
+                   st->rhs,       st->diag,         st->sdf,          st->partial,
+                   st->part_density, st->part_pressure};
+    mz_cl_release_mems(ms, sizeof ms / sizeof *ms);
+    if (st->program)
+        clReleaseProgram(st->program);
+    free(st->partial_host);
+    free(st);
+    sim->state = NULL;
+}
+
+/* Particle density and pressure for output; the neighbour grid's keys, values and their
+ * copies; its reorder copies of position, velocity, inverse mass, id and body; the pressure
+ * grid. */
+static size_t flip_device_bytes(const mz_scene *s, size_t n)
+{
+    return n * (2 * 4 + 16 + (16 + 16 + 4 * 3)) + flip_grid_bytes(s);
+}
+
+const mz_solver mz_solver_flip = {
+    .name = "FLIP",
+    .stages = flip_stages,
+    .device_bytes = flip_device_bytes,
+    .init = flip_init,
+    .substep = flip_substep,
+    .release = flip_release,
+    .state = flip_state_parts,
+};

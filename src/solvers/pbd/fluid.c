@@ -1,0 +1,222 @@
+/* Position Based Fluids inside the position-based solver: the density constraint's two passes
+ * each iteration, XSPH viscosity and vorticity confinement after the update (kernels/pbd/pbf.cl
+ * explains the formulas and the scaling that makes physical units work). */
+#include "build/build.h"
+#include "solvers/pbd/pbd.h"
+#include "util/err.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+/* S0 = V² Σ_j |∇W_ij|² for a particle inside the rest lattice (the other half of Σ_k |∇_k C_i|²,
+ * |Σ_j ∇W_ij|², is 0 there by symmetry). */
+static double rest_gradient_sum(double spacing, double h, double volume, int dim)
+{
+    double pi = acos(-1.0), sum = 0;
+    double c = dim == 3 ? 45.0 / (pi * pow(h, 6)) : 30.0 / (pi * pow(h, 5));
+    int reach = (int)ceil(h / spacing), zr = dim == 3 ? reach : 0;
+    for (int k = -zr; k <= zr; k++)
+        for (int j = -reach; j <= reach; j++)
+            for (int i = -reach; i <= reach; i++) {
+                double r = spacing * sqrt((double)(i * i + j * j + k * k));
+                if (r > 0 && r < h)
+                    sum += pow(c * (h - r) * (h - r), 2);
+            }
+    return volume * volume * sum;
+}
+
+#define WALL_TABLE 64 /* MZ_WALL_TABLE in kernels/pbd/pbf.cl */
+
+/* The walls' share of ρ/ρ0 and its derivative along the wall normal, for a particle at distance
+ * d = k h/(WALL_TABLE − 1) from a wall: the fluid's rest lattice continued beyond the wall
+ * (sites s/2, 3s/2, ... behind it, laterally aligned with the particle, as the lattice starts),
+ * so a particle of the initial lattice at a wall sees exactly the rest density. */
+static cl_float2 *wall_table(const mz_scene *s, const pbf_params *P)
+{
+    int dim = s->sim.dimensions;
+    double sp = s->fluids[0].spacing, h = P->h, poly6 = P->poly6, spiky = P->spiky;
+    int reach = (int)ceil(h / sp), zr = dim == 3 ? reach : 0;
+    cl_float2 *t = xcalloc(WALL_TABLE, sizeof *t);
+    for (int k = 0; k < WALL_TABLE; k++) {
+        double d = h * k / (WALL_TABLE - 1), w = 0, g = 0;
+        for (int m = 0; d + (m + 0.5) * sp < h; m++) {
+            double z = d + (m + 0.5) * sp;
+            for (int j = -zr; j <= zr; j++)
+                for (int i = -reach; i <= reach; i++) {
+                    double r2 = z * z + (double)(i * i + j * j) * sp * sp, r = sqrt(r2);
+                    if (r >= h)
+                        continue;
+                    w += poly6 * pow(h * h - r2, 3);
+                    g += spiky * (h - r) * (h - r) * z / r;
+                }
+        }
+        t[k].s[0] = (cl_float)(P->volume * w);
+        t[k].s[1] = (cl_float)(P->volume * g);
+    }
+    return t;
+}
+
+static pbf_params params(const mz_scene *s)
+{
+    const mz_fluid *f = &s->fluids[0];
+    int dim = s->sim.dimensions;
+    double pi = acos(-1.0), h = scene_support_radius(s), m = build_particle_mass(s, f);
+    double volume = m / f->rest_density;
+    double s0 = rest_gradient_sum(f->spacing, h, volume, dim);
+    double dq = f->tensile_dq * h, wq = h * h - dq * dq;
+    pbf_params P = {
+        .h = (cl_float)h,
+        .h2 = (cl_float)(h * h),
+        .poly6 = (cl_float)(dim == 3 ? 315.0 / (64.0 * pi * pow(h, 9)) : 4.0 / (pi * pow(h, 8))),
+        .spiky = (cl_float)(dim == 3 ? -45.0 / (pi * pow(h, 6)) : -30.0 / (pi * pow(h, 5))),
+        .volume = (cl_float)volume,
+        .rest_density = (cl_float)f->rest_density,
+        .epsilon = (cl_float)(f->relaxation_epsilon * s0),
+        .k_corr = (cl_float)(f->tensile_k / s0),
+        .inv_w_dq = (cl_float)(1.0 / (wq * wq * wq)),
+        .n_corr = f->tensile_n,
+        .xsph = (cl_float)f->xsph_viscosity,
+        .vorticity = (cl_float)f->vorticity,
+        .r_min = (cl_float)(1e-5 * h),
+    };
+    return P;
+}
+
+/* Per particle (id order): r = m_fluid/m (0 pinned), ψ = its volume over a fluid particle's
+ * for what the density sees (fluid 1, rigid (spacing/fluid spacing)^d, cloth 0), fluid flag. */
+static float *attributes(const mz_scene *s, const mz_particles *p)
+{
+    int dim = s->sim.dimensions;
+    const mz_fluid *f = &s->fluids[0];
+    double w_fluid = 1.0 / build_particle_mass(s, f);
+    float *a = xcalloc(4 * p->n, sizeof *a);
+    for (size_t i = 0; i < p->n; i++) {
+        a[4 * i + 0] = (float)(p->inv_mass[i] / w_fluid);
+        if (p->phase[i] == MZ_PHASE_FLUID) {
+            a[4 * i + 1] = 1.0f;
+            a[4 * i + 2] = 1.0f;
+        } else if (p->phase[i] == MZ_PHASE_RIGID) {
+            a[4 * i + 1] = (float)pow(2.0 * p->pos[4 * i + 3] / f->spacing, dim);
+        }
+    }
+    return a;
+}
+
+int pbf_init(mz_sim *sim, pbd_state *st)
+{
+    pbd_fluid *fl = &st->fluid;
+    const mz_scene *s = sim->scene;
+    fl->on = true;
+    fl->P = params(s);
+    fl->warm_start = (cl_float)s->fluids[0].warm_start;
+    fl->velocity = fl->P.xsph > 0 || fl->P.vorticity > 0;
+    static const char *const names[] = {"pbf_warm", "pbf_lambda", "pbf_delta", "pbf_curl",
+                                        "pbf_confine", NULL};
+    cl_kernel *const kernels[] = {&fl->warm, &fl->solve, &fl->delta, &fl->curl, &fl->confine};
+    fl->program = sim_build_kernels(sim, "pbd/pbf.cl", names, kernels);
+    if (!fl->program)
+        return -1;
+    /* three more instances of the snapshot kernel, each bound to its own source */
+    cl_kernel *const sorts[] = {&fl->sort_attr, &fl->sort_x, &fl->sort_v};
+    for (int k = 0; k < 3; k++) {
+        cl_int err;
+        *sorts[k] = clCreateKernel(st->cprogram, "sort_positions", &err);
+        if (!cl_ok(err, "clCreateKernel(sort_positions)"))
+            return -1;
+    }
+    mz_cl *cl = sim->cl;
+    size_t n = sim->n;
+    float *a = attributes(s, sim->parts);
+    cl_mem_flags rw = CL_MEM_READ_WRITE;
+    fl->attr = mz_cl_buffer(cl, CL_MEM_READ_ONLY, 16 * n, a, "clCreateBuffer(fluid attributes)");
+    free(a);
+    float *zero = xcalloc(n, sizeof *zero);
+    fl->density = mz_cl_buffer(cl, rw, 4 * n, zero, "clCreateBuffer(density)");
+    fl->lambda = mz_cl_buffer(cl, rw, 4 * n, zero, "clCreateBuffer(density multipliers)");
+    free(zero);
+    fl->attr_sorted = mz_cl_buffer(cl, rw, 16 * n, NULL, "clCreateBuffer(sorted attributes)");
+    fl->lambda_s = mz_cl_buffer(cl, rw, 4 * n, NULL, "clCreateBuffer(multiplier changes)");
+    if (!fl->attr || !fl->density || !fl->lambda || !fl->attr_sorted || !fl->lambda_s)
+        return -1;
+    if (fl->velocity) {
+        fl->vs = mz_cl_buffer(cl, rw, 16 * n, NULL, "clCreateBuffer(sorted velocities)");
+        fl->omega = mz_cl_buffer(cl, rw, 16 * n, NULL, "clCreateBuffer(vorticity)");
+        fl->dv = mz_cl_buffer(cl, rw, 16 * n, NULL, "clCreateBuffer(XSPH)");
+        if (!fl->vs || !fl->omega || !fl->dv)
+            return -1;
+    }
+    cl_float2 *table = wall_table(s, &fl->P);
+    fl->walls = mz_cl_buffer(cl, CL_MEM_READ_ONLY, WALL_TABLE * sizeof *table, table,
+                             "clCreateBuffer(wall density table)");
+    free(table);
+    if (!fl->walls)
+        return -1;
+    sim->field[MZ_FIELD_DENSITY] = &fl->density;
+    return 0;
+}
+
+/* Every kernel that reads the grid: its tables and the slot buffer of the last build. */
+bool pbf_bind_grid(mz_sim *sim, pbd_state *st)
+{
+    pbd_fluid *fl = &st->fluid;
+    mz_grid *g = &st->grid;
+    cl_mem slot = g->vals;
+    cl_float4 lo = sim_float4(sim->scene->domain.min), hi = sim_float4(sim->scene->domain.max);
+    bool ok = KARGS(fl->sort_attr, "sort_positions", A(sim->n_u), A(slot), A(fl->attr),
+                    A(fl->attr_sorted)) &&
+              KARGS(fl->warm, "pbf_warm", A(sim->n_u), A(fl->warm_start), A(fl->attr_sorted), A(slot),
+                    A(fl->lambda), A(fl->lambda_s)) &&
+              KARGS(fl->solve, "pbf_lambda", A(sim->n_u), A(fl->P), A(g->desc), A(g->cell_start),
+                    A(g->cell_end), A(st->sorted), A(fl->attr_sorted), A(slot), A(lo), A(hi),
+                    A(fl->walls), A(fl->lambda), A(fl->lambda_s), A(fl->density)) &&
+              KARGS(fl->delta, "pbf_delta", A(sim->n_u), A(fl->P), A(g->desc), A(g->cell_start),
+                    A(g->cell_end), A(st->sorted), A(fl->attr_sorted), A(slot), A(lo), A(hi),
+                    A(fl->walls), A(fl->lambda_s), A(sim->pred));
+    if (ok && fl->velocity) {
+        cl_float dt = 0.0f; /* set per substep */
+        ok = KARGS(fl->sort_x, "sort_positions", A(sim->n_u), A(slot), A(sim->pos),
+                   A(st->sorted)) &&
+             KARGS(fl->sort_v, "sort_positions", A(sim->n_u), A(slot), A(sim->vel), A(fl->vs)) &&
+             KARGS(fl->curl, "pbf_curl", A(sim->n_u), A(fl->P), A(g->desc), A(g->cell_start),
+                   A(g->cell_end), A(st->sorted), A(fl->attr_sorted), A(fl->vs), A(fl->omega),
+                   A(fl->dv)) &&
+             KARGS(fl->confine, "pbf_confine", A(sim->n_u), A(dt), A(fl->P), A(g->desc),
+                   A(g->cell_start), A(g->cell_end), A(st->sorted), A(fl->attr_sorted), A(slot),
+                   A(fl->vs), A(fl->omega), A(fl->dv), A(sim->vel));
+    }
+    return ok && sim_launch(sim, fl->sort_attr, sim->n, STAGE_GRID, "sort_positions") &&
+           sim_launch(sim, st->sort, sim->n, STAGE_DENSITY, "sort_positions") &&
+           sim_launch(sim, fl->warm, sim->n, STAGE_DENSITY, "pbf_warm") &&
+           sim_launch(sim, fl->delta, sim->n, STAGE_DENSITY, "pbf_delta");
+}
+
+bool pbf_iterate(mz_sim *sim, pbd_state *st)
+{
+    pbd_fluid *fl = &st->fluid;
+    return sim_launch(sim, st->sort, sim->n, STAGE_DENSITY, "sort_positions") &&
+           sim_launch(sim, fl->solve, sim->n, STAGE_DENSITY, "pbf_lambda") &&
+           sim_launch(sim, fl->delta, sim->n, STAGE_DENSITY, "pbf_delta");
+}
+
+bool pbf_velocities(mz_sim *sim, pbd_state *st, float dt)
+{
+    pbd_fluid *fl = &st->fluid;
+    if (!fl->velocity)
+        return true;
+    return cl_ok(clSetKernelArg(fl->confine, 1, sizeof dt, &dt), "clSetKernelArg(pbf_confine)") &&
+           sim_launch(sim, fl->sort_x, sim->n, STAGE_VISCOSITY, "sort_positions") &&
+           sim_launch(sim, fl->sort_v, sim->n, STAGE_VISCOSITY, "sort_positions") &&
+           sim_launch(sim, fl->curl, sim->n, STAGE_VISCOSITY, "pbf_curl") &&
+           sim_launch(sim, fl->confine, sim->n, STAGE_VISCOSITY, "pbf_confine");
+}
+
+void pbf_release(pbd_fluid *fl)
+{
+    cl_kernel ks[] = {fl->warm, fl->solve, fl->delta,  fl->curl,  fl->confine,
+                      fl->sort_attr, fl->sort_x, fl->sort_v};
+    mz_cl_release_kernels(ks, sizeof ks / sizeof *ks);
+    cl_mem ms[] = {fl->walls, fl->attr, fl->attr_sorted, fl->lambda, fl->lambda_s, fl->density, fl->vs, fl->omega, fl->dv};
+    mz_cl_release_mems(ms, sizeof ms / sizeof *ms);
+    if (fl->program)
+        clReleaseProgram(fl->program);
+}

@@ -1,0 +1,364 @@
+/* Position-based solvers (Müller et al. 2006; XPBD, Macklin et al. 2016; small steps, Macklin
+ * et al. 2019; fluids and rigids in one particle system, Macklin et al. 2014), one substep:
+ *
+ *   predict      v += dt·(g + walls), v *= damping, x* = x + dt·v   (pinned: w = 0);
+ *                rigid bodies: a rigid motion from their momenta (src/solvers/pbd/rigid.c)
+ *   grid         the neighbour grid on x* (when anything collides or there is PBF fluid)
+ *   iterations × [ density (PBF, src/solvers/pbd/fluid.c) → distance (solve, apply) → contacts →
+ *                  colliders → domain → shape matching (rigids) ]
+ *   update       v = (x* − x)/dt, x = x*; rigid velocities and momenta from their poses
+ *   viscosity    XSPH and vorticity confinement (PBF)
+ *
+ * Every sweep is a per-constraint pass followed by a per-particle gather (Jacobi; see
+ * kernels/pbd/pbd_constraints.cl), so runs are deterministic. λ is reset every substep. Particle
+ * buffers stay in id order (constraints name particles by id); contacts read a snapshot of the
+ * predicted positions sorted by cell. The stage enum and names are the --profile rows. */
+#include "scene/bodies.h"
+#include "solvers/pbd/pbd.h"
+#include "util/err.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const pbd_stages[] = {"predict",   "grid",           "density",
+                                         "distance",  "contacts",       "colliders",
+                                         "domain",    "shape matching", "update",
+                                         "viscosity", NULL};
+
+/* Layouts of mz_body_info and mz_collider_dev in kernels/pbd/pbd_constraints.cl. */
+typedef struct body_info {
+    cl_float friction, static_friction;
+    cl_uint flags, pad;
+} body_info;
+enum { BODY_COLLIDES = 1, BODY_SELF = 2, BODY_FLUID = 4, BODY_RIGID = 8 };
+
+typedef struct collider_dev {
+    cl_float4 a, b;
+    cl_float radius, friction, static_friction;
+    cl_int type;
+} collider_dev;
+enum { COLLIDER_SPHERE, COLLIDER_BOX, COLLIDER_PLANE, COLLIDER_CAPSULE };
+
+/* Per particle, its incident constraints as 2·c + (second end): a CSR adjacency; *other holds
+ * the particle at the constraint's other end, entry for entry. */
+static void adjacency(const mz_particles *p, cl_uint **start, cl_uint **adj, cl_uint **degree,
+                      cl_uint **other)
+{
+    size_t n = p->n, nc = p->n_constraints;
+    *start = xcalloc(n + 1, sizeof **start);
+    *degree = xcalloc(n ? n : 1, sizeof **degree);
+    *adj = xcalloc(2 * nc + 1, sizeof **adj);
+    for (size_t c = 0; c < nc; c++) {
+        (*degree)[p->con_ends[2 * c]]++;
+        (*degree)[p->con_ends[2 * c + 1]]++;
+    }
+    for (size_t i = 0; i < n; i++)
+        (*start)[i + 1] = (*start)[i] + (*degree)[i];
+    *other = xcalloc(2 * nc + 1, sizeof **other);
+    cl_uint *fill = xcalloc(n ? n : 1, sizeof *fill);
+    for (size_t c = 0; c < nc; c++)
+        for (int side = 0; side < 2; side++) {
+            uint32_t i = p->con_ends[2 * c + side];
+            (*other)[(*start)[i] + fill[i]] = p->con_ends[2 * c + !side];
+            (*adj)[(*start)[i] + fill[i]++] = (cl_uint)(2 * c + side);
+        }
+    free(fill);
+}
+
+static bool body_tables(mz_sim *sim, pbd_state *st, double *contact)
+{
+    const mz_scene *s = sim->scene;
+    size_t nb = s->n_fluids + bodies_count(s);
+    body_info *info = xcalloc(nb, sizeof *info);
+    size_t solids = 0;
+    bool self = false, fluid = scene_solver(s) == MZ_SOLVER_PBF;
+    *contact = 0;
+    for (size_t k = 0; fluid && k < s->n_fluids; k++) {
+        info[k].flags = BODY_COLLIDES | BODY_FLUID; /* fluid meets fluid through its density */
+        *contact = fmax(*contact, s->fluids[k].spacing);
+    }
+    for (size_t k = 0; k < bodies_count(s); k++) {
+        const mz_body *b = bodies_get(s, k);
+        body_info *bi = &info[s->n_fluids + k];
+        bool rigid = b->geom->phase == MZ_PHASE_RIGID;
+        bi->friction = (cl_float)b->friction;
+        bi->static_friction = (cl_float)b->static_friction;
+        bi->flags = BODY_COLLIDES | (rigid ? BODY_RIGID : b->self_collision ? BODY_SELF : 0);
+        self |= !rigid && b->self_collision;
+        solids++;
+        *contact = fmax(*contact, b->geom->thickness);
+    }
+    st->contacts = solids >= 2 || self || (solids && fluid);
+    st->bodies = mz_cl_buffer(sim->cl, CL_MEM_READ_ONLY, nb * sizeof *info, info,
+                              "clCreateBuffer(body table)");
+    free(info);
+
+    size_t nsol = s->n_colliders;
+    collider_dev *cd = xcalloc(nsol + 1, sizeof *cd);
+    for (size_t k = 0; k < nsol; k++) {
+        const mz_collider *c = &s->colliders[k];
+        collider_dev *d = &cd[k];
+        d->friction = (cl_float)c->friction;
+        d->static_friction = (cl_float)c->static_friction;
+        if (c->has_sphere) {
+            d->type = COLLIDER_SPHERE;
+            d->a = sim_float4(c->sphere.center);
+            d->radius = (cl_float)c->sphere.radius;
+        } else if (c->has_box) {
+            double centre[3], half[3];
+            for (int a = 0; a < 3; a++) {
+                centre[a] = 0.5 * (c->box.min[a] + c->box.max[a]);
+                half[a] = 0.5 * (c->box.max[a] - c->box.min[a]);
+            }
+            d->type = COLLIDER_BOX;
+            d->a = sim_float4(centre);
+            d->b = sim_float4(half);
+        } else if (c->has_plane) {
+            double nrm[3], len = 0;
+            int dim = s->sim.dimensions;
+            for (int a = 0; a < 3; a++)
+                len += a < dim ? c->plane.normal[a] * c->plane.normal[a] : 0;
+            for (int a = 0; a < 3; a++)
+                nrm[a] = a < dim ? c->plane.normal[a] / sqrt(len) : 0;
+            d->type = COLLIDER_PLANE;
+            d->a = sim_float4(c->plane.point);
+            d->b = sim_float4(nrm);
+        } else {
+            d->type = COLLIDER_CAPSULE;
+            d->a = sim_float4(c->capsule.a);
+            d->b = sim_float4(c->capsule.b);
+            d->radius = (cl_float)c->capsule.radius;
+        }
+        if (s->sim.dimensions == 2)
+            d->a.s[2] = d->b.s[2] = 0.0f;
+    }
+    st->n_colliders = (cl_uint)nsol;
+    st->solids = mz_cl_buffer(sim->cl, CL_MEM_READ_ONLY, (nsol + 1) * sizeof *cd, cd,
+                              "clCreateBuffer(colliders)");
+    free(cd);
+    return st->bodies && st->solids;
+}
+
+static bool constraint_buffers(mz_sim *sim, pbd_state *st)
+{
+    const mz_particles *p = sim->parts;
+    size_t nc = p->n_constraints, n = p->n;
+    cl_uint *start, *adj, *degree, *other;
+    adjacency(p, &start, &adj, &degree, &other);
+    mz_cl *cl = sim->cl;
+    cl_mem_flags ro = CL_MEM_READ_ONLY, rw = CL_MEM_READ_WRITE;
+    st->nc = (cl_uint)nc;
+    size_t m = nc ? nc : 1;
+    st->ends = mz_cl_buffer(cl, ro, 8 * m, nc ? p->con_ends : NULL, "clCreateBuffer(constraint ends)");
+    st->params = mz_cl_buffer(cl, ro, 16 * m, nc ? p->con_params : NULL,
+                              "clCreateBuffer(constraint parameters)");
+    st->lambda = mz_cl_buffer(cl, rw, 4 * m, NULL, "clCreateBuffer(lambda)");
+    st->corr = mz_cl_buffer(cl, rw, 16 * m, NULL, "clCreateBuffer(constraint corrections)");
+    st->adj_start = mz_cl_buffer(cl, ro, 4 * (n + 1), start, "clCreateBuffer(adjacency start)");
+    st->adj = mz_cl_buffer(cl, ro, 4 * (2 * nc + 1), adj, "clCreateBuffer(adjacency)");
+    st->adj_other = mz_cl_buffer(cl, ro, 4 * (2 * nc + 1), other,
+                                 "clCreateBuffer(constraint partners)");
+    st->degree = mz_cl_buffer(cl, ro, 4 * (n ? n : 1), degree, "clCreateBuffer(degree)");
+    free(start);
+    free(adj);
+    free(degree);
+    free(other);
+    return st->ends && st->params && st->lambda && st->corr && st->adj_start && st->adj &&
+           st->adj_other && st->degree;
+}
+
+static int pbd_init(mz_sim *sim)
+{
+    const mz_scene *s = sim->scene;
+    pbd_state *st = xcalloc(1, sizeof *st);
+    sim->state = st;
+    static const char *const names[] = {"predict", "domain", "update", NULL};
+    cl_kernel *const kernels[] = {&st->predict, &st->domain, &st->update};
+    st->program = sim_build_kernels(sim, "pbd/pbd_integrate.cl", names, kernels);
+    static const char *const cnames[] = {"distance_solve", "distance_apply", "sort_positions",
+                                         "collide", "colliders", NULL};
+    cl_kernel *const ckernels[] = {&st->solve, &st->apply, &st->sort, &st->collide,
+                                   &st->colliders};
+    if (!st->program)
+        return -1;
+    st->cprogram = sim_build_kernels(sim, "pbd/pbd_constraints.cl", cnames, ckernels);
+    double contact = 0;
+    if (!st->cprogram || !constraint_buffers(sim, st) || !body_tables(sim, st, &contact))
+        return -1;
+    bool pbf = scene_solver(s) == MZ_SOLVER_PBF;
+    if ((pbf && pbf_init(sim, st) != 0) || (s->n_rigids && rigid_init(sim, st) != 0))
+        return -1;
+    if (st->contacts || pbf) {
+        st->sorted = mz_cl_buffer(sim->cl, CL_MEM_READ_WRITE, 16 * sim->n, NULL,
+                                  "clCreateBuffer(sorted positions)");
+        /* Cells 1.5x the contact distance: the grid is built once a substep on x*, and the
+         * corrections of the iterations (a fraction of the distance) must not carry a pair
+         * in contact out of each other's 27 cells. The fluid's support radius is wider. */
+        double cell = fmax(1.5 * contact, pbf ? scene_support_radius(s) : 0);
+        if (!st->sorted || grid_create(&st->grid, sim->cl, sim->n, cell, s->sim.dimensions,
+                                       s->domain.min, s->domain.max, MZ_GRID_AUTO) != 0)
+            return -1;
+        st->grid_made = true;
+    }
+
+    mz_walls_arg walls = sim_walls(s);
+    cl_float4 gravity = sim_gravity(s);
+    cl_int penalty = s->domain.boundary.type == MZ_BOUNDARY_PENALTY;
+    cl_int by_radius = !penalty;
+    cl_float dt = 0.0f, keep = 1.0f; /* set per substep */
+    cl_float omega = (cl_float)s->sim.relaxation;
+    bool ok = KARGS(st->predict, "predict", A(sim->n_u), A(dt), A(keep), A(gravity), A(walls),
+                    A(penalty), A(sim->pos), A(sim->vel), A(sim->pred), A(sim->inv_mass)) &&
+              KARGS(st->domain, "domain", A(sim->n_u), A(walls.min), A(walls.max),
+                    A(by_radius), A(sim->inv_mass), A(sim->body), A(st->bodies),
+                    A(sim->pred)) &&
+              KARGS(st->update, "update", A(sim->n_u), A(dt), A(sim->pos), A(sim->vel),
+                    A(sim->pred)) &&
+              KARGS(st->solve, "distance_solve", A(st->nc), A(dt), A(omega), A(st->ends),
+                    A(st->params), A(sim->pred), A(sim->inv_mass), A(st->degree), A(st->lambda),
+                    A(st->corr)) &&
+              KARGS(st->apply, "distance_apply", A(sim->n_u), A(st->adj_start), A(st->adj),
+                    A(st->corr), A(sim->inv_mass), A(sim->pred)) &&
+              KARGS(st->colliders, "colliders", A(sim->n_u), A(st->n_colliders), A(st->solids),
+                    A(sim->pos), A(sim->inv_mass), A(sim->pred));
+    if (ok && st->contacts) /* the grid's slot buffer and description are set per build */
+        ok = KARGS(st->collide, "collide", A(sim->n_u), A(st->grid.desc), A(st->grid.cell_start),
+                   A(st->grid.cell_end), A(st->sorted), A(st->grid.vals), A(sim->pos),
+                   A(sim->inv_mass), A(sim->body), A(st->bodies), A(st->adj_start),
+                   A(st->adj_other), A(omega), A(sim->pred));
+    return ok ? 0 : -1;
+}
+
+static bool contacts(mz_sim *sim, pbd_state *st)
+{
+    return sim_launch(sim, st->sort, sim->n, STAGE_CONTACTS, "sort_positions") &&
+           sim_launch(sim, st->collide, sim->n, STAGE_CONTACTS, "collide");
+}
+
+static int pbd_substep(mz_sim *sim, double dt_seconds)
+{
+    pbd_state *st = sim->state;
+    const mz_scene *s = sim->scene;
+    cl_float dt = (cl_float)dt_seconds;
+    cl_float keep = (cl_float)exp(-s->sim.damping * dt_seconds);
+    cl_float inv_dt2 = (cl_float)(1.0 / (dt_seconds * dt_seconds));
+    bool ok = cl_ok(clSetKernelArg(st->predict, 1, sizeof dt, &dt), "clSetKernelArg(predict)") &&
+              cl_ok(clSetKernelArg(st->predict, 2, sizeof keep, &keep), "clSetKernelArg(predict)") &&
+              cl_ok(clSetKernelArg(st->update, 1, sizeof dt, &dt), "clSetKernelArg(update)") &&
+              cl_ok(clSetKernelArg(st->solve, 1, sizeof inv_dt2, &inv_dt2),
+                    "clSetKernelArg(distance_solve)");
+    ok = ok && sim_launch(sim, st->predict, sim->n, STAGE_PREDICT, "predict");
+    if (ok && st->rigid.nb)
+        ok = rigid_predict(sim, st, dt, keep);
+    if (ok && st->grid_made) {
+        /* the build may swap the grid's slot buffer: every kernel that reads it follows */
+        ok = grid_build(&st->grid, sim->pred) == 0 &&
+             KARGS(st->sort, "sort_positions", A(sim->n_u), A(st->grid.vals), A(sim->pred),
+                   A(st->sorted)) &&
+             (!st->contacts ||
+              cl_ok(clSetKernelArg(st->collide, 5, sizeof st->grid.vals, &st->grid.vals),
+                    "clSetKernelArg(collide)")) &&
+             (!st->fluid.on || pbf_bind_grid(sim, st));
+        if (ok)
+            sim_profile_grid(sim, &st->grid, STAGE_GRID);
+    }
+    if (ok && st->nc) {
+        cl_float zero = 0.0f;
+        ok = cl_ok(clEnqueueFillBuffer(sim->cl->queue, st->lambda, &zero, sizeof zero, 0,
+                                       4 * (size_t)st->nc, 0, NULL, NULL),
+                   "clEnqueueFillBuffer(lambda)");
+    }
+    for (int it = 0; ok && it < s->sim.iterations; it++) {
+        if (st->fluid.on)
+            ok = pbf_iterate(sim, st);
+        if (ok && st->nc)
+            ok = sim_launch(sim, st->solve, st->nc, STAGE_DISTANCE, "distance_solve") &&
+                 sim_launch(sim, st->apply, sim->n, STAGE_DISTANCE, "distance_apply");
+        if (ok && st->contacts)
+            ok = contacts(sim, st);
+        if (ok && st->n_colliders)
+            ok = sim_launch(sim, st->colliders, sim->n, STAGE_COLLIDERS, "colliders");
+        ok = ok && sim_launch(sim, st->domain, sim->n, STAGE_DOMAIN, "domain");
+        if (ok && st->rigid.nb)
+            ok = rigid_match(sim, st);
+    }
+    ok = ok && sim_launch(sim, st->update, sim->n, STAGE_UPDATE, "update");
+    if (ok && st->rigid.nb)
+        ok = rigid_update(sim, st, dt);
+    if (ok && st->fluid.on)
+        ok = pbf_velocities(sim, st, dt);
+    return ok ? 0 : -1;
+}
+
+static void pbd_release(mz_sim *sim)
+{
+    pbd_state *st = sim->state;
+    if (!st)
+        return;
+    cl_kernel ks[] = {st->predict, st->domain, st->update, st->solve,
+                      st->apply,   st->sort,   st->collide, st->colliders};
+    mz_cl_release_kernels(ks, sizeof ks / sizeof *ks);
+    cl_mem ms[] = {st->ends,  st->params, st->lambda, st->corr,   st->degree,
+                   st->adj_start, st->adj, st->adj_other, st->sorted, st->bodies, st->solids};
+    mz_cl_release_mems(ms, sizeof ms / sizeof *ms);
+    if (st->grid_made)
+        grid_release(&st->grid);
+    pbf_release(&st->fluid);
+    rigid_release(sim, &st->rigid);
+    if (st->program)
+        clReleaseProgram(st->program);
+    if (st->cprogram)
+        clReleaseProgram(st->cprogram);
+    free(st);
+    sim->state = NULL;
+}
+
+/* What carries from substep to substep beyond positions and velocities (λ of the distance
+ * constraints restarts at 0): the fluid's multipliers for the warm start and its density, and
+ * the rigid bodies' momenta and poses. */
+static size_t pbd_state_parts(mz_sim *sim, mz_state_part *parts, size_t max)
+{
+    pbd_state *st = sim->state;
+    const mz_state_part all[] = {
+        {"pbf_lambda", &st->fluid.lambda, NULL, 0},
+        {"pbf_lambda_change", &st->fluid.lambda_s, NULL, 0},
+        {"pbf_density", &st->fluid.density, NULL, 0},
+        {"rigid_bodies", &st->rigid.bodies, NULL, 0},
+    };
+    return sim_state_existing(all, sizeof all / sizeof *all, parts, max);
+}
+
+/* Per particle a sorted snapshot, degree, adjacency and the grid's share; per constraint its
+ * ends, parameters, λ, correction, adjacency and partners at both ends; PBF's attributes and
+ * their sorted copy, λ, density, sorted velocity, curl and XSPH; the neighbour grid's cell
+ * tables; the rigids' rest offset and owner per particle and ~200 B a body. */
+static size_t pbd_device_bytes(const mz_scene *s, size_t n)
+{
+    bool pbf = scene_solver(s) == MZ_SOLVER_PBF;
+    size_t bytes = n * (16 + 4 + 4 + 16);
+    bytes += bodies_constraint_count(s) * (8 + 16 + 4 + 16 + 8 + 8);
+    if (pbf)
+        bytes += n * (16 + 16 + 4 + 4 + 16 + 16 + 16);
+    /* cells of the support radius for the fluid, else of 1.5 contact distances (the thinnest
+     * body's: the most cells) */
+    double cell = pbf ? scene_support_radius(s) : 0.0;
+    for (size_t k = 0; cell == 0.0 && k < bodies_count(s); k++)
+        cell = 1.5 * bodies_get(s, k)->geom->thickness;
+    for (size_t k = 1; k < bodies_count(s); k++)
+        cell = fmin(cell, 1.5 * bodies_get(s, k)->geom->thickness);
+    bytes += sim_grid_bytes(s, n, cell);
+    for (size_t k = 0; k < s->n_rigids; k++)
+        bytes += s->rigids[k].geom ? s->rigids[k].geom->n * 20 + 200 : 0;
+    return bytes;
+}
+
+const mz_solver mz_solver_pbd = {
+    .name = "position based",
+    .stages = pbd_stages,
+    .device_bytes = pbd_device_bytes,
+    .init = pbd_init,
+    .substep = pbd_substep,
+    .release = pbd_release,
+    .state = pbd_state_parts,
+};

@@ -1,0 +1,67 @@
+/* The position-based solver's parts (src/solvers/pbd/pbd.c runs the substep): shared state, the
+ * fluid density constraints (src/solvers/pbd/fluid.c) and the rigid bodies (src/solvers/pbd/rigid.c). */
+#ifndef MZ_SOLVER_PBD_H
+#define MZ_SOLVER_PBD_H
+#include "device/grid.h"
+#include "solvers/sim.h"
+
+/* --profile rows, in the order they run. */
+enum pbd_stage {
+    STAGE_PREDICT, STAGE_GRID, STAGE_DENSITY, STAGE_DISTANCE, STAGE_CONTACTS, STAGE_COLLIDERS,
+    STAGE_DOMAIN, STAGE_SHAPE, STAGE_UPDATE, STAGE_VISCOSITY
+};
+
+/* Layout of mz_pbf in kernels/pbd/pbf.cl. */
+typedef struct pbf_params {
+    cl_float h, h2, poly6, spiky, volume, rest_density, epsilon, k_corr, inv_w_dq;
+    cl_int n_corr;
+    cl_float xsph, vorticity, r_min, pad0, pad1, pad2;
+} pbf_params;
+
+typedef struct pbd_fluid {
+    bool on;       /* the scene has PBF fluid */
+    bool velocity; /* XSPH or vorticity confinement after the update */
+    pbf_params P;
+    cl_float warm_start;
+    cl_program program;
+    cl_kernel warm, solve, delta, curl, confine, sort_attr, sort_x, sort_v;
+    cl_mem attr, attr_sorted, lambda, lambda_s, density, vs, omega, dv, walls;
+} pbd_fluid;
+
+typedef struct pbd_rigid {
+    cl_uint nb, n, first; /* bodies, their particles, the first one's id */
+    cl_program program;
+    cl_kernel predict, place, match, update, velocity;
+    cl_mem bodies, owner, r0;
+} pbd_rigid;
+
+typedef struct pbd_state {
+    cl_program program, cprogram;
+    cl_kernel predict, domain, update;
+    cl_kernel solve, apply, sort, collide, colliders;
+    cl_uint nc, n_colliders;
+    bool contacts;
+    mz_grid grid;
+    bool grid_made;
+    cl_mem ends, params, lambda, corr, degree, adj_start, adj, adj_other, sorted, bodies, solids;
+    pbd_fluid fluid;
+    pbd_rigid rigid;
+} pbd_state;
+
+/* Fluid: buffers and kernels (before the grid exists); the grid's arguments after every build
+ * (its slot buffer moves); one density iteration; the velocity passes after the update. */
+int pbf_init(mz_sim *sim, pbd_state *st);
+bool pbf_bind_grid(mz_sim *sim, pbd_state *st);
+bool pbf_iterate(mz_sim *sim, pbd_state *st);
+bool pbf_velocities(mz_sim *sim, pbd_state *st, float dt);
+void pbf_release(pbd_fluid *f);
+
+/* Rigid bodies: state and kernels; predicted poses and particles; one shape-matching
+ * projection; velocities and momenta after the update. */
+int rigid_init(mz_sim *sim, pbd_state *st);
+bool rigid_predict(mz_sim *sim, pbd_state *st, float dt, float keep);
+bool rigid_match(mz_sim *sim, pbd_state *st);
+bool rigid_update(mz_sim *sim, pbd_state *st, float dt);
+void rigid_release(mz_sim *sim, pbd_rigid *r);
+
+#endif

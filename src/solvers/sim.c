@@ -1,0 +1,231 @@
+#include "solvers/sim.h"
+
+#include "device/cl_prog.h"
+#include "device/grid.h"
+#include "scene/bodies.h"
+#include "util/err.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* pos, pred, vel (float4 each), inv_mass, id, body. */
+#define COMMON_BYTES_PER_PARTICLE (3 * 16 + 3 * 4)
+
+const mz_solver *sim_solver_for(const mz_scene *scene)
+{
+    if (scene_solver(scene) == MZ_SOLVER_FLIP)
+        return &mz_solver_flip;
+    return scene_is_sph(scene) ? &mz_solver_sph : &mz_solver_pbd;
+}
+
+cl_float4 sim_float4(const double v[3])
+{
+    return (cl_float4){{(float)v[0], (float)v[1], (float)v[2], 0.0f}};
+}
+
+cl_float4 sim_gravity(const mz_scene *scene)
+{
+    cl_float4 g = sim_float4(scene->sim.gravity);
+    if (scene->sim.dimensions == 2)
+        g.s[2] = 0.0f;
+    return g;
+}
+
+mz_walls_arg sim_walls(const mz_scene *scene)
+{
+    const mz_boundary *b = &scene->domain.boundary;
+    return (mz_walls_arg){sim_float4(scene->domain.min), sim_float4(scene->domain.max),
+                          (float)b->stiffness, (float)b->damping, (float)b->acceleration_limit,
+                          0.0f};
+}
+
+size_t sim_device_bytes(const mz_scene *scene, size_t n)
+{
+    return n * COMMON_BYTES_PER_PARTICLE + sim_solver_for(scene)->device_bytes(scene, n);
+}
+
+size_t sim_grid_bytes(const mz_scene *scene, size_t n, double cell)
+{
+    /* two uint per cell: the cell's range of sorted slots */
+    return cell > 0.0 ? 8 * grid_cells_for(n, cell, scene->sim.dimensions, scene->domain.min,
+                                           scene->domain.max)
+                      : 0;
+}
+
+size_t sim_state_existing(const mz_state_part *all, size_t n, mz_state_part *parts, size_t max)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n && k < max; i++)
+        if (all[i].host || *all[i].mem)
+            parts[k++] = all[i];
+    return k;
+}
+
+int sim_check_fits(const mz_cl *cl, const mz_scene *scene, size_t n)
+{
+    size_t need = sim_device_bytes(scene, n), largest = 16 * n; /* a float4 per particle */
+    if (need > cl->global_mem)
+        mz_error("the scene needs about %.3g GB of device memory for its %zu particles; %s has "
+                 "%.3g GB. Use a coarser spacing or fewer particles, or a device with more memory "
+                 "(mizu devices)",
+                 (double)need / 1e9, n, cl->device_name, (double)cl->global_mem / 1e9);
+    else if (largest > cl->max_alloc)
+        mz_error("the scene's particle arrays need %.3g GB each; %s allocates at most %.3g GB "
+                 "in one buffer. Use fewer particles or another device (mizu devices)",
+                 (double)largest / 1e9, cl->device_name, (double)cl->max_alloc / 1e9);
+    else
+        return 0;
+    return -1;
+}
+
+cl_program sim_build_kernels(mz_sim *sim, const char *file, const char *const *names,
+                             cl_kernel *const *out)
+{
+    char defines[32];
+    snprintf(defines, sizeof defines, "-DMZ_DIM=%d", sim->scene->sim.dimensions);
+    cl_program p = cl_prog_build(sim->cl, file, defines);
+    bool ok = p != NULL;
+    for (size_t i = 0; ok && names[i]; i++)
+        ok = (*out[i] = cl_prog_kernel(p, names[i])) != NULL;
+    if (!ok && p) {
+        clReleaseProgram(p);
+        p = NULL;
+    }
+    return p;
+}
+
+int sim_create(mz_sim *sim, mz_cl *cl, const mz_scene *scene, const mz_particles *p)
+{
+    memset(sim, 0, sizeof *sim);
+    sim->cl = cl;
+    sim->scene = scene;
+    sim->solver = sim_solver_for(scene);
+    sim->n = p->n;
+    sim->n_u = (cl_uint)p->n;
+    cl_mem_flags rw = CL_MEM_READ_WRITE;
+    size_t n = p->n;
+    sim->pos = mz_cl_buffer(cl, rw, 16 * n, p->pos, "clCreateBuffer(position)");
+    sim->pred = mz_cl_buffer(cl, rw, 16 * n, p->pos, "clCreateBuffer(predicted position)");
+    sim->vel = mz_cl_buffer(cl, rw, 16 * n, p->vel, "clCreateBuffer(velocity)");
+    sim->inv_mass = mz_cl_buffer(cl, rw, 4 * n, p->inv_mass, "clCreateBuffer(inverse mass)");
+    sim->id = mz_cl_buffer(cl, rw, 4 * n, p->id, "clCreateBuffer(id)");
+    sim->body = mz_cl_buffer(cl, rw, 4 * n, p->body, "clCreateBuffer(body)");
+    if (!sim->pos || !sim->pred || !sim->vel || !sim->inv_mass || !sim->id || !sim->body)
+        return -1;
+    sim->field[MZ_FIELD_POSITION] = &sim->pos;
+    sim->field[MZ_FIELD_VELOCITY] = &sim->vel;
+    sim->parts = p;
+    int rc = sim->solver->init(sim);
+    sim->parts = NULL;
+    return rc;
+}
+
+void sim_count_step(mz_sim *sim, double dt)
+{
+    sim->dt_min = sim->step ? fmin(sim->dt_min, dt) : dt;
+    sim->dt_max = sim->step ? fmax(sim->dt_max, dt) : dt;
+    sim->step++;
+    sim->time += dt;
+}
+
+int sim_substep(mz_sim *sim, double dt)
+{
+    if (sim->solver->substep(sim, dt) != 0)
+        return -1;
+    sim_count_step(sim, dt);
+    return 0;
+}
+
+int sim_advance_frame(mz_sim *sim, double frame_dt)
+{
+    if (sim->solver->advance)
+        return sim->solver->advance(sim, frame_dt);
+    int k = sim->scene->sim.substeps;
+    for (int i = 0; i < k; i++)
+        if (sim_substep(sim, frame_dt / k) != 0)
+            return -1;
+    return 0;
+}
+
+static void keep_event(mz_sim *sim, cl_event ev, int stage)
+{
+    if (ev) {
+        if (sim->n_events == sim->cap_events) {
+            sim->cap_events = sim->cap_events ? 2 * sim->cap_events : 64;
+            sim->events = xrealloc(sim->events, sim->cap_events * sizeof *sim->events);
+            sim->event_stage =
+                xrealloc(sim->event_stage, sim->cap_events * sizeof *sim->event_stage);
+        }
+        sim->events[sim->n_events] = ev;
+        sim->event_stage[sim->n_events++] = stage;
+    }
+}
+
+bool sim_launch(mz_sim *sim, cl_kernel k, size_t n, int stage, const char *kernel_name)
+{
+    cl_event ev = NULL;
+    char what[96];
+    snprintf(what, sizeof what, "clEnqueueNDRangeKernel(%s)", kernel_name);
+    if (!mz_cl_run1d(sim->cl, k, n, sim->cl->profiling ? &ev : NULL, what))
+        return false;
+    keep_event(sim, ev, stage);
+    return true;
+}
+
+bool sim_launch_local(mz_sim *sim, cl_kernel k, size_t global, size_t local, int stage,
+                      const char *kernel_name)
+{
+    cl_event ev = NULL;
+    char what[96];
+    snprintf(what, sizeof what, "clEnqueueNDRangeKernel(%s)", kernel_name);
+    if (!cl_ok(clEnqueueNDRangeKernel(sim->cl->queue, k, 1, NULL, &global, &local, 0, NULL,
+                                      sim->cl->profiling ? &ev : NULL),
+               what))
+        return false;
+    keep_event(sim, ev, stage);
+    return true;
+}
+
+void sim_profile_grid(mz_sim *sim, struct mz_grid *g, int stage)
+{
+    if (!sim->cl->profiling)
+        return;
+    clFinish(sim->cl->queue);
+    grid_collect_profile(g);
+    sim->stages[stage].seconds += 1e-3 * g->last_build_ms;
+    sim->stages[stage].launches++;
+}
+
+void sim_collect_profile(mz_sim *sim)
+{
+    for (size_t i = 0; i < sim->n_events; i++) {
+        cl_ulong t0 = 0, t1 = 0;
+        clGetEventProfilingInfo(sim->events[i], CL_PROFILING_COMMAND_START, sizeof t0, &t0,
+                                NULL);
+        clGetEventProfilingInfo(sim->events[i], CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL);
+        int s = sim->event_stage[i];
+        if (s >= 0 && s < MZ_MAX_STAGES && t1 >= t0) {
+            sim->stages[s].seconds += (double)(t1 - t0) * 1e-9;
+            sim->stages[s].launches++;
+        }
+        clReleaseEvent(sim->events[i]);
+    }
+    sim->n_events = 0;
+}
+
+void sim_release(mz_sim *sim)
+{
+    if (sim->cl && sim->cl->queue)
+        clFinish(sim->cl->queue);
+    sim_collect_profile(sim);
+    if (sim->solver && sim->solver->release)
+        sim->solver->release(sim);
+    cl_mem *bufs[] = {&sim->pos, &sim->pred, &sim->vel, &sim->inv_mass, &sim->id, &sim->body};
+    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
+        if (*bufs[i])
+            clReleaseMemObject(*bufs[i]);
+    free(sim->events);
+    free(sim->event_stage);
+    memset(sim, 0, sizeof *sim);
+}

@@ -1,0 +1,143 @@
+/* solvers/: the simulation on the device. This header is the interface every solver family
+ * implements (mz_solver) and the common buffers they share; sph/, pbd/ and flip/ each hold one
+ * family, which includes this interface but never another family; health.c checks a run for
+ * blow-ups. May include: build/, device/, scene/, util/.
+ *
+ * The simulation on the device: common particle buffers, the solver that advances them, and
+ * per-stage device times for --profile.
+ *
+ * Buffers hold particles in device order (the neighbour grid may reorder them); `id` maps each
+ * slot back to its particle id, and readback writes output in id order. */
+#ifndef MZ_SIM_H
+#define MZ_SIM_H
+#include "build/build.h"
+#include "device/cl_ctx.h"
+#include "device/kargs.h"
+#include "scene/fields.h"
+#include "scene/scene.h"
+
+#define MZ_MAX_STAGES 16
+
+typedef struct mz_sim mz_sim;
+
+/* One piece of the state a step reads before it writes it (beyond the common buffers, which
+ * sim_state_parts lists): what a checkpoint saves and a resume restores, byte for byte, so
+ * that a resumed run is bit-identical. A device buffer (mem) or host bytes (host). */
+typedef struct mz_state_part {
+    const char *name; /* the dataset name in the checkpoint: letters, digits, '_' */
+    cl_mem *mem;      /* the variable holding the buffer (handles may be swapped), or NULL */
+    void *host;       /* or host memory */
+    size_t bytes;
+} mz_state_part;
+
+#define MZ_MAX_STATE_PARTS 48
+
+/* Those of all[0..n) that exist (host bytes, or a buffer that was made) into parts[0..max):
+ * how many. For the state callbacks, whose buffers depend on the scene. */
+size_t sim_state_existing(const mz_state_part *all, size_t n, mz_state_part *parts, size_t max);
+
+/* A solver family: its stage names (for --profile) and its operations. A solver advances by
+ * fixed substeps (substep), or chooses its own steps within each frame (advance). */
+typedef struct mz_solver {
+    const char *name;
+    const char *const *stages;    /* NULL-terminated, in the order they run */
+    /* Device memory the solver needs for n particles of the scene beyond the common buffers
+     * (its own per-particle buffers, grids, boundary particles, constraints), in bytes. */
+    size_t (*device_bytes)(const mz_scene *scene, size_t n);
+    int (*init)(mz_sim *sim);     /* programs, kernels, the solver's own buffers */
+    int (*substep)(mz_sim *sim, double dt);        /* one step of dt, or NULL */
+    int (*advance)(mz_sim *sim, double frame_dt);  /* a whole frame, or NULL */
+    void (*release)(mz_sim *sim);
+    /* The solver's own state parts into parts[0..max): how many. Everything a later step
+     * reads that this step wrote (e.g. last step's density, multipliers for a warm start, a
+     * time-step controller, buffers kept in the particles' device order). */
+    size_t (*state)(mz_sim *sim, mz_state_part *parts, size_t max);
+} mz_solver;
+
+/* The domain walls as kernels take them (layout of mz_walls in kernels/common/walls.clh). */
+typedef struct mz_walls_arg {
+    cl_float4 min, max;
+    cl_float stiffness, damping, accel_limit, pad;
+} mz_walls_arg;
+
+typedef struct mz_stage_stat {
+    double seconds;
+    unsigned long launches;
+} mz_stage_stat;
+
+struct mz_sim {
+    mz_cl *cl;
+    const mz_scene *scene;
+    const mz_solver *solver;
+    void *state; /* the solver's own */
+    size_t n;
+    cl_uint n_u; /* n as a kernel argument */
+    cl_mem pos, pred, vel, inv_mass, id, body;
+    const mz_particles *parts; /* what sim_create uploaded: for the solver's init only */
+    /* Rigid bodies (rigids[], in scene order; their body index in /particles/all/body is
+     * n_fluids + n_cloths + n_meshes + k): per body two float4, the centre of mass (x, y, z, 0)
+     * and the orientation quaternion (x, y, z, w) that rotates the body's rest offsets (taken
+     * from the centre of mass at the start, world axes) into the world. Kept current by the
+     * solver after every step; 0 and NULL when the scene has none. */
+    size_t n_rigids;
+    cl_mem rigid_pose;
+    /* Where each output field lives: the variable holding its buffer handle, so that handles
+     * swapped by the grid's reorder or a solver's double buffering are always followed. */
+    cl_mem *field[MZ_FIELD_COUNT];
+    long step;   /* solver steps taken */
+    double time; /* simulated seconds */
+    double dt_min, dt_max; /* range of the steps taken */
+
+    mz_stage_stat stages[MZ_MAX_STAGES];
+    cl_event *events; /* launches not yet timed (profiling only) */
+    int *event_stage;
+    size_t n_events, cap_events;
+};
+
+/* Device memory a scene needs (the common buffers and the solver's own), in bytes. */
+size_t sim_device_bytes(const mz_scene *scene, size_t n);
+/* For the solvers' device_bytes: the neighbour grid's cell tables for cells of size `cell`
+ * (0 when cell is 0: no grid). */
+size_t sim_grid_bytes(const mz_scene *scene, size_t n, double cell);
+const mz_solver *sim_solver_for(const mz_scene *scene);
+/* Whether n particles of the scene fit the device (its memory and its largest buffer): 0, or
+ * -1 after saying what is needed and what the device has. */
+int sim_check_fits(const mz_cl *cl, const mz_scene *scene, size_t n);
+
+/* Upload the particles and build the solver's kernels. 0, or -1 after reporting. */
+int sim_create(mz_sim *sim, mz_cl *cl, const mz_scene *scene, const mz_particles *p);
+/* One frame: the solver's own steps, or simulation.substeps steps of frame_dt / substeps. */
+int sim_advance_frame(mz_sim *sim, double frame_dt);
+/* One step of dt (solvers with fixed substeps; tests). */
+int sim_substep(mz_sim *sim, double dt);
+/* Count a step a solver took (advance solvers call it). */
+void sim_count_step(mz_sim *sim, double dt);
+
+mz_walls_arg sim_walls(const mz_scene *scene);
+cl_float4 sim_gravity(const mz_scene *scene); /* z = 0 in 2D */
+cl_float4 sim_float4(const double v[3]);
+void sim_release(mz_sim *sim);
+
+/* Launch a 1D kernel over n items, charged to a stage of the solver for --profile. */
+bool sim_launch(mz_sim *sim, cl_kernel k, size_t n, int stage, const char *kernel_name);
+/* The same with an explicit global and work-group size (kernels that use local memory). */
+bool sim_launch_local(mz_sim *sim, cl_kernel k, size_t global, size_t local, int stage,
+                      const char *kernel_name);
+/* --profile: a grid build keeps its own events; wait for them and charge its device time to a
+ * stage. Nothing without profiling. */
+struct mz_grid;
+void sim_profile_grid(mz_sim *sim, struct mz_grid *g, int stage);
+/* Fold finished launches into the stage times (call after clFinish). */
+void sim_collect_profile(mz_sim *sim);
+
+/* Build a solver's kernel file for the scene (-DMZ_DIM) and look up its kernels: names[i] into
+ * *out[i], names NULL-terminated. The program, or NULL after reporting. */
+cl_program sim_build_kernels(mz_sim *sim, const char *file, const char *const *names,
+                             cl_kernel *const *out);
+
+/* The solvers. */
+extern const mz_solver mz_solver_pbd;
+extern const mz_solver mz_solver_sph;
+extern const mz_solver mz_solver_flip;
+
+#endif

@@ -1,0 +1,457 @@
+/* SPH solvers, one step:
+ *
+ *   WCSPH          grid → density (poly6 sum, or the continuity equation with δ-SPH diffusion)
+ *                  + pressure (Tait) → forces + symplectic Euler
+ *   collapsed SPH  grid → one pass: density now, forces from last step's density and pressure
+ *
+ * Forces: symmetric pressure (spiky gradient), viscosity (viscosity-kernel Laplacian),
+ * Monaghan's artificial viscosity, gravity, and the walls: penalty walls, or boundary particles
+ * (the fluid lattice continued into the walls; wall pressure extrapolated as in Adami et al.
+ * 2012; no-slip; Monaghan's 1994 repulsion as a last resort), with a domain clamp behind both. Steps are fixed (frame / substeps) or
+ * adaptive: dt = cfl · min(h / max(c0, |v|max), sqrt(h / |a|max)), never past the frame's end.
+ * The update writes new positions and velocities into second buffers (neighbours still read the
+ * old ones), and the handles are swapped. */
+#include "build/build.h"
+#include "device/grid.h"
+#include "solvers/sim.h"
+#include "solvers/sph/sph.h"
+#include "util/err.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum sph_stage { STAGE_GRID, STAGE_DENSITY, STAGE_FORCES, STAGE_STEP_SIZE };
+static const char *const sph_stages[] = {"grid", "density", "forces", "step size", NULL};
+
+typedef struct sph_state {
+    bool collapsed, adaptive;
+    sph_params P;
+    mz_walls_arg walls;
+    cl_float4 gravity;
+    cl_int penalty;
+    cl_program program;
+    cl_kernel k_density, k_forces, k_collapsed, k_max;
+    mz_grid grid, bgrid;
+    bool grid_made, bgrid_made;
+    cl_mem vel_out, rho, p, a2, partial;
+    cl_mem rho_next; /* WCSPH by the continuity equation: the new densities, then swapped */
+    cl_mem rho_prev, drho, drho_prev; /* collapsed SPH: last step's density and its rate */
+    double lag; /* seconds since the densities were last updated (the last step's dt) */
+    cl_mem bpos, bmass, dummy;
+    cl_uint nb;
+    size_t max_groups, local;
+    float *partial_host;
+    double next_dt;
+} sph_state;
+
+static bool run_density(mz_sim *sim, sph_state *st, cl_mem *rho, cl_mem *scratch, double lag);
+
+sph_params sph_params_for(const mz_scene *s)
+{
+    const mz_fluid *f = &s->fluids[0];
+    int dim = s->sim.dimensions;
+    double h = scene_support_radius(s), c0 = scene_speed_of_sound(s), pi = acos(-1.0);
+    sph_params P = {0};
+    /* The default mass is calibrated so that the summed density of the lattice is ρ0. The
+     * continuity equation sets the lattice at ρ0 instead, so a particle weighs its lattice cell,
+     * ρ0 spacing^d: with the calibrated mass the water is 1.5% (2D) lighter than the volume it
+     * fills at "ρ0" says, and a tank's pressure came out ~0.25 spacing short of ρ0 g depth
+     * near the surface (−7% two layers down). */
+    double mass = build_particle_mass(s, f); /* ρ0 spacing^d with continuity (src/build/build.c) */
+    P.h = (float)h;
+    P.h2 = (float)(h * h);
+    P.hs = (float)(0.5 * h);
+    P.mass = (float)mass;
+    P.rest_density = (float)f->rest_density;
+    P.tait_b = (float)(f->rest_density * c0 * c0 / 7.0);
+    P.c0 = (float)c0;
+    P.mu = (float)f->viscosity;
+    P.alpha = (float)f->artificial_viscosity;
+    P.eps2 = (float)(0.01 * 0.25 * h * h);
+    P.poly6 = (float)(dim == 3 ? 315.0 / (64.0 * pi * pow(h, 9)) : 4.0 / (pi * pow(h, 8)));
+    /* The spiky gradient renormalised on the lattice: summed over a rest lattice of particle
+     * volumes m/ρ0 it gives 0.874 instead of 1 in 2D (h = 2 spacing), so the pressure needed to
+     * hold water up came out 15% above ρ0 g depth; with the factor, the gradient of a linear
+     * field is exact on the rest lattice. */
+    double volume = mass / f->rest_density;
+    double g_sum = build_lattice_gradient_sum(f->spacing, h, dim) * volume / pow(f->spacing, dim);
+    P.spiky_grad =
+        (float)((dim == 3 ? -45.0 / (pi * pow(h, 6)) : -30.0 / (pi * pow(h, 5))) / g_sum);
+    P.visc_lap = (float)(dim == 3 ? 45.0 / (pi * pow(h, 6)) : 40.0 / (pi * pow(h, 5)));
+    P.r_min = (float)(1e-6 * h);
+    P.accel_limit = (float)s->domain.boundary.acceleration_limit;
+    P.limit_accel = s->domain.boundary.type == MZ_BOUNDARY_PENALTY;
+    P.continuity = f->density_method == MZ_DENSITY_CONTINUITY;
+    /* δ-SPH (Molteni & Colagrossi 2009) with δ = 0.1, the usual value: the continuity
+     * equation alone keeps whatever density noise the flow makes, and the pressure with it. */
+    P.diffusion = (float)(0.1 * 0.5 * h * c0);
+    P.wall_r0 = (float)f->spacing;
+    P.wall_d = (float)(0.01 * c0 * c0);
+    P.friction = s->domain.boundary.friction;
+    P.nu = (float)(f->viscosity / f->rest_density);
+    P.wall_y0 = (float)(0.5 * f->spacing);
+    /* A particle's drag is (u_τ²/u) wall_k Σ_b V_b ∇²W_ib v_t: over the layers of a wall area A
+     * (A / spacing^(d−1) particles each) a flow with one u_τ then feels ρ0 u_τ² A. */
+    P.wall_k = (float)(f->rest_density * pow(f->spacing, dim - 1) /
+                       (mass * build_wall_laplacian_sum(f->spacing, h, dim, volume, P.visc_lap)));
+    return P;
+}
+
+static void swap_mem(cl_mem *a, cl_mem *b)
+{
+    cl_mem t = *a;
+    *a = *b;
+    *b = t;
+}
+
+static cl_mem sph_buffer(mz_sim *sim, size_t bytes, const char *what)
+{
+    return mz_cl_buffer(sim->cl, CL_MEM_READ_WRITE, bytes, NULL, what);
+}
+
+/* The walls as boundary particles: the fluid lattice continued beyond them, as many layers as
+ * the support radius reaches, each weighing a fluid particle's mass; sorted once on a grid of
+ * their own. */
+static int init_boundary(mz_sim *sim, sph_state *st)
+{
+    const mz_scene *s = sim->scene;
+    double spacing = s->fluids[0].spacing;
+    int layers = scene_wall_layers(s);
+    float *pos = NULL;
+    size_t nb = build_wall_particles(s, spacing, layers, &pos);
+    nb = build_collider_particles(s, spacing, layers, &pos, nb);
+    float *mass = xmalloc((nb ? nb : 1) * sizeof *mass);
+    for (size_t b = 0; b < nb; b++)
+        mass[b] = st->P.mass;
+    st->nb = (cl_uint)nb;
+    st->bpos = mz_cl_buffer(sim->cl, CL_MEM_READ_WRITE, 16 * nb, pos,
+                            "clCreateBuffer(boundary positions)");
+    st->bmass = mz_cl_buffer(sim->cl, CL_MEM_READ_WRITE, 4 * nb, mass,
+                             "clCreateBuffer(boundary masses)");
+    free(pos);
+    free(mass);
+    if (!st->bpos || !st->bmass)
+        return -1;
+    /* The boundary grid covers the shell too: the domain grown by the layers. */
+    double lo[3], hi[3], grow = (layers + 1) * spacing;
+    for (int a = 0; a < 3; a++) {
+        lo[a] = s->domain.min[a] - grow;
+        hi[a] = s->domain.max[a] + grow;
+    }
+    mz_grid_mode mode = st->grid.desc.hashed ? MZ_GRID_HASHED : MZ_GRID_DENSE;
+    if (grid_create(&st->bgrid, sim->cl, nb, st->P.h, s->sim.dimensions, lo, hi, mode) != 0)
+        return -1;
+    st->bgrid_made = true;
+    if (grid_register(&st->bgrid, &st->bpos, 16) != 0 || grid_register(&st->bgrid, &st->bmass, 4))
+        return -1;
+    return grid_build(&st->bgrid, st->bpos);
+}
+
+static int sph_init(mz_sim *sim)
+{
+    const mz_scene *s = sim->scene;
+    sph_state *st = xcalloc(1, sizeof *st);
+    sim->state = st;
+    st->collapsed = scene_solver(s) == MZ_SOLVER_COLLAPSED_SPH;
+    st->adaptive = s->sim.adaptive;
+    st->P = sph_params_for(s);
+    const sph_params *P = &st->P;
+    float c[] = {P->poly6, P->spiky_grad, P->visc_lap, P->tait_b, P->mass, P->h2, P->wall_d};
+    for (size_t i = 0; i < sizeof c / sizeof *c; i++)
+        if (!isfinite(c[i]) || c[i] == 0.0f) {
+            mz_error("SPH kernel constants leave single precision for spacing %g m and support "
+                     "radius %g m (poly6 %g, spiky %g, Tait B %g): choose units that keep "
+                     "lengths within a few decades of 1",
+                     s->fluids[0].spacing, P->h, P->poly6, P->spiky_grad, P->tait_b);
+            return -1;
+        }
+    st->walls = sim_walls(s);
+    st->gravity = sim_gravity(s);
+    st->penalty = s->domain.boundary.type == MZ_BOUNDARY_PENALTY;
+    static const char *const names[] = {"sph_density", "sph_forces", "csph_step",
+                                        "speed_accel_max", NULL};
+    cl_kernel *const kernels[] = {&st->k_density, &st->k_forces, &st->k_collapsed, &st->k_max};
+    st->program = sim_build_kernels(sim, "sph/sph.cl", names, kernels);
+    if (!st->program)
+        return -1;
+
+    size_t n = sim->n;
+    st->vel_out = sph_buffer(sim, 16 * n, "clCreateBuffer(new velocity)");
+    st->rho = sph_buffer(sim, 4 * n, "clCreateBuffer(density)");
+    st->p = sph_buffer(sim, 4 * n, "clCreateBuffer(pressure)");
+    st->a2 = sph_buffer(sim, 4 * n, "clCreateBuffer(acceleration)");
+    st->dummy = sph_buffer(sim, 16, "clCreateBuffer(no boundary)");
+    if (!st->vel_out || !st->rho || !st->p || !st->a2 || !st->dummy)
+        return -1;
+    if (st->collapsed) {
+        st->rho_prev = sph_buffer(sim, 4 * n, "clCreateBuffer(last density)");
+        st->drho = sph_buffer(sim, 4 * n, "clCreateBuffer(density rate)");
+        st->drho_prev = sph_buffer(sim, 4 * n, "clCreateBuffer(last density rate)");
+        if (!st->rho_prev || !st->drho || !st->drho_prev)
+            return -1;
+        /* The initial density pass gives ρ at t = 0 with no rate yet: start from rest. */
+        cl_float zero = 0.0f;
+        if (!cl_ok(clEnqueueFillBuffer(sim->cl->queue, st->drho_prev, &zero, sizeof zero, 0,
+                                       4 * n, 0, NULL, NULL),
+                   "clEnqueueFillBuffer(density rate)"))
+            return -1;
+    }
+    /* The step-size reduction: a fixed number of groups, each a power-of-two size. */
+    st->local = (sim->cl->type & CL_DEVICE_TYPE_GPU) ? 256 : 64;
+    while (st->local > sim->cl->max_wg) /* a power of two the device takes */
+        st->local /= 2;
+    st->max_groups = (sim->cl->type & CL_DEVICE_TYPE_GPU) ? 512 : 16;
+    st->partial = sph_buffer(sim, 8 * st->max_groups, "clCreateBuffer(step size)");
+    st->partial_host = xcalloc(2 * st->max_groups, sizeof(float));
+    if (!st->partial)
+        return -1;
+
+    if (grid_create(&st->grid, sim->cl, n, st->P.h, s->sim.dimensions, s->domain.min,
+                    s->domain.max, MZ_GRID_AUTO) != 0)
+        return -1;
+    st->grid_made = true;
+    cl_mem *moved4[] = {&sim->inv_mass, &sim->id, &sim->body, &st->rho_prev, &st->drho_prev};
+    if (grid_register(&st->grid, &sim->pos, 16) || grid_register(&st->grid, &sim->vel, 16))
+        return -1;
+    for (size_t i = 0; i < sizeof moved4 / sizeof *moved4; i++)
+        if (*moved4[i] && grid_register(&st->grid, moved4[i], 4))
+            return -1;
+    /* WCSPH's densities by the continuity equation are state carried from step to step: they
+     * start at the rest density (the lattice is at rest by construction) and travel with the
+     * particles. (The scene refuses continuity with collapsed SPH.) */
+    if (st->P.continuity) {
+        st->rho_next = sph_buffer(sim, 4 * n, "clCreateBuffer(new density)");
+        if (!st->rho_next || grid_register(&st->grid, &st->rho, 4) ||
+            !cl_ok(clEnqueueFillBuffer(sim->cl->queue, st->rho, &st->P.rest_density,
+                                       sizeof st->P.rest_density, 0, 4 * n, 0, NULL, NULL),
+                   "clEnqueueFillBuffer(density)"))
+            return -1;
+    }
+    if (s->domain.boundary.type == MZ_BOUNDARY_PARTICLES && init_boundary(sim, st) != 0)
+        return -1;
+    /* First step: the CFL step for c0 (the fastest initial speed is part of c0). */
+    st->next_dt = scene_cfl(s) * st->P.h / st->P.c0;
+    double fixed = scene_substep_dt(s);
+    if (!st->adaptive && fixed > st->next_dt)
+        mz_warn("SPH step %.3g ms exceeds the CFL limit %.3g ms (cfl %g, h %g m, c0 %.3g m/s); "
+                "expect a blow-up: raise simulation.substeps to %.0f or set "
+                "simulation.adaptive",
+                1e3 * fixed, 1e3 * st->next_dt, scene_cfl(s), st->P.h, st->P.c0,
+                ceil(scene_frame_dt(s) / st->next_dt));
+    /* The initial state's density and pressure: frame 0's output, and collapsed SPH's
+     * "last step" for its first step. */
+    if (grid_build(&st->grid, sim->pos) != 0)
+        return -1;
+    /* After the build: it swaps the handles of the buffers it moves, rho_prev among them. */
+    if (!run_density(sim, st, st->collapsed ? &st->rho_prev : &st->rho, &st->rho_next, 0.0))
+        return -1;
+    /* Collapsed SPH's newest densities are swapped into rho_prev at the end of each step. */
+    sim->field[MZ_FIELD_DENSITY] = st->collapsed ? &st->rho_prev : &st->rho;
+    sim->field[MZ_FIELD_PRESSURE] = &st->p;
+    return 0;
+}
+
+/* Boundary arguments: the boundary set, or a harmless stand-in when there is none. */
+typedef struct boundary_args {
+    mz_grid_desc desc;
+    cl_mem start, end, pos, mass;
+    cl_int nb;
+} boundary_args;
+
+static boundary_args boundary_of(const sph_state *st)
+{
+    if (!st->bgrid_made)
+        return (boundary_args){st->grid.desc, st->dummy, st->dummy, st->dummy, st->dummy, 0};
+    return (boundary_args){st->bgrid.desc, st->bgrid.cell_start, st->bgrid.cell_end, st->bpos,
+                           st->bmass, (cl_int)st->nb};
+}
+
+/* Density and pressure into *rho. The continuity equation reads the neighbours' densities, so
+ * it writes into *scratch and the handles are swapped; summation writes in place. */
+static bool run_density(mz_sim *sim, sph_state *st, cl_mem *rho, cl_mem *scratch, double lag)
+{
+    boundary_args b = boundary_of(st);
+    cl_float lag_f = (cl_float)lag;
+    cl_mem out = st->P.continuity ? *scratch : *rho;
+    bool ok = KARGS(st->k_density, "sph_density", A(sim->n_u), A(lag_f), A(st->P),
+                    A(st->gravity), A(st->grid.desc), A(st->grid.cell_start),
+                    A(st->grid.cell_end), A(sim->pos), A(sim->vel), A(b.desc), A(b.start),
+                    A(b.end), A(b.pos), A(b.mass), A(b.nb), A(*rho), A(out), A(st->p)) &&
+              sim_launch(sim, st->k_density, sim->n, STAGE_DENSITY, "sph_density");
+    if (ok && st->P.continuity)
+        swap_mem(rho, scratch);
+    return ok;
+}
+
+static int sph_step(mz_sim *sim, sph_state *st, double dt_seconds)
+{
+    cl_float dt = (cl_float)dt_seconds;
+    if (grid_build(&st->grid, sim->pos) != 0)
+        return -1;
+    sim_profile_grid(sim, &st->grid, STAGE_GRID);
+    boundary_args b = boundary_of(st);
+    bool ok;
+    if (!st->collapsed) {
+        ok = run_density(sim, st, &st->rho, &st->rho_next, st->lag) &&
+             KARGS(st->k_forces, "sph_forces", A(sim->n_u), A(dt), A(st->P), A(st->gravity),
+                   A(st->walls), A(st->penalty), A(st->grid.desc), A(st->grid.cell_start),
+                   A(st->grid.cell_end), A(sim->pos), A(sim->vel), A(st->rho), A(st->p),
+                   A(b.desc), A(b.start), A(b.end), A(b.pos), A(b.mass), A(b.nb), A(sim->pred),
+                   A(st->vel_out), A(st->a2)) &&
+             sim_launch(sim, st->k_forces, sim->n, STAGE_FORCES, "sph_forces");
+    } else {
+        cl_float lag = (cl_float)st->lag;
+        ok = KARGS(st->k_collapsed, "csph_step", A(sim->n_u), A(dt), A(lag), A(st->P),
+                   A(st->gravity), A(st->walls), A(st->penalty), A(st->grid.desc),
+                   A(st->grid.cell_start), A(st->grid.cell_end), A(sim->pos), A(sim->vel),
+                   A(st->rho_prev), A(st->drho_prev), A(b.desc), A(b.start), A(b.end),
+                   A(b.pos), A(b.mass), A(b.nb), A(st->rho), A(st->drho), A(st->p),
+                   A(sim->pred), A(st->vel_out), A(st->a2)) &&
+             sim_launch(sim, st->k_collapsed, sim->n, STAGE_FORCES, "csph_step");
+        swap_mem(&st->rho, &st->rho_prev);
+        swap_mem(&st->drho, &st->drho_prev);
+    }
+    st->lag = dt_seconds; /* collapsed: the densities just summed are at this step's start */
+    if (!ok)
+        return -1;
+    swap_mem(&sim->pos, &sim->pred);
+    swap_mem(&sim->vel, &st->vel_out);
+    return 0;
+}
+
+/* One fixed step (sim_substep counts it). */
+static int sph_substep(mz_sim *sim, double dt) { return sph_step(sim, sim->state, dt); }
+
+/* The CFL and force criteria from the largest |v| and |a| of the step just taken. */
+static int choose_dt(mz_sim *sim, sph_state *st)
+{
+    size_t groups = (sim->n + st->local - 1) / st->local;
+    if (groups > st->max_groups)
+        groups = st->max_groups;
+    size_t global = groups * st->local;
+    bool ok = KARGS(st->k_max, "speed_accel_max", A(sim->n_u), A(sim->vel), A(st->a2),
+                    A(st->partial)) &&
+              cl_ok(clSetKernelArg(st->k_max, 4, 8 * st->local, NULL),
+                    "clSetKernelArg(speed_accel_max, scratch)");
+    ok = ok && sim_launch_local(sim, st->k_max, global, st->local, STAGE_STEP_SIZE,
+                                "speed_accel_max") && cl_ok(clEnqueueReadBuffer(sim->cl->queue, st->partial, CL_TRUE, 0, 8 * groups,
+                                         st->partial_host, 0, NULL, NULL),
+                     "clEnqueueReadBuffer(step size)");
+    if (!ok)
+        return -1;
+    float v2 = 0, a2 = 0;
+    for (size_t g = 0; g < groups; g++) {
+        v2 = fmaxf(v2, st->partial_host[2 * g]);
+        a2 = fmaxf(a2, st->partial_host[2 * g + 1]);
+    }
+    double h = st->P.h, cfl = scene_cfl(sim->scene);
+    double dt = cfl * h / fmax(st->P.c0, sqrt(v2));
+    if (a2 > 0)
+        dt = fmin(dt, cfl * sqrt(h / sqrt(a2)));
+    /* A non-finite speed, or a step a million times below the CFL step of c0, is a blow-up:
+     * stop with the frames so far rather than run on with NaNs or steps of zero. */
+    double cfl_dt = cfl * h / st->P.c0;
+    if (!isfinite(v2) || !isfinite(a2) || !(dt >= 1e-6 * cfl_dt)) {
+        mz_error("the simulation blew up at t = %.6g s (step %ld): %s. Likely causes: a step "
+                 "too long for the speed of sound (more simulation.substeps, or "
+                 "simulation.adaptive), too little artificial_viscosity, or particles started "
+                 "on top of each other or of a wall",
+                 sim->time, sim->step,
+                 !isfinite(v2) || !isfinite(a2) ? "velocities or accelerations are no longer "
+                                                   "finite"
+                                                 : "the stable step fell below a millionth of "
+                                                   "the CFL step (runaway accelerations)");
+        return -1;
+    }
+    st->next_dt = dt;
+    return 0;
+}
+
+static int sph_advance(mz_sim *sim, double frame_dt)
+{
+    sph_state *st = sim->state;
+    const mz_scene *s = sim->scene;
+    if (!st->adaptive) {
+        for (int k = 0; k < s->sim.substeps; k++)
+            if (sim_substep(sim, frame_dt / s->sim.substeps) != 0)
+                return -1;
+        return choose_dt(sim, st); /* once a frame: the blow-up check */
+    }
+    /* Steps of the chosen size; the last one of the frame ends on the frame exactly, and one
+     * that would leave a sliver under a quarter step takes half of what is left instead. */
+    double t = 0;
+    while (frame_dt - t > 1e-9 * frame_dt) {
+        double left = frame_dt - t, dt = st->next_dt;
+        if (dt >= left)
+            dt = left;
+        else if (left - dt < 0.25 * dt)
+            dt = 0.5 * left;
+        if (sph_step(sim, st, dt) != 0 || choose_dt(sim, st) != 0)
+            return -1;
+        sim_count_step(sim, dt);
+        t += dt;
+    }
+    return 0;
+}
+
+static void sph_release(mz_sim *sim)
+{
+    sph_state *st = sim->state;
+    if (!st)
+        return;
+    if (st->grid_made)
+        grid_release(&st->grid);
+    if (st->bgrid_made)
+        grid_release(&st->bgrid);
+    cl_kernel ks[] = {st->k_density, st->k_forces, st->k_collapsed, st->k_max};
+    mz_cl_release_kernels(ks, sizeof ks / sizeof *ks);
+    cl_mem ms[] = {st->vel_out, st->rho,     st->rho_next, st->p,     st->rho_prev, st->drho,
+                   st->drho_prev, st->a2,  st->partial,  st->bpos, st->bmass,    st->dummy};
+    mz_cl_release_mems(ms, sizeof ms / sizeof *ms);
+    if (st->program)
+        clReleaseProgram(st->program);
+    free(st->partial_host);
+    free(st);
+    sim->state = NULL;
+}
+
+/* What carries from step to step: the densities (continuity: integrated; collapsed: last
+ * step's and their rate), the pressure, the step-size controller and the density lag. Every
+ * per-particle buffer here is in the grid's device order, as pos and vel are. */
+static size_t sph_state_parts(mz_sim *sim, mz_state_part *parts, size_t max)
+{
+    sph_state *st = sim->state;
+    const mz_state_part all[] = {
+        {"sph_density", &st->rho, NULL, 0},        {"sph_pressure", &st->p, NULL, 0},
+        {"sph_last_density", &st->rho_prev, NULL, 0}, {"sph_density_rate", &st->drho, NULL, 0},
+        {"sph_last_density_rate", &st->drho_prev, NULL, 0},
+        {"sph_lag", NULL, &st->lag, sizeof st->lag},
+        {"sph_next_dt", NULL, &st->next_dt, sizeof st->next_dt},
+    };
+    return sim_state_existing(all, sizeof all / sizeof *all, parts, max);
+}
+
+/* New velocity; density, pressure, |a|² and (collapsed SPH) last density, its rate and the new
+ * rate; the grid's keys, values and their copies; its reorder copies of the moved arrays
+ * (position, velocity, inverse mass, id, body, last density and rate). With particle walls, the
+ * wall and collider particles: position, mass, their grid's keys, values, copies and reorder
+ * copies. Both grids' cell tables are of support-radius cells. */
+static size_t sph_device_bytes(const mz_scene *s, size_t n)
+{
+    size_t bytes = n * (16 + 4 * 6 + 16 + (16 + 16 + 4 * 5));
+    if (s->domain.boundary.type == MZ_BOUNDARY_PARTICLES)
+        bytes += scene_boundary_count(s) * (16 + 4 + 16 + 16 + 4);
+    return bytes + sim_grid_bytes(s, n, scene_support_radius(s));
+}
+
+const mz_solver mz_solver_sph = {
+    .name = "SPH",
+    .stages = sph_stages,
+    .device_bytes = sph_device_bytes,
+    .init = sph_init,
+    .substep = sph_substep,
+    .advance = sph_advance,
+    .release = sph_release,
+    .state = sph_state_parts,
+};

@@ -1,0 +1,103 @@
+/* make bench: FLIP throughput. A 3D dam break: a cube of n^3 water particles (spacing 1 cm)
+ * against the wall of a tank 4n x 2n x n spacings, cells of 2 spacings (as many grid cells as
+ * particles), steps short enough that the fastest particle crosses half a cell. For each size,
+ * the default pressure solver (red-black SOR) and the Jacobi baseline, both to the default
+ * tolerance: time per step, split into grid (sort), P2G, projection and G2P (device time), and
+ * the projection's sweeps: the first step's (from zero pressure) and the mean over the timed
+ * steps (warm-started). n^3 ~ 10^5 on the CPU, 10^6 and 10^7 on a GPU; BENCH_FLIP_MAX overrides
+ * the largest count, BENCH_FLIP_STEPS the timed steps. Not a test: prints a table, exits 0. */
+#include "bench/bench_frames.h"
+#include "build/build.h"
+#include "cli/progress.h"
+#include "device/cl_ctx.h"
+#include "scene/scene.h"
+#include "solvers/flip/flip.h"
+#include "solvers/sim.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int bench(mz_cl *cl, int res, const char *solver, int warm, int steps, int max_sweeps)
+{
+    double a = 0.01 * res, v = sqrt(2 * 9.81 * a), cell = 0.02;
+    int substeps = (int)ceil(2 * v / 60 / cell); /* half a cell per step at the free-fall speed */
+    char json[1536];
+    snprintf(json, sizeof json,
+             "{\"mizu_scene\": 1, \"simulation\": {\"fps\": 60, \"substeps\": %d,"
+             "   \"pressure_solver\": \"%s\", \"pressure_iterations\": %d},"
+             " \"domain\": {\"min\": [0,0,0], \"max\": [%.17g,%.17g,%.17g]},"
+             " \"fluids\": [{\"solver\": \"flip\", \"box\": {\"min\": [0,0,0],"
+             "   \"max\": [%.17g,%.17g,%.17g]}, \"spacing\": 0.01}]}",
+             substeps, solver, max_sweeps, 4 * a, 2 * a, a, a, a, a);
+    mz_scene s;
+    mz_particles p;
+    mz_sim sim;
+    if (bench_open(cl, json, &s, &p, &sim) != 0)
+        return -1;
+    double dt = scene_substep_dt(&s);
+    for (int k = 0; k < warm; k++)
+        if (sim_substep(&sim, dt) != 0)
+            return -1;
+    clFinish(cl->queue);
+    sim_collect_profile(&sim);
+    memset(sim.stages, 0, sizeof sim.stages);
+    flip_stats before = *flip_get_stats(&sim);
+    double t0 = now_seconds();
+    for (int k = 0; k < steps; k++) {
+        if (sim_substep(&sim, dt) != 0)
+            return -1;
+        clFinish(cl->queue);
+        sim_collect_profile(&sim);
+    }
+    double wall = now_seconds() - t0;
+    const flip_stats *st = flip_get_stats(&sim);
+    const flip_grid *g = &((flip_view[]){flip_get_view(&sim)})[0].grid;
+    long cells = (long)g->cells.s[0] * g->cells.s[1] * g->cells.s[2];
+    printf("%-7s %9zu %9ld %5d %5d %9.1f", solver, p.n, cells, substeps, steps,
+           1e3 * wall / steps);
+    for (int i = 0; sim.solver->stages[i]; i++)
+        printf(" %9.2f", 1e3 * sim.stages[i].seconds / steps);
+    long capped = st->capped - before.capped;
+    printf(" %7d %9.1f %7ld %10.2g\n", st->first_iterations,
+           (double)(st->iterations - before.iterations) / (st->projections - before.projections),
+           capped, st->last_residual);
+    sim_release(&sim);
+    particles_free(&p);
+    scene_free(&s);
+    return 0;
+}
+
+int main(void)
+{
+    mz_cl cl;
+    if (mz_cl_open(&cl, NULL, true) != 0)
+        return 1;
+    bool gpu = (cl.type & CL_DEVICE_TYPE_GPU) != 0;
+    const char *env = getenv("BENCH_FLIP_MAX"), *env_steps = getenv("BENCH_FLIP_STEPS");
+    double max_n = env ? atof(env) : gpu ? 1.1e7 : 1.1e5;
+    printf("FLIP dam break: n^3 particles, 2 spacings a cell, pressure tolerance 1e-4; device %s\n",
+           cl.device_name);
+    printf("(ms/step by wall clock with the queue drained every step; stage columns: device ms per "
+           "step; sweeps: the first step's (cold) and the timed steps' mean (warm start); capped: "
+           "timed steps that stopped at the sweep limit; residual: the last step's)\n");
+    printf("%-7s %9s %9s %5s %5s %9s", "solver", "particles", "cells", "subst", "steps",
+           "ms/step");
+    for (int i = 0; mz_solver_flip.stages[i]; i++)
+        printf(" %9s", mz_solver_flip.stages[i]);
+    printf(" %7s %9s %7s %10s\n", "first", "sweeps", "capped", "residual");
+    const int res[] = {46, 100, 215}; /* 9.7e4, 1e6, 9.9e6 particles */
+    for (int k = 0; k < 3; k++) {
+        if ((double)res[k] * res[k] * res[k] > max_n)
+            break;
+        int steps = env_steps ? atoi(env_steps) : gpu ? 20 : k == 0 ? 10 : 2;
+        /* Jacobi needs sweeps in proportion to the square of the size: capped, or a 10^6 CPU
+         * row would take an hour. */
+        if (bench(&cl, res[k], "rbgs", 4, steps, 10000) ||
+            bench(&cl, res[k], "jacobi", 4, steps, gpu ? 20000 : 5000))
+            return 1;
+    }
+    mz_cl_close(&cl);
+    return 0;
+}
