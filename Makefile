@@ -28,7 +28,7 @@ TEST_SRCS  := $(sort $(wildcard tests/*/test_*.c))
 BENCH_SRCS := $(sort $(wildcard tests/bench/bench_*.c))
 TESTS    := $(patsubst %.c,$(BUILD)/tests/%,$(notdir $(TEST_SRCS)))
 BENCHES  := $(patsubst %.c,$(BUILD)/tests/%,$(notdir $(BENCH_SRCS)))
-TEST_HDRS := tests/test_util.h tests/test_world.h tests/bench/bench_frames.h
+TEST_HDRS := tests/test_util.h tests/test_world.h tests/test_files.h tests/bench/bench_frames.h
 
 .PHONY: all test bench install uninstall clean help check-deps demo fuzz sanitize valgrind
 all: check-deps $(BUILD)/mizu

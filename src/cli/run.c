@@ -20,6 +20,7 @@
 #include "scene/bodies.h"
 #include "solvers/health.h"
 #include "solvers/sim.h"
+#include "util/digest.h"
 #include "util/err.h"
 
 #include <stdint.h>
@@ -100,6 +101,7 @@ typedef struct run_ctx {
     const mz_run_opts *o;
     mz_scene scene;
     char *path, *ckpt_path;
+    char *run_id;    /* the output's (io/h5_out.h): new, or the resumed checkpoint's */
     mz_ckpt ck;      /* the checkpoint resumed from (frame 0 when not resuming) */
     bool resumed;
     mz_cl cl;
@@ -276,13 +278,75 @@ static void alloc_readbacks(run_ctx *r)
             r->ordered[f] = xmalloc(4 * (size_t)mz_field_infos[f].components * n);
 }
 
+/* Output rows a run has written once frame `last` is done (every output.every-th frame from 0). */
+static long output_frames(const mz_scene *s, long last)
+{
+    return last < 0 ? 0 : last / s->output.every + 1;
+}
+
+/* The run id of a new output: a digest of what decides its frames (the scene as given and as
+ * used, and the device), so that two identical runs still write identical files, and any two
+ * runs whose frames could differ have different ids. */
+static char *new_run_id(const run_ctx *r)
+{
+    const mz_scene *s = &r->scene;
+    uint64_t h = digest_add(DIGEST_START, s->given_json, strlen(s->given_json) + 1);
+    h = digest_add(h, s->effective_json, strlen(s->effective_json) + 1);
+    h = digest_add(h, r->cl.device_name, strlen(r->cl.device_name) + 1);
+    mz_str id = {0};
+    str_addf(&id, "%016llx", (unsigned long long)h);
+    return id.s;
+}
+
+/* A resumed run's checkpoint against the scene it reloads: frames in range, the output rows it
+ * claims, and the meshes unchanged since. 0, or an exit code after reporting. */
+static int check_resume(const run_ctx *r)
+{
+    const mz_scene *s = &r->scene;
+    const mz_ckpt *ck = &r->ck;
+    const char *path = r->o->resume_path;
+    if (ck->frame > s->sim.frames) {
+        if (r->o->frames > 0) {
+            mz_error("--frames %ld ends before the checkpoint's frame %ld (%s): nothing to do",
+                     r->o->frames, ck->frame, path);
+            return MZ_EXIT_USAGE;
+        }
+        mz_error("checkpoint %s damaged: frame %ld is beyond the scene's %d frames", path,
+                 ck->frame, s->sim.frames);
+        return MZ_EXIT_RUNTIME;
+    }
+    if (ck->frames_written != output_frames(s, ck->frame)) {
+        mz_error("checkpoint %s damaged: it says %ld frames were written by frame %ld; the scene "
+                 "writes %ld", path, ck->frames_written, ck->frame, output_frames(s, ck->frame));
+        return MZ_EXIT_RUNTIME;
+    }
+    if (ck->n_inputs != bodies_count(s)) {
+        mz_error("checkpoint %s damaged: it records %zu bodies; the scene makes %zu", path,
+                 ck->n_inputs, bodies_count(s));
+        return MZ_EXIT_RUNTIME;
+    }
+    for (size_t k = 0; k < ck->n_inputs; k++) {
+        const mz_body *b = bodies_get(s, k);
+        uint64_t now = b->obj ? b->obj_digest : 0;
+        if (now != ck->inputs[k]) {
+            char where[48];
+            mz_error("%s.obj (%s) changed since checkpoint %s was written: resuming would not "
+                     "continue the same run. Restore the file, or start a new run",
+                     bodies_path(s, k, where), b->obj ? b->obj : "none", path);
+            return MZ_EXIT_RUNTIME;
+        }
+    }
+    return 0;
+}
+
 /* A new output file, or for --resume the one the checkpoint names, cut back to its frames. */
 static int open_output(run_ctx *r)
 {
     const mz_scene *s = &r->scene;
     if (r->resumed) {
         r->out = h5_out_reopen(r->path, r->parts.n, r->fields, r->sim.n_rigids,
-                               r->ck.frames_written);
+                               r->ck.frames_written, r->run_id,
+                               output_frames(s, s->sim.frames));
         return r->out ? 0 : -1;
     }
     mz_h5_meta meta = {.scene_path = s->path, .scene_given = s->given_json,
@@ -290,7 +354,7 @@ static int open_output(run_ctx *r)
                        .overrides = (const char *const *)s->overrides,
                        .n_overrides = s->n_overrides, .device = r->cl.device_name,
                        .platform = r->cl.platform_name, .driver = r->cl.driver_version,
-                       .kernel_build_options = MZ_CL_BUILD_OPTIONS};
+                       .kernel_build_options = MZ_CL_BUILD_OPTIONS, .run_id = r->run_id};
     memcpy(meta.domain_min, s->domain.min, sizeof meta.domain_min);
     memcpy(meta.domain_max, s->domain.max, sizeof meta.domain_max);
     /* Rigid body k is body n_fluids + n_cloths + n_meshes + k (sim.h). */
@@ -319,6 +383,10 @@ static int set_up(run_ctx *r)
         mz_warn("the checkpoint was written on \"%s\" and this run is on \"%s\": the frames "
                 "that follow are bit-identical to an uninterrupted run only on the same device",
                 r->ck.device, r->cl.device_name);
+    int checked = r->resumed ? check_resume(r) : 0;
+    if (checked != 0)
+        return checked;
+    r->run_id = r->resumed ? xstrdup(r->ck.run_id) : new_run_id(r);
     /* Before any allocation: a scene too big for the device is refused, not half-built. */
     if (sim_check_fits(&r->cl, &r->scene, scene_particle_count(&r->scene)) != 0)
         return MZ_EXIT_RUNTIME;
@@ -360,7 +428,7 @@ static int save_checkpoint(run_ctx *r, long frame)
 {
     const mz_scene *s = &r->scene;
     mz_ckpt info = {.frame = frame, .frames_written = h5_out_frames(r->out),
-                    .scene_path = s->path, .scene_given = s->given_json,
+                    .run_id = r->run_id, .scene_path = s->path, .scene_given = s->given_json,
                     .output_path = r->path, .overrides = s->overrides,
                     .n_overrides = s->n_overrides};
     /* The overrides already hold --frames: a resumed run keeps the frame count unless it is
@@ -417,7 +485,9 @@ static loop_end frame_loop(run_ctx *r, long first, long *last_frame, const char 
         *last_frame = f;
         progress_update(&prog, f, r->sim.time, r->sim.step);
         bool signalled = signals_pending() != 0;
-        if (signalled || (ck_every > 0 && f % ck_every == 0 && f > 0 && f < frames)) {
+        /* A run that checkpoints also does at its last frame, so that --resume --frames can
+         * extend it. */
+        if (signalled || (ck_every > 0 && f > 0 && (f % ck_every == 0 || f == frames))) {
             int d = drain(r);
             if (d != 0) {
                 *why = drain_failure(d);
@@ -471,6 +541,7 @@ static void release_run(run_ctx *r)
     mz_cl_close(&r->cl);
     free(r->path);
     free(r->ckpt_path);
+    free(r->run_id);
     checkpoint_free(&r->ck);
     scene_free(&r->scene);
 }

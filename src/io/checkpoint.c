@@ -1,9 +1,13 @@
 /* Checkpoint files (layout in checkpoint.h). */
 #include "io/checkpoint.h"
 
+#include "scene/bodies.h"
+#include "util/digest.h"
 #include "util/err.h"
 
 #include <hdf5.h>
+
+#include <math.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -17,7 +21,7 @@
 #endif
 
 #define CKPT_FORMAT "mizu checkpoint"
-#define CKPT_VERSION 1
+#define CKPT_VERSION 2 /* 2: run id, input digests, checksums of the record and the state */
 
 size_t sim_state_parts(mz_sim *sim, mz_state_part *parts, size_t max)
 {
@@ -59,8 +63,9 @@ static int put_bytes(hid_t file, const char *name, const void *data, size_t byte
     return rc;
 }
 
-/* Bytes of dataset name: malloc'd (with a NUL after them), *bytes set. NULL if missing. */
-static char *get_bytes(hid_t file, const char *name, size_t *bytes)
+/* Bytes of dataset name: malloc'd (with a NUL after them), *bytes set. NULL if missing,
+ * unreadable or longer than max (then *bytes says how long). */
+static char *get_bytes(hid_t file, const char *name, size_t max, size_t *bytes)
 {
     if (H5Lexists(file, name, H5P_DEFAULT) <= 0)
         return NULL;
@@ -68,14 +73,15 @@ static char *get_bytes(hid_t file, const char *name, size_t *bytes)
     hid_t space = d < 0 ? -1 : H5Dget_space(d);
     hssize_t n = space < 0 ? -1 : H5Sget_simple_extent_npoints(space);
     char *buf = NULL;
-    if (n >= 0) {
+    if (n >= 0)
+        *bytes = (size_t)n;
+    if (n >= 0 && (unsigned long long)n <= max) {
         buf = xmalloc((size_t)n + 1);
         buf[n] = 0;
         if (n > 0 && H5Dread(d, H5T_NATIVE_UCHAR, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) {
             free(buf);
             buf = NULL;
         }
-        *bytes = (size_t)n;
     }
     if (space >= 0)
         H5Sclose(space);
@@ -152,33 +158,73 @@ static char *get_text_attr(hid_t obj, const char *name)
     return s;
 }
 
+/* ---- the record and its checksum ---- */
+
+/* Digests of the OBJ files the scene's bodies read, in body order (bodies without one: 0). */
+static uint64_t *input_digests(const mz_scene *s, size_t *n)
+{
+    *n = bodies_count(s);
+    uint64_t *d = xcalloc(*n ? *n : 1, sizeof *d);
+    for (size_t k = 0; k < *n; k++)
+        d[k] = bodies_get(s, k)->obj ? bodies_get(s, k)->obj_digest : 0;
+    return d;
+}
+
+static uint64_t digest_text(uint64_t h, const char *t)
+{
+    return digest_add(h, t, strlen(t) + 1);
+}
+
+/* Every value of the record in a fixed order: a damaged attribute, text or digest shows. */
+static uint64_t record_digest(const mz_ckpt *c)
+{
+    int64_t ints[6] = {c->frame, c->frames_written, c->step, (int64_t)c->particles,
+                       (int64_t)c->n_overrides, (int64_t)c->n_inputs};
+    double reals[3] = {c->time, c->dt_min, c->dt_max};
+    uint64_t h = digest_add(DIGEST_START, ints, sizeof ints);
+    h = digest_add(h, reals, sizeof reals);
+    const char *texts[] = {c->solver, c->device, c->run_id, c->scene_path, c->scene_given,
+                           c->output_path};
+    for (size_t i = 0; i < sizeof texts / sizeof *texts; i++)
+        h = digest_text(h, texts[i]);
+    for (size_t i = 0; i < c->n_overrides; i++)
+        h = digest_text(h, c->overrides[i]);
+    return digest_add(h, c->inputs, c->n_inputs * sizeof *c->inputs);
+}
+
+static int put_digest(hid_t obj, uint64_t d)
+{
+    return put_attr(obj, "digest", H5T_STD_U64LE, H5T_NATIVE_UINT64, &d);
+}
+
 /* ---- write ---- */
 
-static int write_record(hid_t file, const mz_sim *sim, const mz_ckpt *info)
+static int write_record(hid_t file, const mz_ckpt *c)
 {
     hid_t run = H5Gcreate2(file, "/run", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     if (run < 0)
         return -1;
     mz_str ov = {0};
-    for (size_t i = 0; i < info->n_overrides; i++)
-        str_addf(&ov, "%s%c", info->overrides[i], 0);
-    const char *device = sim->cl->device_name;
-    int rc = put_long(run, "frame", info->frame) ||
-                     put_long(run, "frames_written", info->frames_written) ||
-                     put_long(run, "step", sim->step) || put_double(run, "time", sim->time) ||
-                     put_double(run, "dt_min", sim->dt_min) ||
-                     put_double(run, "dt_max", sim->dt_max) ||
-                     put_long(run, "particles", (long)sim->n) ||
-                     put_text_attr(run, "solver", mz_solver_names[scene_solver(sim->scene)]) ||
-                     put_text_attr(run, "device", device) ||
+    for (size_t i = 0; i < c->n_overrides; i++)
+        str_addf(&ov, "%s%c", c->overrides[i], 0);
+    int rc = put_long(run, "frame", c->frame) ||
+                     put_long(run, "frames_written", c->frames_written) ||
+                     put_long(run, "step", c->step) || put_double(run, "time", c->time) ||
+                     put_double(run, "dt_min", c->dt_min) ||
+                     put_double(run, "dt_max", c->dt_max) ||
+                     put_long(run, "particles", (long)c->particles) ||
+                     put_text_attr(run, "solver", c->solver) ||
+                     put_text_attr(run, "device", c->device) ||
+                     put_text_attr(run, "run_id", c->run_id) ||
                      put_text_attr(run, "mizu_version", MIZU_VERSION) ||
-                     put_bytes(file, "/run/scene_path", info->scene_path,
-                               strlen(info->scene_path)) ||
-                     put_bytes(file, "/run/scene_given", info->scene_given,
-                               strlen(info->scene_given)) ||
+                     put_digest(run, record_digest(c)) ||
+                     put_bytes(file, "/run/scene_path", c->scene_path, strlen(c->scene_path)) ||
+                     put_bytes(file, "/run/scene_given", c->scene_given,
+                               strlen(c->scene_given)) ||
                      put_bytes(file, "/run/overrides", ov.s, ov.len) ||
-                     put_bytes(file, "/run/output_path", info->output_path,
-                               strlen(info->output_path))
+                     put_bytes(file, "/run/output_path", c->output_path,
+                               strlen(c->output_path)) ||
+                     put_bytes(file, "/run/inputs", c->inputs, c->n_inputs * sizeof *c->inputs)
                  ? -1
                  : 0;
     str_free(&ov);
@@ -200,7 +246,7 @@ static int write_state(const char *path, hid_t file, mz_sim *sim)
     hid_t g = H5Gcreate2(file, "/state", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     if (g < 0)
         return -1;
-    H5Gclose(g);
+    uint64_t h = DIGEST_START;
     for (size_t i = 0; i < np; i++) {
         size_t bytes = parts[i].mem ? mem_size(*parts[i].mem) : parts[i].bytes;
         void *buf = parts[i].host;
@@ -212,18 +258,23 @@ static int write_state(const char *path, hid_t file, mz_sim *sim)
                                            0, NULL, NULL),
                        "clEnqueueReadBuffer(checkpoint)")) {
                 free(buf);
+                H5Gclose(g);
                 return -1;
             }
         }
         int rc = put_bytes(file, name, buf, bytes);
+        h = digest_add(digest_text(h, parts[i].name), buf, bytes);
         if (parts[i].mem)
             free(buf);
         if (rc) {
             ckpt_fail(path, name);
+            H5Gclose(g);
             return -1;
         }
     }
-    return 0;
+    int rc = put_digest(g, h);
+    H5Gclose(g);
+    return rc;
 }
 
 /* fsync a file, or the directory holding it. */
@@ -259,10 +310,19 @@ int checkpoint_write(const char *path, mz_sim *sim, const mz_ckpt *info)
                  errno ? strerror(errno) : "HDF5 refused");
         goto out;
     }
-    const char *format = CKPT_FORMAT;
-    long version = CKPT_VERSION;
-    if (put_text_attr(file, "format", format) || put_long(file, "format_version", version) ||
-        write_record(file, sim, info)) {
+    mz_ckpt rec = *info;
+    rec.step = sim->step;
+    rec.time = sim->time;
+    rec.dt_min = sim->dt_min;
+    rec.dt_max = sim->dt_max;
+    rec.particles = sim->n;
+    rec.solver = (char *)mz_solver_names[scene_solver(sim->scene)];
+    rec.device = sim->cl->device_name;
+    rec.inputs = input_digests(sim->scene, &rec.n_inputs);
+    int bad = put_text_attr(file, "format", CKPT_FORMAT) ||
+              put_long(file, "format_version", CKPT_VERSION) || write_record(file, &rec);
+    free(rec.inputs);
+    if (bad) {
         ckpt_fail(path, "writing the run record");
         H5Fclose(file);
         goto out;
@@ -318,6 +378,15 @@ static hid_t open_checkpoint(const char *path)
     return -1;
 }
 
+/* "checkpoint damaged: ..." for a checkpoint whose values do not hold together. */
+static void damaged(const char *path, const char *what)
+{
+    mz_error("checkpoint %s damaged: %s; it cannot be resumed (an earlier checkpoint, or a new "
+             "run, can)", path, what);
+}
+
+static bool finite_nonneg(double x) { return isfinite(x) && x >= 0; }
+
 int checkpoint_read(const char *path, mz_ckpt *ck)
 {
     memset(ck, 0, sizeof *ck);
@@ -326,28 +395,39 @@ int checkpoint_read(const char *path, mz_ckpt *ck)
         return -1;
     hid_t run = H5Gopen2(file, "/run", H5P_DEFAULT);
     int64_t frame = 0, written = 0, step = 0, particles = 0;
-    size_t len = 0, ov_len = 0;
+    uint64_t digest = 0;
+    size_t len = 0, ov_len = 0, in_len = 0;
     int bad = run < 0 || get_attr(run, "frame", H5T_NATIVE_INT64, &frame) ||
               get_attr(run, "frames_written", H5T_NATIVE_INT64, &written) ||
               get_attr(run, "step", H5T_NATIVE_INT64, &step) ||
               get_attr(run, "particles", H5T_NATIVE_INT64, &particles) ||
               get_attr(run, "time", H5T_NATIVE_DOUBLE, &ck->time) ||
               get_attr(run, "dt_min", H5T_NATIVE_DOUBLE, &ck->dt_min) ||
-              get_attr(run, "dt_max", H5T_NATIVE_DOUBLE, &ck->dt_max);
+              get_attr(run, "dt_max", H5T_NATIVE_DOUBLE, &ck->dt_max) ||
+              get_attr(run, "digest", H5T_NATIVE_UINT64, &digest);
     if (!bad) {
         ck->solver = get_text_attr(run, "solver");
         ck->device = get_text_attr(run, "device");
-        ck->scene_path = get_bytes(file, "/run/scene_path", &len);
-        ck->scene_given = get_bytes(file, "/run/scene_given", &len);
-        ck->output_path = get_bytes(file, "/run/output_path", &len);
-        char *ov = get_bytes(file, "/run/overrides", &ov_len);
-        bad = !ck->solver || !ck->device || !ck->scene_path || !ck->scene_given ||
-              !ck->output_path || !ov;
+        ck->run_id = get_text_attr(run, "run_id");
+        ck->scene_path = get_bytes(file, "/run/scene_path", 1 << 16, &len);
+        ck->scene_given = get_bytes(file, "/run/scene_given", MZ_SCENE_MAX_BYTES, &len);
+        ck->output_path = get_bytes(file, "/run/output_path", 1 << 16, &len);
+        char *ov = get_bytes(file, "/run/overrides", MZ_SCENE_MAX_BYTES, &ov_len);
+        char *in = get_bytes(file, "/run/inputs", 1 << 26, &in_len);
+        bad = !ck->solver || !ck->device || !ck->run_id || !ck->scene_path ||
+              !ck->scene_given || !ck->output_path || !ov || !in ||
+              in_len % sizeof *ck->inputs != 0;
         for (size_t i = 0; ov && i < ov_len; i += strlen(ov + i) + 1) {
             ck->overrides = xrealloc(ck->overrides, (ck->n_overrides + 1) * sizeof(char *));
             ck->overrides[ck->n_overrides++] = xstrdup(ov + i);
         }
         free(ov);
+        if (in && !bad) {
+            ck->n_inputs = in_len / sizeof *ck->inputs;
+            ck->inputs = xmalloc(in_len ? in_len : 1);
+            memcpy(ck->inputs, in, in_len);
+        }
+        free(in);
     }
     if (run >= 0)
         H5Gclose(run);
@@ -356,12 +436,48 @@ int checkpoint_read(const char *path, mz_ckpt *ck)
     ck->frames_written = (long)written;
     ck->step = (long)step;
     ck->particles = (size_t)particles;
-    if (bad || frame < 0 || written < 0 || step < 0 || particles <= 0) {
-        mz_error("checkpoint %s: the run record is missing or damaged", path);
+    const char *why = bad ? "the run record is incomplete"
+                      : record_digest(ck) != digest ? "the run record does not match its checksum"
+                      : frame < 0 || written < 0 || step < 0 || particles <= 0 ||
+                              (uint64_t)particles > UINT32_MAX
+                          ? "a counter is out of range"
+                      : !finite_nonneg(ck->time) || !finite_nonneg(ck->dt_min) ||
+                              !finite_nonneg(ck->dt_max)
+                          ? "a time is not a finite, non-negative number"
+                      : strlen(ck->run_id) == 0 ? "the run id is empty"
+                                                : NULL;
+    if (why) {
+        damaged(path, why);
         checkpoint_free(ck);
         return -1;
     }
     return 0;
+}
+
+/* The common parts a kernel indexes with: ids a permutation of 0..n-1, body indices of the
+ * scene's bodies. NULL when the part is sound, else what is wrong. */
+static const char *check_indices(const mz_sim *sim, const char *name, const char *buf,
+                                 size_t bytes)
+{
+    size_t n = bytes / 4;
+    if (!strcmp(name, "body")) {
+        uint32_t bodies = (uint32_t)(sim->scene->n_fluids + bodies_count(sim->scene)), b;
+        for (size_t i = 0; i < n; i++)
+            if (memcpy(&b, buf + 4 * i, 4), b >= bodies)
+                return "a body index is out of range";
+    } else if (!strcmp(name, "id")) {
+        unsigned char *seen = xcalloc(n ? n : 1, 1);
+        const char *why = NULL;
+        for (size_t i = 0; i < n && !why; i++) {
+            uint32_t id;
+            memcpy(&id, buf + 4 * i, 4);
+            if (id >= n || seen[id]++)
+                why = "the particle ids are not a permutation";
+        }
+        free(seen);
+        return why;
+    }
+    return NULL;
 }
 
 int checkpoint_restore(const char *path, const mz_ckpt *ck, mz_sim *sim)
@@ -375,26 +491,49 @@ int checkpoint_restore(const char *path, const mz_ckpt *ck, mz_sim *sim)
     }
     mz_state_part parts[MZ_MAX_STATE_PARTS];
     size_t np = rc ? 0 : sim_state_parts(sim, parts, MZ_MAX_STATE_PARTS);
+    uint64_t h = DIGEST_START, digest = 0;
+    hid_t g = rc ? -1 : H5Gopen2(file, "/state", H5P_DEFAULT);
+    if (rc == 0 && (g < 0 || get_attr(g, "digest", H5T_NATIVE_UINT64, &digest) != 0)) {
+        damaged(path, "the state has no checksum");
+        rc = -1;
+    }
+    if (g >= 0)
+        H5Gclose(g);
+    /* Everything is read and checked on the host before the device sees any of it. */
+    char *bufs[MZ_MAX_STATE_PARTS] = {0};
     for (size_t i = 0; i < np && rc == 0; i++) {
         char name[96];
         snprintf(name, sizeof name, "/state/%s", parts[i].name);
         size_t want = parts[i].mem ? mem_size(*parts[i].mem) : parts[i].bytes, got = 0;
-        char *buf = get_bytes(file, name, &got);
-        if (!buf || got != want) {
+        bufs[i] = get_bytes(file, name, want, &got);
+        const char *why = NULL;
+        if (!bufs[i] || got != want) {
             mz_error("checkpoint %s: %s %s (%zu bytes; this scene needs %zu): the checkpoint "
-                     "was written by another scene or mizu version",
-                     path, name, buf ? "has another size" : "is missing", got, want);
+                     "was written by another scene or mizu version, or is damaged",
+                     path, name, got != want ? "has another size" : "cannot be read", got, want);
             rc = -1;
-        } else if (parts[i].mem) {
+        } else if ((why = check_indices(sim, parts[i].name, bufs[i], want)) != NULL) {
+            damaged(path, why);
+            rc = -1;
+        } else {
+            h = digest_add(digest_text(h, parts[i].name), bufs[i], want);
+        }
+    }
+    if (rc == 0 && h != digest) {
+        damaged(path, "the state does not match its checksum");
+        rc = -1;
+    }
+    for (size_t i = 0; i < np; i++) {
+        size_t want = parts[i].mem ? mem_size(*parts[i].mem) : parts[i].bytes;
+        if (rc == 0 && parts[i].mem)
             rc = cl_ok(clEnqueueWriteBuffer(sim->cl->queue, *parts[i].mem, CL_TRUE, 0, want,
-                                            buf, 0, NULL, NULL),
+                                            bufs[i], 0, NULL, NULL),
                        "clEnqueueWriteBuffer(checkpoint)")
                      ? 0
                      : -1;
-        } else {
-            memcpy(parts[i].host, buf, want);
-        }
-        free(buf);
+        else if (rc == 0)
+            memcpy(parts[i].host, bufs[i], want);
+        free(bufs[i]);
     }
     if (file >= 0)
         H5Fclose(file);
@@ -414,6 +553,8 @@ void checkpoint_free(mz_ckpt *ck)
     free(ck->scene_path);
     free(ck->scene_given);
     free(ck->output_path);
+    free(ck->run_id);
+    free(ck->inputs);
     for (size_t i = 0; i < ck->n_overrides; i++)
         free(ck->overrides[i]);
     free(ck->overrides);

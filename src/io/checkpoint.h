@@ -2,12 +2,19 @@
  *
  *   /                 attrs format "mizu checkpoint", format_version 1
  *   /run              attrs frame (frames simulated), frames_written (output rows then), step,
- *                     time, dt_min, dt_max, particles, solver, device, mizu_version
+ *                     time, dt_min, dt_max, particles, solver, device, run_id, mizu_version,
+ *                     digest (FNV-1a over every value of the record, util/digest.h)
  *     scene_path      the scene file as given on the command line (string)
  *     scene_given     its text, verbatim (string)
  *     overrides       the --set arguments, each ending in a NUL byte (uint8)
  *     output_path     the output file the run was writing (string)
+ *     inputs          digests of the mesh files the scene read (uint64 per body, 0: none)
+ *   /state            attr digest: over every part's name and bytes, in order
  *   /state/NAME       every state part (sim_state_parts) as raw bytes (uint8 [bytes])
+ *
+ * Reading checks both digests and the values themselves (counters, finite times, ids a
+ * permutation, body indices in range) before anything reaches the device: a damaged checkpoint
+ * is refused ("checkpoint damaged: ..."), never half-restored into a run.
  *
  * The scene is reloaded from its text and overrides exactly as the first run loaded it, and
  * the buffers are restored byte for byte in device order, so the run goes on bit-identically.
@@ -25,16 +32,19 @@ typedef struct mz_ckpt {
     double time, dt_min, dt_max;
     size_t particles;
     char *solver, *device;
+    char *run_id;        /* the output's /parameters/run@run_id: whose checkpoint this is */
     char *scene_path, *scene_given, *output_path;
     char **overrides;
     size_t n_overrides;
+    uint64_t *inputs;    /* digests of the OBJ files the bodies read, in body order (0: none) */
+    size_t n_inputs;
 } mz_ckpt;
 
 /* The common buffers and the solver's state parts into parts[0..max); how many. */
 size_t sim_state_parts(mz_sim *sim, mz_state_part *parts, size_t max);
 
-/* Write the simulation's state and *info (frame, frames_written, the scene and output; the
- * step counters, particle count, solver and device are taken from sim). Waits for the device.
+/* Write the simulation's state and *info (frame, frames_written, run_id, the scene and output;
+ * the step counters, particle count, solver, device and input digests are taken from sim). Waits for the device.
  * 0, or -1 after reporting (an earlier checkpoint at path stays as it was). */
 int checkpoint_write(const char *path, mz_sim *sim, const mz_ckpt *info);
 

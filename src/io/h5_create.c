@@ -211,7 +211,8 @@ static int write_parameters(const mz_h5_out *o, const mz_h5_meta *m)
                            m->kernel_build_options) ||
                    h5_put_int_attr(o, "/parameters/run", "complete", 0) ||
                    h5_put_int_attr(o, "/parameters/run", "frames_written", 0) ||
-                   h5_put_str_attr(o, "/parameters/run", "status", "running")
+                   h5_put_str_attr(o, "/parameters/run", "status", "running") ||
+                   h5_put_str_attr(o, "/parameters/run", "run_id", m->run_id)
                ? -1
                : 0;
 }

@@ -32,7 +32,8 @@
  *                               overrides (the --set arguments), path
  *   /parameters/build/          version, git_revision, compiler, hdf5, device, platform, driver,
  *                               kernel_build_options (scalar strings)
- *   /parameters/run             attrs complete (0 until a clean close), frames_written, status
+ *   /parameters/run             attrs complete (0 until a clean close), frames_written, status,
+ *                               run_id (the run that created the file; its checkpoints carry it)
  *
  * The file is flushed after every frame, so a killed run leaves a readable file of the frames
  * written so far; `complete` = 0 tells a reader the run did not finish. OUT.xdmf beside OUT.h5
@@ -53,6 +54,7 @@ typedef struct mz_h5_meta {
     const char *const *overrides;
     size_t n_overrides;
     const char *device, *platform, *driver, *kernel_build_options;
+    const char *run_id; /* /parameters/run@run_id: checkpoints name it (io/checkpoint.h) */
     double domain_min[3], domain_max[3];
 } mz_h5_meta;
 
@@ -74,12 +76,14 @@ typedef struct mz_h5_out mz_h5_out;
 mz_h5_out *h5_out_create(const char *path, size_t n, unsigned fields, int gzip_level,
                          const mz_h5_meta *meta, const mz_h5_static *st);
 
-/* Open an output written earlier by the same scene to go on writing it (a resumed run): check
- * it has n particles, the fields and B rigid bodies; cut every series back to its first
- * `frames` frames (frames written later, after the checkpoint, are dropped) and rewrite the
- * sidecar. The run record is set to incomplete. NULL after reporting. */
+/* Open an output written earlier by the same run to go on writing it (a resumed run): check
+ * that its run id is run_id, that it holds at most final_frames frames (the resumed run would
+ * otherwise drop some), and that it has n particles, the fields and B rigid bodies; then cut
+ * every series back to its first `frames` frames (frames written after the checkpoint are
+ * written again) and rewrite the sidecar. The run record is set to incomplete. NULL after
+ * reporting; the file is untouched when a check fails. */
 mz_h5_out *h5_out_reopen(const char *path, size_t n, unsigned fields, size_t n_rigids,
-                         long frames);
+                         long frames, const char *run_id, long final_frames);
 
 /* Append one frame. data[f] for each field in the mask: components × n floats in id order.
  * rigid_pose: with B rigid bodies, 8 floats per body as the device keeps them (mz_sim's

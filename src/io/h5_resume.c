@@ -74,8 +74,68 @@ static int rewrite_xdmf(mz_h5_out *o)
     return rc;
 }
 
+/* The run id the output was created with ("" when it has none: written before run ids). */
+static char *output_run_id(const mz_h5_out *o)
+{
+    char *id = NULL;
+    hid_t a = H5Aexists_by_name(o->file, "/parameters/run", "run_id", H5P_DEFAULT) > 0
+                  ? H5Aopen_by_name(o->file, "/parameters/run", "run_id", H5P_DEFAULT,
+                                    H5P_DEFAULT)
+                  : -1;
+    hid_t t = a < 0 ? -1 : H5Aget_type(a);
+    size_t len = t < 0 || H5Tget_class(t) != H5T_STRING ? 0 : H5Tget_size(t);
+    if (len > 0 && len < 4096) {
+        id = xcalloc(len + 1, 1);
+        if (H5Aread(a, t, id) < 0)
+            id[0] = 0;
+    }
+    h5_close_id(t);
+    h5_close_id(a);
+    return id ? id : xstrdup("");
+}
+
+/* Frames the output holds now (rows of position/step); -1 when it cannot tell. */
+static long output_rows(const mz_h5_out *o)
+{
+    if (H5Lexists(o->file, "/particles/all/position/step", H5P_DEFAULT) <= 0)
+        return -1;
+    hid_t d = H5Dopen2(o->file, "/particles/all/position/step", H5P_DEFAULT);
+    hid_t sp = d < 0 ? -1 : H5Dget_space(d);
+    hsize_t dims[1] = {0};
+    long rows = sp >= 0 && H5Sget_simple_extent_ndims(sp) == 1 &&
+                        H5Sget_simple_extent_dims(sp, dims, NULL) == 1
+                    ? (long)dims[0]
+                    : -1;
+    h5_close_id(sp);
+    h5_close_id(d);
+    return rows;
+}
+
+/* Before anything is cut: the output is the checkpoint's run's, and the resumed run will not
+ * end with fewer frames than it holds now. 0, or -1 after reporting. */
+static int check_reopen(const mz_h5_out *o, const char *run_id, long final_frames)
+{
+    char *id = output_run_id(o);
+    long rows = output_rows(o);
+    int rc = -1;
+    if (strcmp(id, run_id) != 0)
+        mz_error("cannot resume into %s: it was written by another run (run id %s; the "
+                 "checkpoint's is %s). Give -o the checkpoint's own output, or a new path",
+                 o->path, id[0] ? id : "none", run_id);
+    else if (rows < 0)
+        mz_error("cannot resume into %s: it has no readable frame series", o->path);
+    else if (rows > final_frames)
+        mz_error("cannot resume into %s: it holds %ld frames and the resumed run would end with "
+                 "%ld, dropping the rest (give --frames for at least as many, or a new -o)",
+                 o->path, rows, final_frames);
+    else
+        rc = 0;
+    free(id);
+    return rc;
+}
+
 mz_h5_out *h5_out_reopen(const char *path, size_t n, unsigned fields, size_t n_rigids,
-                         long frames)
+                         long frames, const char *run_id, long final_frames)
 {
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     mz_h5_out *o = h5_file_new(path, n, fields, n_rigids);
@@ -87,7 +147,7 @@ mz_h5_out *h5_out_reopen(const char *path, size_t n, unsigned fields, size_t n_r
              (o->file = H5Fopen(path, H5F_ACC_RDWR, fapl)) < 0)
         h5_fail(path, "opening the output to resume it");
     h5_close_id(fapl);
-    if (o->file < 0)
+    if (o->file < 0 || check_reopen(o, run_id, final_frames) != 0)
         goto fail;
     char name[96];
     for (int f = 0; f < MZ_FIELD_COUNT; f++) {

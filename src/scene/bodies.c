@@ -218,7 +218,7 @@ static mz_body_geom *prepare_mesh(const mz_scene *s, mz_body *b, const char *pat
     }
     mz_mesh m = {0};
     mz_diag md = {0};
-    if (mesh_load_obj(file, &m, &md) != 0) {
+    if (mesh_load_obj(file, &m, &b->obj_digest, &md) != 0) {
         for (size_t i = 0; i < md.count; i++)
             diag_add(d, "%s.obj: %s", path, md.msgs[i]);
         diag_free(&md);
@@ -375,6 +375,7 @@ static mz_body_geom *prepare_rigid(const mz_scene *s, mz_body *b, const char *pa
         soft.has_pin_box = false;
         soft.thickness = spacing;
         g = prepare_mesh(s, &soft, path, d);
+        b->obj_digest = soft.obj_digest;
         if (!g)
             return NULL;
         free(g->stretch); /* a rigid keeps its shape by matching, not by constraints */

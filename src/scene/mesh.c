@@ -13,6 +13,8 @@
  * or +z side, so two boxes that touch share no point and leave no gap. */
 #include "scene/mesh.h"
 
+#include "util/digest.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdbool.h>
@@ -284,15 +286,17 @@ int mesh_parse_obj(const char *text, size_t len, const char *name, mz_mesh *m, m
     return 0;
 }
 
-int mesh_load_obj(const char *path, mz_mesh *m, mz_diag *d)
+int mesh_load_obj(const char *path, mz_mesh *m, uint64_t *digest, mz_diag *d)
 {
     size_t len;
-    char *text = read_file(path, &len);
+    char *text = read_file_max(path, MZ_MESH_MAX_BYTES, &len);
     if (!text) {
         *m = (mz_mesh){0};
-        diag_add(d, "%s: cannot read the mesh: %s", path, strerror(errno));
+        diag_add(d, "%s: cannot read the mesh: %s", path, read_file_error(errno, MZ_MESH_MAX_BYTES));
         return -1;
     }
+    if (digest)
+        *digest = digest_add(DIGEST_START, text, len);
     int rc = mesh_parse_obj(text, len, path, m, d);
     free(text);
     return rc;

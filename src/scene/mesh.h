@@ -25,7 +25,10 @@ typedef struct mz_mesh {
  * or -1 with *m empty. A file with neither a triangle nor a line is an error. A positive index may name any vertex
  * of the file, also one defined after the face; a negative one counts back from the last vertex
  * defined before it. Values after a vertex's x y z (w, colours) are ignored. */
-int mesh_load_obj(const char *path, mz_mesh *m, mz_diag *d);
+/* The file's digest (util/digest.h) into *digest unless NULL, so that a resumed run can tell
+ * that the mesh changed. At most MZ_MESH_MAX_BYTES. */
+#define MZ_MESH_MAX_BYTES ((size_t)1 << 30)
+int mesh_load_obj(const char *path, mz_mesh *m, uint64_t *digest, mz_diag *d);
 /* The same from text in memory; name stands for the path in messages. */
 int mesh_parse_obj(const char *text, size_t len, const char *name, mz_mesh *m, mz_diag *d);
 

@@ -202,10 +202,10 @@ int scene_load(const char *path, const char *const *overrides, size_t n_override
                mz_scene *s, mz_diag *d)
 {
     size_t len = 0;
-    char *text = read_file(path, &len);
+    char *text = read_file_max(path, MZ_SCENE_MAX_BYTES, &len);
     if (!text) {
         memset(s, 0, sizeof *s);
-        diag_add(d, "cannot read the scene: %s", strerror(errno));
+        diag_add(d, "cannot read the scene: %s", read_file_error(errno, MZ_SCENE_MAX_BYTES));
         return -1;
     }
     int rc = scene_load_text(text, len, path, overrides, n_overrides, s, d);

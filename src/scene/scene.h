@@ -12,9 +12,12 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #define MZ_SCENE_VERSION 1
+/* The largest scene file read (explicit positions of ~10^6 particles fit). */
+#define MZ_SCENE_MAX_BYTES ((size_t)256 << 20)
 
 typedef enum mz_solver_kind {
     MZ_SOLVER_BALLISTIC,     /* gravity and the domain walls; particles do not see each other */
@@ -164,6 +167,7 @@ typedef struct mz_body {
     unsigned pins;        /* MZ_PIN_* bits */
     /* meshes[] */
     char *obj;
+    uint64_t obj_digest;  /* of the OBJ file as read (util/digest.h), for --resume */
     int kind;             /* mz_mesh_kind */
     double scale, rotate[3], translate[3];
     double spacing;       /* softbody: voxel lattice spacing */

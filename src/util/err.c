@@ -2,9 +2,11 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static void vreport(const char *kind, const char *fmt, va_list ap)
 {
@@ -139,29 +141,60 @@ char *xstrdup(const char *s)
 
 char *read_file(const char *path, size_t *len)
 {
+    return read_file_max(path, SIZE_MAX - 1, len);
+}
+
+char *read_file_max(const char *path, size_t max, size_t *len)
+{
     FILE *f = fopen(path, "rb");
     if (!f)
         return NULL;
+    /* A device (/dev/zero) never ends and a directory never starts: only files and pipes. */
+    struct stat st;
+    int err = fstat(fileno(f), &st) != 0                     ? errno
+              : S_ISDIR(st.st_mode)                          ? EISDIR
+              : !(S_ISREG(st.st_mode) || S_ISFIFO(st.st_mode)) ? ENODEV
+              : S_ISREG(st.st_mode) && (unsigned long long)st.st_size > max ? EFBIG
+                                                                           : 0;
+    if (err) {
+        fclose(f);
+        errno = err;
+        return NULL;
+    }
     size_t cap = 1 << 16, n = 0;
     char *buf = xmalloc(cap);
     for (;;) {
         size_t got = fread(buf + n, 1, cap - n - 1, f);
         n += got;
+        if (n > max)
+            break;
         if (n + 1 < cap)
             break;
-        cap *= 2;
+        cap = cap > SIZE_MAX / 2 ? SIZE_MAX : cap * 2;
         buf = xrealloc(buf, cap);
     }
     int failed = ferror(f);
     int saved = errno;
     fclose(f);
-    if (failed) {
+    if (failed || n > max) {
         free(buf);
-        errno = saved ? saved : EIO;
+        errno = failed ? (saved ? saved : EIO) : EFBIG;
         return NULL;
     }
     buf[n] = '\0';
     if (len)
         *len = n;
     return buf;
+}
+
+const char *read_file_error(int err, size_t max)
+{
+    static char msg[96];
+    if (err == EFBIG)
+        snprintf(msg, sizeof msg, "larger than the %zu MiB allowed", max >> 20);
+    else if (err == ENODEV)
+        snprintf(msg, sizeof msg, "not a regular file or a pipe");
+    else
+        snprintf(msg, sizeof msg, "%s", strerror(err));
+    return msg;
 }

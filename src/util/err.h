@@ -47,5 +47,10 @@ char *xstrdup(const char *s);
 
 /* Whole file into a NUL-terminated buffer; NULL with errno set on failure. */
 char *read_file(const char *path, size_t *len);
+/* The same for input a user names: a regular file or a pipe of at most max bytes (errno EFBIG
+ * beyond; ENODEV for a device such as /dev/zero, EISDIR for a directory). */
+char *read_file_max(const char *path, size_t max, size_t *len);
+/* What a failed read_file_max's errno means, for a message (a static buffer). */
+const char *read_file_error(int err, size_t max);
 
 #endif

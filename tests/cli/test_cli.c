@@ -1,4 +1,5 @@
 /* The mizu binary end to end: exit codes, messages, output files, determinism, failures. */
+#include "test_files.h"
 #include "test_util.h"
 
 #include <hdf5.h>
@@ -11,12 +12,6 @@ static const char *fall_scene =
     " \"fluids\": [{\"positions\": [[0,10,0], [1,5,0]], \"velocities\": [[0,2,0], [1,0,0]],"
     "   \"spacing\": 0.1}],"
     " \"output\": {\"every\": 3}}";
-
-static bool exists(const char *path)
-{
-    struct stat st;
-    return stat(path, &st) == 0;
-}
 
 static char *slurp(const char *path, size_t *len)
 {

@@ -13,7 +13,7 @@
 static void load(const char *path, mz_mesh *m)
 {
     mz_diag d = {0};
-    if (mesh_load_obj(path, m, &d) != 0)
+    if (mesh_load_obj(path, m, NULL, &d) != 0)
         fail_msg("%s: %s", path, d.count ? d.msgs[0] : "?");
     diag_free(&d);
 }
@@ -133,7 +133,7 @@ static void test_load_file(void **state)
     write_text(path, "v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\nf 1 2 40\n");
     mz_mesh m;
     mz_diag d = {0};
-    assert_int_equal(mesh_load_obj(path, &m, &d), -1);
+    assert_int_equal(mesh_load_obj(path, &m, NULL, &d), -1);
     assert_int_equal(d.count, 1);
     char want[600];
     snprintf(want, sizeof want, "%s:5: face index 40 is out of range (the file has 3 vertices)",
@@ -142,7 +142,7 @@ static void test_load_file(void **state)
     diag_free(&d);
 
     const char *missing = test_path("no_such.obj");
-    assert_int_equal(mesh_load_obj(missing, &m, &d), -1);
+    assert_int_equal(mesh_load_obj(missing, &m, NULL, &d), -1);
     assert_true(m.n_verts == 0 && !m.v && !m.tri);
     snprintf(want, sizeof want, "%s: cannot read the mesh: No such file or directory", missing);
     assert_int_equal(d.count, 1);
