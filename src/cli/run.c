@@ -12,6 +12,7 @@
 #include "cli/run.h"
 
 #include "build/build.h"
+#include "cli/paths.h"
 #include "cli/progress.h"
 #include "cli/signals.h"
 #include "device/cl_prog.h"
@@ -114,6 +115,7 @@ typedef struct run_ctx {
     float *ordered[MZ_FIELD_COUNT];
     double write_s;
     long checkpoints; /* written by this run */
+    long ckpt_failed; /* the frame whose checkpoint could not be written; -1: the last one was */
 } run_ctx;
 
 /* A warning when the frames still to write (uncompressed) exceed the free space of the
@@ -432,9 +434,16 @@ static int save_checkpoint(run_ctx *r, long frame)
                     .output_path = r->path, .overrides = s->overrides,
                     .n_overrides = s->n_overrides};
     /* The overrides already hold --frames: a resumed run keeps the frame count unless it is
-     * given --frames again. */
-    if (checkpoint_write(r->ckpt_path, &r->sim, &info) != 0)
+     * given --frames again. A checkpoint that cannot be written does not stop a healthy run:
+     * the one before stays whole, and the run goes on. */
+    if (paths_checkpoint_ours(r->ckpt_path, r->path) != 0 ||
+        checkpoint_write(r->ckpt_path, &r->sim, &info) != 0) {
+        mz_warn("no checkpoint after frame %ld (the run goes on; %s keeps the last one written)",
+                frame, r->ckpt_path);
+        r->ckpt_failed = frame;
         return -1;
+    }
+    r->ckpt_failed = -1;
     r->checkpoints++;
     return 0;
 }
@@ -494,11 +503,7 @@ static loop_end frame_loop(run_ctx *r, long first, long *last_frame, const char 
                 end = d > 0 ? LOOP_BLOWN_UP : LOOP_FAILED;
                 break;
             }
-            if (save_checkpoint(r, f) != 0) {
-                *why = "writing the checkpoint failed";
-                end = LOOP_FAILED;
-                break;
-            }
+            save_checkpoint(r, f);
             if (signalled) {
                 end = LOOP_SIGNALLED;
                 break;
@@ -554,15 +559,23 @@ static int finish_run(run_ctx *r, loop_end end, long last_frame, const char *why
     signals_writing(true);
     if (end == LOOP_SIGNALLED) {
         int sig = signals_pending();
-        snprintf(status, sizeof status, "stopped by %s after frame %ld; resume with: mizu run "
-                 "--resume %s", signal_name(sig), last_frame, r->ckpt_path);
+        bool saved = r->ckpt_failed != last_frame;
+        snprintf(status, sizeof status, "stopped by %s after frame %ld; %s %s", signal_name(sig),
+                 last_frame, saved ? "resume with: mizu run --resume" : "no checkpoint written to",
+                 r->ckpt_path);
         int rc = h5_out_close(r->out, false, status);
         r->out = NULL;
         signals_writing(false);
-        fprintf(stderr, "mizu: stopped by %s after frame %ld of %d; %s holds %ld frames and the "
-                "state is in %s\n  resume with: mizu run --resume %s\n",
-                signal_name(sig), last_frame, r->scene.sim.frames, r->path, written,
-                r->ckpt_path, r->ckpt_path);
+        if (saved)
+            fprintf(stderr, "mizu: stopped by %s after frame %ld of %d; %s holds %ld frames and "
+                    "the state is in %s\n  resume with: mizu run --resume %s\n",
+                    signal_name(sig), last_frame, r->scene.sim.frames, r->path, written,
+                    r->ckpt_path, r->ckpt_path);
+        else
+            fprintf(stderr, "mizu: stopped by %s after frame %ld of %d; %s holds %ld frames; the "
+                    "state could not be saved (%s holds the last checkpoint, if any)\n",
+                    signal_name(sig), last_frame, r->scene.sim.frames, r->path, written,
+                    r->ckpt_path);
         return rc == 0 ? 128 + sig : MZ_EXIT_RUNTIME;
     }
     if (end != LOOP_DONE) {
@@ -584,7 +597,7 @@ static int finish_run(run_ctx *r, loop_end end, long last_frame, const char *why
 int cmd_run(const mz_run_opts *o)
 {
     double t_start = now_seconds();
-    run_ctx r = {.o = o};
+    run_ctx r = {.o = o, .ckpt_failed = -1};
     int rc = load_run_scene(&r);
     if (rc != 0) {
         release_run(&r);
@@ -594,6 +607,13 @@ int cmd_run(const mz_run_opts *o)
     r.ckpt_path = o->checkpoint_path ? xstrdup(o->checkpoint_path)
                   : o->resume_path   ? xstrdup(o->resume_path)
                                      : checkpoint_default_path(r.path);
+    mz_run_paths paths = {.out = r.path, .ckpt = r.ckpt_path, .resume = o->resume_path,
+                          .scene = r.resumed ? NULL : o->scene_path, .s = &r.scene};
+    rc = paths_check(&paths);
+    if (rc != 0) {
+        release_run(&r);
+        return rc;
+    }
     signals_install();
     rc = set_up(&r);
     if (rc == 0) {

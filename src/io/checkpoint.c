@@ -1,16 +1,18 @@
 /* Checkpoint files (layout in checkpoint.h). */
 #include "io/checkpoint.h"
 
+#include "io/h5_file.h"
+
 #include "scene/bodies.h"
 #include "util/digest.h"
 #include "util/err.h"
+#include "util/filelock.h"
 
 #include <hdf5.h>
 
-#include <math.h>
-
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -303,7 +305,23 @@ int checkpoint_write(const char *path, mz_sim *sim, const mz_ckpt *info)
         return -1;
     mz_str tmp = {0};
     str_addf(&tmp, "%s.tmp", path);
-    hid_t file = H5Fcreate(tmp.s, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    /* Locked while it is written, so that two runs never write one checkpoint together. */
+    int fd = open(tmp.s, O_RDWR | O_CREAT, 0666);
+    if (fd < 0 || file_lock(fd, tmp.s, "checkpoint") != 0) {
+        if (fd < 0)
+            mz_error("checkpoint %s: cannot create %s: %s", path, tmp.s, strerror(errno));
+        else
+            close(fd);
+        str_free(&tmp);
+        return -1;
+    }
+    /* HDF5's own lock would collide with the one just taken. */
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    hid_t file = fapl >= 0 && MZ_FILE_LOCKING_OFF(fapl) >= 0
+                     ? H5Fcreate(tmp.s, H5F_ACC_TRUNC, H5P_DEFAULT, fapl)
+                     : -1;
+    if (fapl >= 0)
+        H5Pclose(fapl);
     int rc = -1;
     if (file < 0) {
         mz_error("checkpoint %s: cannot create %s: %s", path, tmp.s,
@@ -344,6 +362,7 @@ int checkpoint_write(const char *path, mz_sim *sim, const mz_ckpt *info)
 out:
     if (rc != 0)
         remove(tmp.s);
+    close(fd);
     str_free(&tmp);
     return rc;
 }
@@ -386,6 +405,21 @@ static void damaged(const char *path, const char *what)
 }
 
 static bool finite_nonneg(double x) { return isfinite(x) && x >= 0; }
+
+int checkpoint_peek(const char *path, char **output_path)
+{
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    *output_path = NULL;
+    hid_t file = H5Fis_hdf5(path) > 0 ? H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT) : -1;
+    char *format = file < 0 ? NULL : get_text_attr(file, "format");
+    size_t len = 0;
+    if (format && !strcmp(format, CKPT_FORMAT))
+        *output_path = get_bytes(file, "/run/output_path", 1 << 16, &len);
+    free(format);
+    if (file >= 0)
+        H5Fclose(file);
+    return *output_path ? 1 : 0;
+}
 
 int checkpoint_read(const char *path, mz_ckpt *ck)
 {

@@ -48,6 +48,10 @@ size_t sim_state_parts(mz_sim *sim, mz_state_part *parts, size_t max);
  * 0, or -1 after reporting (an earlier checkpoint at path stays as it was). */
 int checkpoint_write(const char *path, mz_sim *sim, const mz_ckpt *info);
 
+/* Whether path is a mizu checkpoint, silently: 1 with the output it belongs to in *output_path
+ * (malloc'd), else 0. */
+int checkpoint_peek(const char *path, char **output_path);
+
 /* Read a checkpoint's record (not the state) into *ck. 0, or -1 after reporting. */
 int checkpoint_read(const char *path, mz_ckpt *ck);
 /* Put the state back into a simulation created from the same scene: buffers from path, step

@@ -2,10 +2,13 @@
  * the series that frames are appended to (h5_frames.c). */
 #include "io/h5_file.h"
 
+#include "util/filelock.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #ifndef MIZU_VERSION
@@ -370,6 +373,32 @@ static int check_args(const char *path, const char *xdmf, size_t n, int gzip_lev
     return -1;
 }
 
+/* Whether an existing file at path may be replaced: only an earlier mizu output (it has
+ * /parameters/run with a `complete` attribute) or an empty file; anything else, such as the
+ * scene given by mistake as -o, is refused. */
+static bool replaceable(const char *path, int fd)
+{
+    struct stat st;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0)
+        return true;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        mz_error("cannot write %s: not a regular file", path);
+        return false;
+    }
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    hid_t f = fapl >= 0 && MZ_FILE_LOCKING_OFF(fapl) >= 0 && H5Fis_hdf5(path) > 0
+                  ? H5Fopen(path, H5F_ACC_RDONLY, fapl)
+                  : -1;
+    bool mizu = f >= 0 && H5Aexists_by_name(f, "/parameters/run", "complete", H5P_DEFAULT) > 0;
+    h5_close_id(fapl);
+    if (f >= 0)
+        H5Fclose(f);
+    if (!mizu)
+        mz_error("%s exists and is not a mizu output: not replacing it (give -o a new path, or "
+                 "remove the file)", path);
+    return mizu;
+}
+
 mz_h5_out *h5_out_create(const char *path, size_t n, unsigned fields, int gzip_level,
                          const mz_h5_meta *meta, const mz_h5_static *st)
 {
@@ -381,15 +410,26 @@ mz_h5_out *h5_out_create(const char *path, size_t n, unsigned fields, int gzip_l
         free(xdmf);
         return NULL;
     }
-    /* HDF5's own reason for a failed create is poor; open(2) gives the system's. */
-    int fd = open(path, O_WRONLY | O_CREAT, 0666);
+    /* One run per file: the lock is taken before anything is written, so a second run on the
+     * same path refuses without touching the first one's file. HDF5's own reason for a failed
+     * create is poor; open(2) gives the system's. */
+    int fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0666);
+    bool created = fd >= 0;
+    if (!created && errno == EEXIST)
+        fd = open(path, O_RDWR);
     if (fd < 0) {
         mz_error("cannot create %s: %s", path, strerror(errno));
         free(xdmf);
         return NULL;
     }
-    close(fd);
+    if (file_lock(fd, path, "output") != 0 || (!created && !replaceable(path, fd))) {
+        close(fd);
+        free(xdmf);
+        return NULL;
+    }
     mz_h5_out *o = h5_file_new(path, n, fields, st->n_rigids);
+    o->fd = fd;
+    o->owned = created;
     static const mz_h5_meta no_meta;
     meta = meta ? meta : &no_meta;
 
@@ -397,7 +437,8 @@ mz_h5_out *h5_out_create(const char *path, size_t n, unsigned fields, int gzip_l
     free(xdmf);
     if (!o->xdmf)
         goto fail;
-    /* No file lock, so that `mizu info`, h5py and ParaView can read the file during the run. */
+    /* No HDF5 file lock, so that `mizu info`, h5py and ParaView can read the file during the
+     * run (writers are kept apart by file_lock). */
     hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
     if (fapl >= 0 && MZ_FILE_LOCKING_OFF(fapl) >= 0)
         o->file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
@@ -406,10 +447,7 @@ mz_h5_out *h5_out_create(const char *path, size_t n, unsigned fields, int gzip_l
     h5_close_id(fapl);
     if (o->file < 0)
         goto fail;
-    if ((o->fd = open(path, O_WRONLY)) < 0) {
-        mz_error("cannot open %s: %s", path, strerror(errno));
-        goto fail;
-    }
+    o->owned = 1; /* what was there is gone: a failure from here leaves no half file behind */
     if (write_h5md(o) || write_particles(o, meta, st) || write_connectivity(o, st) ||
         write_parameters(o, meta) || create_fields(o, gzip_level) ||
         create_rigids(o, st, gzip_level))

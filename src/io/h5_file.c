@@ -136,8 +136,6 @@ mz_h5_out *h5_file_new(const char *path, size_t n, unsigned fields, size_t n_rig
     return o;
 }
 
-/* Close everything and free o; after a failed creation the files are removed too.
- * 0, or -1 after reporting a failed close. */
 int h5_file_discard(mz_h5_out *o, int failed_create)
 {
     int rc = 0;
@@ -158,7 +156,7 @@ int h5_file_discard(mz_h5_out *o, int failed_create)
         close(o->fd);
     if (xdmf_close(o->xdmf, failed_create))
         rc = -1;
-    if (failed_create)
+    if (failed_create && o->owned)
         remove(o->path);
     free(o->path);
     free(o);

@@ -35,7 +35,8 @@ struct mz_h5_out {
     size_t n_rigids;   /* B: rigid bodies with a pose per frame */
     hid_t rigid_com, rigid_quat; /* /observables/rigid/{center_of_mass,orientation}/value */
     float *rigid_buf;  /* a frame's poses split: B × 3 centres, then B × 4 quaternions */
-    int fd;            /* the .h5 again, for reserving disk space (HDF5 has its own) */
+    int fd;            /* the .h5 again, locked (one writer) and for reserving disk space */
+    int owned;         /* this run created or truncated the file: a failed create removes it */
     long frames;       /* complete frames in the file */
     mz_xdmf *xdmf;     /* the sidecar */
 };
@@ -55,7 +56,8 @@ int h5_put_int_attr(const mz_h5_out *o, const char *obj, const char *name, int64
 
 /* A handle with nothing open yet (every id -1). */
 mz_h5_out *h5_file_new(const char *path, size_t n, unsigned fields, size_t n_rigids);
-/* Close everything and free o; after a failed creation the files are removed too.
+/* Close everything and free o; after a failed creation the files are removed too, the .h5 only
+ * when this run created or truncated it (o->owned).
  * 0, or -1 after reporting a failed close. */
 int h5_file_discard(mz_h5_out *o, int failed_create);
 /* Give back reserved space HDF5 did not use. */

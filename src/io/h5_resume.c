@@ -2,6 +2,8 @@
  * the frames the checkpoint was written after, and the sidecar rewritten to match. */
 #include "io/h5_file.h"
 
+#include "util/filelock.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -140,10 +142,12 @@ mz_h5_out *h5_out_reopen(const char *path, size_t n, unsigned fields, size_t n_r
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     mz_h5_out *o = h5_file_new(path, n, fields, n_rigids);
     o->frames = frames;
+    /* The lock first: a run still writing the file keeps it. */
     hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
-    if (access(path, R_OK | W_OK) != 0)
+    if ((o->fd = open(path, O_RDWR)) < 0)
         mz_error("cannot resume into %s: %s", path, strerror(errno));
-    else if (fapl >= 0 && MZ_FILE_LOCKING_OFF(fapl) >= 0 &&
+    else if (file_lock(o->fd, path, "output") == 0 && fapl >= 0 &&
+             MZ_FILE_LOCKING_OFF(fapl) >= 0 &&
              (o->file = H5Fopen(path, H5F_ACC_RDWR, fapl)) < 0)
         h5_fail(path, "opening the output to resume it");
     h5_close_id(fapl);
@@ -170,10 +174,6 @@ mz_h5_out *h5_out_reopen(const char *path, size_t n, unsigned fields, size_t n_r
         if (o->rigid_quat < 0)
             goto fail;
         o->rigid_buf = xmalloc(7 * n_rigids * sizeof *o->rigid_buf);
-    }
-    if ((o->fd = open(path, O_WRONLY)) < 0) {
-        mz_error("cannot open %s: %s", path, strerror(errno));
-        goto fail;
     }
     char status[64];
     snprintf(status, sizeof status, "resumed after frame %ld", frames);

@@ -4,12 +4,17 @@
  * edited since the checkpoint is refused; --frames that would drop frames is refused; inputs
  * that never end are refused.
  *
- * MIZU_FLIPS sets the number of random flips (default 150; docs/testing.md has longer runs). */
+ * MIZU_FLIPS sets the number of random flips (default 100; docs/testing.md has longer runs). */
 #include "test_files.h"
 #include "test_util.h"
+#include "util/err.h"
 
 #include <math.h>
+#include <signal.h>
 #include <stdint.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #define SCENE "scenes/dam_break_2d.json"
 #define FRAMES 4 /* the reference run's */
@@ -122,7 +127,7 @@ static void test_random_bit_flips(void **state)
     resume_damaged(&fx, ck, len, "the undamaged checkpoint", &t);
     assert_int_equal(t.identical, 1);
     const char *env = getenv("MIZU_FLIPS");
-    int flips = env ? atoi(env) : 150;
+    int flips = env ? atoi(env) : 100;
     uint64_t seed = 0x9e3779b97f4a7c15u;
     for (int i = 0; i < flips; i++) {
         seed = seed * 6364136223846793005u + 1442695040888963407u;
@@ -302,6 +307,109 @@ static void test_mesh_changed(void **state)
     free(err);
 }
 
+/* A second run on an output another run is writing refuses at once, naming the process; the
+ * first run's file is untouched by it. */
+static void test_one_writer_per_output(void **state)
+{
+    (void)state;
+    const char *out = test_path("busy.h5"), *errpath = test_path("busy.err");
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "exec %s run %s --frames 400 -q -o %s 2>%s", mizu_bin(), SCENE,
+             out, errpath);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    struct stat st;
+    for (int i = 0; i < 600 && !(stat(out, &st) == 0 && st.st_size > 0); i++)
+        nanosleep(&(struct timespec){0, 50000000}, NULL);
+    assert_true(stat(out, &st) == 0 && st.st_size > 0);
+    char args[2048], *err = NULL;
+    snprintf(args, sizeof args, "run %s --frames 2 -q -o %s", SCENE, out);
+    int rc = run_mizu(args, &err);
+    if (rc != 1 || !strstr(err, "being written by another mizu run (process"))
+        fail_msg("second writer: exit %d: %s", rc, err);
+    free(err);
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+}
+
+/* Two roles on one file, an empty path, a file that is not a mizu output, another output's
+ * checkpoint: refused before any compute, and the file in the way is untouched. */
+static void test_path_collisions(void **state)
+{
+    (void)state;
+    const char *scene = test_path("scene.json"), *notes = test_path("notes.h5");
+    size_t len;
+    unsigned char *text = slurp_bytes(SCENE, &len);
+    write_bytes(scene, text, len);
+    write_text(notes, "not a result\n");
+    const char *other_out = test_path("first.h5"), *shared = test_path("shared.ckpt.h5");
+    char args[2048], *err = NULL;
+    snprintf(args, sizeof args, "run %s --frames 2 -q -o %s --checkpoint %s --checkpoint-every 2",
+             scene, other_out, shared);
+    assert_int_equal(run_mizu(args, NULL), 0);
+    static const struct {
+        const char *fmt;
+        int rc;
+        const char *says;
+    } cases[] = {
+        {"run %1$s -q -o %1$s", 2, "are the same file"},
+        {"run %1$s -q -o %2$s.x.h5 --checkpoint %2$s.x.h5", 2, "are the same file"},
+        {"run %1$s -q -o %2$s.y.h5 --checkpoint %2$s.y.xdmf", 2, "are the same file"},
+        {"run %1$s -q -o ''", 2, "the path is empty"},
+        {"run %1$s -q -o %3$s", 1, "is not a mizu output"},
+        {"run %1$s -q -o %2$s.z.h5 --checkpoint %4$s", 1, "checkpoint of another output"},
+        {"run %1$s -q -o /nonexistent-dir/o.h5", 1, "No such file or directory"},
+    };
+    const char *stem = test_path("t");
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char cmd[1024];
+        snprintf(cmd, sizeof cmd, cases[i].fmt, scene, stem, notes, shared);
+        int rc = run_mizu(cmd, &err);
+        if (rc != cases[i].rc || !strstr(err, cases[i].says))
+            fail_msg("mizu %s: exit %d (expected %d, \"%s\"): %s", cmd, rc, cases[i].rc,
+                     cases[i].says, err);
+        free(err);
+    }
+    size_t len2;
+    unsigned char *after = slurp_bytes(scene, &len2);
+    assert_true(len2 == len && memcmp(after, text, len) == 0);
+    free(after);
+    free(text);
+    char *kept = (char *)slurp_bytes(notes, &len2);
+    assert_true(len2 == 13 && !memcmp(kept, "not a result\n", 13));
+    free(kept);
+}
+
+/* A CKPT.tmp left by a killed checkpoint write is removed with a note; a checkpoint that cannot
+ * be written warns and the run finishes. */
+static void test_checkpoint_trouble(void **state)
+{
+    (void)state;
+    const char *out = test_path("tmp.h5"), *ck = test_path("tmp.ckpt.h5");
+    mz_str stale = {0};
+    str_addf(&stale, "%s.tmp", ck);
+    write_text(stale.s, "half a checkpoint");
+    char args[2048], *err = NULL;
+    snprintf(args, sizeof args, "run %s --frames 2 --checkpoint-every 1 -q -o %s", SCENE, out);
+    int rc = run_mizu(args, &err);
+    if (rc != 0 || !strstr(err, "removed") || exists(stale.s) || !exists(ck))
+        fail_msg("stale temporary file: exit %d: %s", rc, err);
+    free(err);
+    /* another file where the checkpoint goes: every checkpoint is refused, the run finishes */
+    write_text(ck, "in the way");
+    snprintf(args, sizeof args, "run %s --frames 2 --checkpoint-every 1 -q -o %s --checkpoint %s",
+             SCENE, test_path("tmp2.h5"), ck);
+    rc = run_mizu(args, &err);
+    if (rc != 1 || !strstr(err, "not a mizu checkpoint"))
+        fail_msg("a file in the checkpoint's way: exit %d: %s", rc, err);
+    free(err);
+    str_free(&stale);
+}
+
 /* Inputs that never end, or are not files, are refused with exit 2 before anything is read. */
 static void test_unbounded_inputs(void **state)
 {
@@ -330,6 +438,9 @@ int main(void)
         cmocka_unit_test(test_frames_never_dropped),
         cmocka_unit_test(test_mesh_changed),
         cmocka_unit_test(test_unbounded_inputs),
+        cmocka_unit_test(test_one_writer_per_output),
+        cmocka_unit_test(test_path_collisions),
+        cmocka_unit_test(test_checkpoint_trouble),
         cmocka_unit_test(test_random_bit_flips),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
