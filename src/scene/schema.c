@@ -2,6 +2,7 @@
 
 #include "scene/scene.h"
 
+#include <float.h>
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
@@ -12,12 +13,22 @@
 #define CFIELD(src, k, T) ((const T *)((const char *)(src) + (k)->offset))
 #define CAUX(src, k, T) ((const T *)((const char *)(src) + (k)->aux_offset))
 
+/* The shortest text that reads back as x: 1000000001, not 1e+09; 0.1, not 0.10000000000000001. */
+static void shortest(double x, char *buf, size_t len)
+{
+    for (int digits = 6; digits <= 17; digits++) {
+        snprintf(buf, len, "%.*g", digits, x);
+        if (strtod(buf, NULL) == x)
+            return;
+    }
+}
+
 void describe_json(const cJSON *v, char *buf, size_t len)
 {
     if (!v)
         snprintf(buf, len, "nothing");
     else if (cJSON_IsNumber(v))
-        snprintf(buf, len, "%g", v->valuedouble);
+        shortest(v->valuedouble, buf, len);
     else if (cJSON_IsString(v)) {
         size_t n = strlen(v->valuestring);
         snprintf(buf, len, "\"%.*s%s\"", n > 40 ? 40 : (int)n, v->valuestring,
@@ -70,6 +81,12 @@ static bool read_number(const mz_key *k, const cJSON *v, double *out, const char
     }
     if (k->type == K_INT && (x != floor(x) || x < INT_MIN || x > INT_MAX)) {
         diag_add(d, "%s must be an integer (got %s)", path, got);
+        return false;
+    }
+    /* Devices compute in single precision: 1e308 would be infinite there, 1e-300 zero. */
+    if (fabs(x) > FLT_MAX || (x != 0 && fabs(x) < FLT_MIN)) {
+        diag_add(d, "%s must be 0 or of magnitude between %g and %g, which the device's single "
+                    "precision holds (got %s)", path, FLT_MIN, FLT_MAX, got);
         return false;
     }
     bool low = ((k->flags & K_MIN) && x < k->min) || ((k->flags & K_MIN_GT) && x <= k->min);

@@ -155,10 +155,16 @@ static void test_bad_overrides(void **state)
         {"domain.boundary.friction=free_slip", "domain.boundary.friction \"free_slip\" applies "
                                                "to domain.boundary.type \"particles\" (SPH "
                                                "boundary particles)"},
-        /* the fuzz harness's check that a loaded scene has a finite step */
-        {"simulation.fps=1e-320", "simulation.fps 9.99989e-321 with 4 substeps makes frames of inf "
-                                  "s and steps of inf s; single precision holds "
-                                  "1.17549e-38..3.40282e+38 s"},
+        /* the fuzz harness's check that a loaded scene has a finite step; every number must
+         * be one single precision holds */
+        {"simulation.fps=1e-320", "simulation.fps must be 0 or of magnitude between 1.17549e-38 "
+                                  "and 3.40282e+38, which the device's single precision holds "
+                                  "(got 9.99989e-321)"},
+        {"simulation.gravity=[0,-1e308,0]", "simulation.gravity[1] must be 0 or of magnitude "
+                                            "between 1.17549e-38 and 3.40282e+38, which the "
+                                            "device's single precision holds (got -1e+308)"},
+        {"simulation.frames=1000000001", "simulation.frames must be >= 1 and <= 1e+09 (got "
+                                         "1000000001)"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         const char *set = cases[i].set;
