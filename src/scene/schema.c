@@ -83,18 +83,18 @@ static bool read_number(const mz_key *k, const cJSON *v, double *out, const char
         diag_add(d, "%s must be an integer (got %s)", path, got);
         return false;
     }
-    /* Devices compute in single precision: 1e308 would be infinite there, 1e-300 zero. */
-    if (fabs(x) > FLT_MAX || (x != 0 && fabs(x) < FLT_MIN)) {
-        diag_add(d, "%s must be 0 or of magnitude between %g and %g, which the device's single "
-                    "precision holds (got %s)", path, FLT_MIN, FLT_MAX, got);
-        return false;
-    }
     bool low = ((k->flags & K_MIN) && x < k->min) || ((k->flags & K_MIN_GT) && x <= k->min);
     bool high = (k->flags & K_MAX) && x > k->max;
     if (low || high) {
         char b[96];
         bounds_text(k, b, sizeof b);
         diag_add(d, "%s must be %s (got %s)", path, b, got);
+        return false;
+    }
+    /* Devices compute in single precision: 1e308 would be infinite there, 1e-300 zero. */
+    if (fabs(x) > FLT_MAX || (x != 0 && fabs(x) < FLT_MIN)) {
+        diag_add(d, "%s must be 0 or of magnitude between %g and %g, which the device's single "
+                    "precision holds (got %s)", path, FLT_MIN, FLT_MAX, got);
         return false;
     }
     *out = x;
