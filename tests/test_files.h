@@ -40,31 +40,41 @@ static inline long run_attr(hid_t f, const char *name)
 }
 
 /* Every frame series of two outputs byte for byte, and both complete with `frames` rows. */
-static inline void assert_same_frames(const char *a_path, const char *b_path, long frames)
+/* The first frame series (particle fields, steps, times, rigid poses) that differs between the
+ * open outputs a and b, or that only one of them has; NULL when every one matches. *compared
+ * counts the series both have. */
+static inline const char *frames_differ(hid_t a, hid_t b, int *compared)
 {
     static const char *const sets[] = {
         "/particles/all/position/value", "/particles/all/velocity/value",
         "/particles/all/density/value",  "/particles/all/pressure/value",
         "/particles/all/position/step",  "/particles/all/position/time",
         "/observables/rigid/center_of_mass/value", "/observables/rigid/orientation/value"};
+    *compared = 0;
+    for (size_t i = 0; i < sizeof sets / sizeof *sets; i++) {
+        size_t na = 0, nb = 0;
+        unsigned char *x = read_all(a, sets[i], &na), *y = read_all(b, sets[i], &nb);
+        bool differ = (x || y) && (!x || !y || na != nb || memcmp(x, y, na) != 0);
+        *compared += x && y;
+        free(x);
+        free(y);
+        if (differ)
+            return sets[i];
+    }
+    return NULL;
+}
+
+static inline void assert_same_frames(const char *a_path, const char *b_path, long frames)
+{
     hid_t a = H5Fopen(a_path, H5F_ACC_RDONLY, H5P_DEFAULT);
     hid_t b = H5Fopen(b_path, H5F_ACC_RDONLY, H5P_DEFAULT);
     assert_true(a >= 0 && b >= 0);
     assert_int_equal(run_attr(b, "complete"), 1);
     assert_int_equal(run_attr(b, "frames_written"), frames);
-    int compared = 0;
-    for (size_t i = 0; i < sizeof sets / sizeof *sets; i++) {
-        size_t na = 0, nb = 0;
-        unsigned char *x = read_all(a, sets[i], &na), *y = read_all(b, sets[i], &nb);
-        if (!x && !y)
-            continue;
-        if (!x || !y || na != nb || memcmp(x, y, na) != 0)
-            fail_msg("%s: %s differs from the uninterrupted run's (%zu and %zu bytes)", b_path,
-                     sets[i], nb, na);
-        compared++;
-        free(x);
-        free(y);
-    }
+    int compared;
+    const char *differs = frames_differ(a, b, &compared);
+    if (differs)
+        fail_msg("%s: %s differs from the uninterrupted run's", b_path, differs);
     assert_true(compared >= 4);
     H5Fclose(a);
     H5Fclose(b);

@@ -153,13 +153,9 @@ int paths_check(const mz_run_paths *p)
         const mz_body *b = bodies_get(p->s, k);
         if (!b->obj)
             continue;
-        mz_str m = {0};
-        if (b->obj[0] == '/')
-            str_addf(&m, "%s", b->obj);
-        else
-            str_addf(&m, "%s/%s", p->s->dir, b->obj);
-        role_set(&r[n++], "a mesh", m.s, false);
-        str_free(&m);
+        char *file = bodies_obj_file(p->s, b);
+        role_set(&r[n++], "a mesh", file, false);
+        free(file);
     }
     int rc = check_roles(r, n);
     if (rc == 0)

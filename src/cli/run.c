@@ -385,9 +385,6 @@ static int set_up(run_ctx *r)
         mz_warn("the checkpoint was written on \"%s\" and this run is on \"%s\": the frames "
                 "that follow are bit-identical to an uninterrupted run only on the same device",
                 r->ck.device, r->cl.device_name);
-    int checked = r->resumed ? check_resume(r) : 0;
-    if (checked != 0)
-        return checked;
     r->run_id = r->resumed ? xstrdup(r->ck.run_id) : new_run_id(r);
     /* Before any allocation: a scene too big for the device is refused, not half-built. */
     if (sim_check_fits(&r->cl, &r->scene, scene_particle_count(&r->scene)) != 0)
@@ -610,6 +607,8 @@ int cmd_run(const mz_run_opts *o)
     mz_run_paths paths = {.out = r.path, .ckpt = r.ckpt_path, .resume = o->resume_path,
                           .scene = r.resumed ? NULL : o->scene_path, .s = &r.scene};
     rc = paths_check(&paths);
+    if (rc == 0 && r.resumed) /* needs no device: refused before one is opened */
+        rc = check_resume(&r);
     if (rc != 0) {
         release_run(&r);
         return rc;

@@ -208,14 +208,18 @@ static mz_body_geom *prepare_cloth(const mz_scene *s, mz_body *b, const char *pa
     return g;
 }
 
+char *bodies_obj_file(const mz_scene *s, const mz_body *b)
+{
+    if (b->obj[0] == '/')
+        return xstrdup(b->obj);
+    mz_str p = {0};
+    str_addf(&p, "%s/%s", s->dir, b->obj);
+    return p.s;
+}
+
 static mz_body_geom *prepare_mesh(const mz_scene *s, mz_body *b, const char *path, mz_diag *d)
 {
-    char *file = b->obj[0] == '/' ? xstrdup(b->obj) : NULL;
-    if (!file) {
-        mz_str p = {0};
-        str_addf(&p, "%s/%s", s->dir, b->obj);
-        file = p.s;
-    }
+    char *file = bodies_obj_file(s, b);
     mz_mesh m = {0};
     mz_diag md = {0};
     if (mesh_load_obj(file, &m, &b->obj_digest, &md) != 0) {

@@ -25,6 +25,8 @@ typedef struct mz_body_geom {
 size_t bodies_count(const mz_scene *s);
 mz_body *bodies_get(const mz_scene *s, size_t k);
 const char *bodies_path(const mz_scene *s, size_t k, char buf[48]);
+/* The OBJ file body b reads (b->obj as given, relative to the scene's directory); caller frees. */
+char *bodies_obj_file(const mz_scene *s, const mz_body *b);
 /* Mass of one of the body's particles (rigids: density x spacing^dimensions unless mass). */
 double bodies_particle_mass(const mz_scene *s, const mz_body *b);
 
