@@ -2,7 +2,7 @@
  * position or velocity, or a speed above the bound. atomic_min on integers: the answer does
  * not depend on the order the work-items run in. */
 
-kernel void health_scan(uint n, float max_speed2, global const float4 *x,
+kernel void health_scan(uint n, float max_speed, global const float4 *x,
                         global const float4 *v, global const uint *id, global uint *worst)
 {
     uint i = get_global_id(0);
@@ -11,7 +11,9 @@ kernel void health_scan(uint n, float max_speed2, global const float4 *x,
     float4 p = x[i], u = v[i];
     bool finite = isfinite(p.x) && isfinite(p.y) && isfinite(p.z) && isfinite(u.x) &&
                   isfinite(u.y) && isfinite(u.z);
-    if (!finite || u.x * u.x + u.y * u.y + u.z * u.z > max_speed2)
+    /* hypot, not the squares: 1e30 m/s squared is no longer a float, and must still compare
+     * as 1e30 against a bound such as 1e31. */
+    if (!finite || hypot(hypot(u.x, u.y), u.z) > max_speed)
         atomic_min(worst, id[i]);
 }
 

@@ -17,6 +17,26 @@
 #include <string.h>
 
 /* --set PATH=VALUE on the JSON tree, before validation. PATH: key(.key|[index])*. */
+/* Where text holds a NUL character, raw or as the escape \u0000 (outside an escaped
+ * backslash), or len when it holds none. cJSON would end the string there, so the scene stored
+ * with the output (and reloaded by --resume) would not be the one that ran. */
+static size_t find_nul(const char *text, size_t len)
+{
+    for (size_t i = 0; i < len; i++) {
+        if (text[i] == '\0')
+            return i;
+        if (text[i] == '\\') {
+            if (i + 5 < len && text[i + 1] == 'u' && text[i + 2] == '0' && text[i + 3] == '0' &&
+                text[i + 4] == '0' && text[i + 5] == '0')
+                return i;
+            i++; /* the escaped character */
+        }
+    }
+    return len;
+}
+
+#define NUL_MESSAGE "a NUL character (\\u0000): a scene's strings cannot hold one"
+
 static void apply_override(cJSON *root, const char *arg, mz_diag *d)
 {
     const char *eq = strchr(arg, '=');
@@ -27,6 +47,11 @@ static void apply_override(cJSON *root, const char *arg, mz_diag *d)
     char *path = xstrdup(arg);
     path[eq - arg] = '\0';
     const char *text = eq + 1;
+    if (find_nul(text, strlen(text)) < strlen(text)) {
+        diag_add(d, "--set %s: " NUL_MESSAGE, arg);
+        free(path);
+        return;
+    }
     /* The whole value must be JSON ("60fps" is not 60); otherwise it is a bare-word string:
      * output.compression=gzip. */
     cJSON *value = cJSON_ParseWithOpts(text, NULL, 1);
@@ -178,6 +203,15 @@ int scene_load_text(const char *text, size_t len, const char *name,
     }
     if (!root) {
         syntax_error(text, len, off, d);
+        scene_free(s);
+        return -1;
+    }
+    size_t nul = find_nul(text, len);
+    if (nul < len) {
+        int line, col;
+        line_col(text, nul, &line, &col);
+        diag_add(d, "%d:%d: " NUL_MESSAGE, line, col);
+        cJSON_Delete(root);
         scene_free(s);
         return -1;
     }

@@ -46,11 +46,11 @@ bool health_enqueue(mz_health *h, mz_sim *sim, long frame)
 {
     cl_command_queue q = sim->cl->queue;
     cl_uint none = CL_UINT_MAX;
-    cl_float max2 = (cl_float)fmin(h->max_speed * h->max_speed, (double)CL_FLT_MAX);
+    cl_float max_speed = (cl_float)fmin(h->max_speed, (double)CL_FLT_MAX);
     bool ok = cl_ok(clEnqueueFillBuffer(q, h->worst, &none, sizeof none, 0, sizeof none, 0, NULL,
                                         NULL),
                     "clEnqueueFillBuffer(health)") &&
-              KARGS(h->scan, "health_scan", A(sim->n_u), A(max2), A(sim->pos), A(sim->vel),
+              KARGS(h->scan, "health_scan", A(sim->n_u), A(max_speed), A(sim->pos), A(sim->vel),
                     A(sim->id), A(h->worst)) &&
               KARGS(h->detail, "health_detail", A(sim->n_u), A(sim->pos), A(sim->vel),
                     A(sim->id), A(sim->body), A(h->worst), A(h->out)) &&

@@ -165,6 +165,9 @@ static void test_bad_overrides(void **state)
                                             "device's single precision holds (got -1e+308)"},
         {"simulation.frames=1000000001", "simulation.frames must be >= 1 and <= 1e+09 (got "
                                          "1000000001)"},
+        /* cJSON would cut the string there: the stored scene would not be the one that ran */
+        {"fluids[0].name=\"a\\u0000b\"", "--set fluids[0].name=\"a\\u0000b\": a NUL character "
+                                         "(\\u0000): a scene's strings cannot hold one"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         const char *set = cases[i].set;
@@ -307,6 +310,43 @@ static void test_garbage(void **state)
     free(junk);
 }
 
+/* A NUL character in a scene string, raw or escaped, is refused with its place; an escaped
+ * backslash followed by "u0000" is text like any other. */
+static void test_nul_in_strings(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *text;
+        size_t len;
+        const char *expected;
+    } cases[] = {
+        {"{\"mizu_scene\": 1,\n \"description\": \"a\\u0000b\"}", 0,
+         "2:19: a NUL character (\\u0000): a scene's strings cannot hold one"},
+        {"{\"mizu_scene\": 1, \"description\": \"a\0b\"}", 39,
+         "1:36: a NUL character (\\u0000): a scene's strings cannot hold one"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        mz_scene s;
+        mz_diag d = {0};
+        size_t len = cases[i].len ? cases[i].len : strlen(cases[i].text);
+        assert_int_equal(scene_load_text(cases[i].text, len, "n.json", NULL, 0, &s, &d), -1);
+        assert_true(d.count >= 1);
+        if (strcmp(d.msgs[0], cases[i].expected))
+            fail_msg("case %zu:\n  expected: %s\n  got:      %s", i, cases[i].expected,
+                     d.msgs[0]);
+        diag_free(&d);
+    }
+    const char *fine = "{\"mizu_scene\": 1, \"description\": \"a\\\\u0000b\"}";
+    mz_scene s;
+    mz_diag d = {0};
+    scene_load_text(fine, strlen(fine), "f.json", NULL, 0, &s, &d);
+    for (size_t i = 0; i < d.count; i++)
+        assert_null(strstr(d.msgs[i], "NUL"));
+    diag_free(&d);
+    if (d.count == 0)
+        scene_free(&s);
+}
+
 static void test_explicit_particles(void **state)
 {
     (void)state;
@@ -392,7 +432,9 @@ int main(void)
         cmocka_unit_test(test_overrides),
         cmocka_unit_test(test_wall_function_needs_viscosity),
         cmocka_unit_test(test_bad_overrides),
-        cmocka_unit_test(test_garbage),        cmocka_unit_test(test_explicit_particles),
+        cmocka_unit_test(test_garbage),
+        cmocka_unit_test(test_nul_in_strings),
+        cmocka_unit_test(test_explicit_particles),
         cmocka_unit_test(test_bad_colliders),
         cmocka_unit_test(test_errors_reported_together),
         cmocka_unit_test(test_fuzz_regressions),

@@ -1,6 +1,7 @@
 /* The position-based stage list on PoCL against analytic answers. */
 #include "test_util.h"
 #include "test_world.h"
+#include "solvers/health.h"
 
 #include <math.h>
 
@@ -146,6 +147,35 @@ static void test_planar(void **state)
     world_close(&w);
 }
 
+/* The blow-up check compares speeds, not their squares: 1e31 m/s squared is no float, and a
+ * speed just under its bound must pass while one just over fails. */
+static void test_speed_bound_without_overflow(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *velocity;
+        int expected;
+    } cases[] = {{"[6e30, 8e30, 0]", 0}, {"[8e30, 8e30, 0]", -1}, {"[0, 0, 1e30]", 0}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char json[512];
+        snprintf(json, sizeof json,
+                 "{\"mizu_scene\": 1, \"simulation\": {\"max_speed\": 1.1e31},"
+                 "\"domain\": {\"min\": [-1,-1,-1], \"max\": [1,1,1]},"
+                 "\"fluids\": [{\"positions\": [[0,0,0]], \"velocities\": [%s],"
+                 " \"spacing\": 0.02}]}", cases[i].velocity);
+        world w;
+        world_open(&w, json, NULL, 0);
+        mz_health h;
+        assert_int_equal(health_init(&h, &w.sim, health_speed_bound(&w.scene, &w.parts)), 0);
+        assert_true(health_enqueue(&h, &w.sim, 0));
+        if (health_result(&h, &w.sim) != cases[i].expected)
+            fail_msg("velocity %s against the bound 1.1e31 m/s: expected %s", cases[i].velocity,
+                     cases[i].expected ? "a blow-up" : "no blow-up");
+        health_release(&h);
+        world_close(&w);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -153,6 +183,7 @@ int main(void)
         cmocka_unit_test(test_fast_particle_stays_inside), cmocka_unit_test(test_drop_settles),
         cmocka_unit_test(test_clamp_floor),
         cmocka_unit_test(test_planar),
+        cmocka_unit_test(test_speed_bound_without_overflow),
     };
     return cmocka_run_group_tests_name("physics", tests, open_device, close_device);
 }
