@@ -39,7 +39,6 @@ static inline long run_attr(hid_t f, const char *name)
     return (long)v;
 }
 
-/* Every frame series of two outputs byte for byte, and both complete with `frames` rows. */
 /* The first frame series (particle fields, steps, times, rigid poses) that differs between the
  * open outputs a and b, or that only one of them has; NULL when every one matches. *compared
  * counts the series both have. */
@@ -64,6 +63,7 @@ static inline const char *frames_differ(hid_t a, hid_t b, int *compared)
     return NULL;
 }
 
+/* Every frame series of two outputs byte for byte, and the second complete with `frames` rows. */
 static inline void assert_same_frames(const char *a_path, const char *b_path, long frames)
 {
     hid_t a = H5Fopen(a_path, H5F_ACC_RDONLY, H5P_DEFAULT);

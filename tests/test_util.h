@@ -77,4 +77,18 @@ static inline int run_mizu(const char *args, char **err)
     return (st != -1 && WIFEXITED(st)) ? WEXITSTATUS(st) : -1;
 }
 
+/* Start `mizu ARGS` in the background, stderr into errpath: its process id (the shell execs
+ * mizu, so signals sent to it reach mizu). */
+static inline pid_t spawn_mizu(const char *args, const char *errpath)
+{
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "exec %s %s 2>%s", mizu_bin(), args, errpath);
+    pid_t pid = fork();
+    if (pid == 0) {
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    return pid;
+}
+
 #endif

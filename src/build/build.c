@@ -142,7 +142,8 @@ static void build_bodies(const mz_scene *s, mz_particles *p, size_t first)
     p->triangles = xcalloc(3 * nt + 3, sizeof *p->triangles);
     for (size_t k = 0; k < bodies_count(s); k++) {
         const mz_body *b = bodies_get(s, k);
-        const mz_body_geom *g = b->geom;
+        mz_body_geom *g = b->geom;
+        bodies_make(g);
         uint32_t body = (uint32_t)(s->n_fluids + k);
         float w = (float)(1.0 / bodies_particle_mass(s, b));
         double com[3] = {0, 0, 0}; /* rigids spin about their centre of mass */
@@ -250,6 +251,21 @@ size_t build_collider_particles(const mz_scene *s, double spacing, int layers, f
     for (size_t c = 0; c < s->n_colliders; c++)
         scene_collider_samples(s, c, spacing, layers, take_sample, &sink);
     return sink.n;
+}
+
+double build_host_bytes(const mz_scene *s, size_t n)
+{
+    double bytes = 48.0 * (double)n + 24.0 * (double)bodies_constraint_count(s);
+    for (size_t k = 0; k < bodies_count(s); k++) {
+        const mz_body_geom *g = bodies_get(s, k)->geom;
+        bytes += 12.0 * (double)g->n_tris;
+        if (g->inside) /* made by bodies_make: positions, pairs, the cell index */
+            bytes += 24.0 * (double)g->n + 8.0 * (double)g->n_stretch +
+                     4.0 * (double)(g->dims[0] * g->dims[1] * g->dims[2]);
+    }
+    if (s->domain.boundary.type == MZ_BOUNDARY_PARTICLES)
+        bytes += 16.0 * (double)scene_boundary_count(s);
+    return bytes;
 }
 
 void particles_free(mz_particles *p)

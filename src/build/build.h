@@ -61,6 +61,10 @@ size_t build_collider_particles(const mz_scene *s, double spacing, int layers, f
 
 /* Fill p from a validated scene. */
 void build_particles(const mz_scene *s, mz_particles *p);
+/* Host bytes build_particles and the solvers' set-up take for the scene's n particles: the
+ * particle and constraint arrays, the positions and pairs of bodies still kept as lattices,
+ * and SPH wall and collider particles. */
+double build_host_bytes(const mz_scene *s, size_t n);
 void particles_free(mz_particles *p);
 
 #endif

@@ -7,6 +7,7 @@
 #include "scene/scene.h"
 #include "solvers/sim.h"
 #include "util/err.h"
+#include "util/hostmem.h"
 
 #include <stdio.h>
 
@@ -73,6 +74,9 @@ int cmd_check(const mz_run_opts *o)
         printf(", and %zu boundary particles on the walls and colliders", scene_boundary_count(&s));
     printf("; device memory about %.1f MB (%zu bytes per particle)\n", (double)bytes / 1e6,
            n ? bytes / n : 0);
+    mz_host_limit limit = host_memory_limit();
+    printf("  host memory about %.1f MB beside the device's (%s: %.1f MB)\n",
+           run_host_bytes(&s, n) / 1e6, limit.what, limit.bytes / 1e6);
     long written = s.sim.frames / s.output.every + 1;
     printf("  output: %ld frames, about %.1f MB uncompressed\n", written,
            run_output_bytes(&s, n, s.n_rigids, 0) / 1e6);
@@ -80,7 +84,9 @@ int cmd_check(const mz_run_opts *o)
     mz_cl cl;
     int opened = mz_cl_open(&cl, o->device, false);
     if (opened == 0) {
-        rc = sim_check_fits(&cl, &s, n) == 0 ? MZ_EXIT_OK : MZ_EXIT_RUNTIME;
+        rc = sim_check_fits(&cl, &s, n) == 0 && run_check_host_memory(&cl, &s, n) == 0
+                 ? MZ_EXIT_OK
+                 : MZ_EXIT_RUNTIME;
         if (rc == MZ_EXIT_OK)
             printf("  fits %s (%.1f MB of device memory, largest buffer %.1f MB)\n",
                    cl.device_name, (double)cl.global_mem / 1e6, (double)cl.max_alloc / 1e6);

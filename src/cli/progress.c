@@ -1,15 +1,10 @@
 #include "cli/progress.h"
 
+#include "util/clock.h"
+
 #include <stdio.h>
 #include <time.h>
 #include <unistd.h>
-
-double now_seconds(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 void progress_start(mz_progress *p, bool enabled, long total_frames, double particles)
 {

@@ -12,8 +12,6 @@ typedef struct mz_progress {
     double particles;  /* for particle-steps/s */
 } mz_progress;
 
-double now_seconds(void); /* monotonic wall clock */
-
 void progress_start(mz_progress *p, bool enabled, long total_frames, double particles);
 /* After frame `frame` of the total, at simulated time sim_time, with steps solver steps taken. */
 void progress_update(mz_progress *p, long frame, double sim_time, long steps);

@@ -5,7 +5,7 @@
  * blow-up check of a frame (health.h) is queued with it and read one frame later.
  *
  * Batch jobs: --checkpoint-every writes the state every N frames (checkpoint.h); SIGINT or
- * SIGTERM stops after the frame in progress with a checkpoint (signals.h); --resume continues
+ * SIGTERM stops at the next step, mid-frame if need be, with a checkpoint (signals.h); --resume continues
  * from a checkpoint into the same output file, cut back to the frames written when the
  * checkpoint was taken, and the frames that follow are bit-identical to an uninterrupted run
  * on the same device. */
@@ -21,8 +21,10 @@
 #include "scene/bodies.h"
 #include "solvers/health.h"
 #include "solvers/sim.h"
+#include "util/clock.h"
 #include "util/digest.h"
 #include "util/err.h"
+#include "util/hostmem.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -65,6 +67,34 @@ double run_output_bytes(const mz_scene *s, size_t n, size_t n_rigids, long first
         if (s->output.fields & MZ_FIELD_BIT(f))
             per_frame += 4.0 * mz_field_infos[f].components * (double)n;
     return per_frame * (double)frames;
+}
+
+double run_host_bytes(const mz_scene *s, size_t n)
+{
+    /* per frame in flight (two) the ids and raw device-layout fields, and one id-ordered copy
+     * of the fields */
+    double per_particle = 2 * 4;
+    for (int f = 0; f < MZ_FIELD_COUNT; f++)
+        if (s->output.fields & MZ_FIELD_BIT(f)) {
+            int c = mz_field_infos[f].components;
+            per_particle += 2 * 4.0 * (c == 3 ? 4 : 1) + 4.0 * c;
+        }
+    return build_host_bytes(s, n) + per_particle * (double)n;
+}
+
+int run_check_host_memory(const mz_cl *cl, const mz_scene *s, size_t n)
+{
+    /* A CPU device's buffers are host memory too. */
+    double host = run_host_bytes(s, n) +
+                  (cl->type & CL_DEVICE_TYPE_CPU ? (double)sim_device_bytes(s, n) : 0);
+    char what[96];
+    snprintf(what, sizeof what, "building, simulating and writing the scene's %zu particles", n);
+    const char *refused = host_memory_refusal(host, what);
+    if (!refused)
+        return 0;
+    mz_error("%s. Use a coarser spacing or fewer particles, or a machine with more memory",
+             refused);
+    return -1;
 }
 
 /* -o, else output.path, else "<scene name without .json>.h5" in the working directory. */
@@ -322,6 +352,11 @@ static int check_resume(const run_ctx *r)
                  "writes %ld", path, ck->frames_written, ck->frame, output_frames(s, ck->frame));
         return MZ_EXIT_RUNTIME;
     }
+    const char *why = sim_check_progress(s, ck->frame_steps, ck->frame_time);
+    if (why) {
+        mz_error("checkpoint %s damaged: %s", path, why);
+        return MZ_EXIT_RUNTIME;
+    }
     if (ck->n_inputs != bodies_count(s)) {
         mz_error("checkpoint %s damaged: it records %zu bodies; the scene makes %zu", path,
                  ck->n_inputs, bodies_count(s));
@@ -373,6 +408,8 @@ static int open_output(run_ctx *r)
     return r->out ? 0 : -1;
 }
 
+static bool stop_requested(void) { return signals_pending() != 0; }
+
 /* Device, memory check, particles, solver, blow-up check, state from a checkpoint, output.
  * 0, or an exit code after reporting. */
 static int set_up(run_ctx *r)
@@ -386,8 +423,12 @@ static int set_up(run_ctx *r)
                 "that follow are bit-identical to an uninterrupted run only on the same device",
                 r->ck.device, r->cl.device_name);
     r->run_id = r->resumed ? xstrdup(r->ck.run_id) : new_run_id(r);
-    /* Before any allocation: a scene too big for the device is refused, not half-built. */
-    if (sim_check_fits(&r->cl, &r->scene, scene_particle_count(&r->scene)) != 0)
+    /* Before any allocation: a scene too big for the device or the host is refused, not
+     * half-built. */
+    size_t n = scene_particle_count(&r->scene);
+    if (sim_check_fits(&r->cl, &r->scene, n) != 0)
+        return MZ_EXIT_RUNTIME;
+    if (run_check_host_memory(&r->cl, &r->scene, n) != 0)
         return MZ_EXIT_RUNTIME;
     build_particles(&r->scene, &r->parts);
     if (sim_create(&r->sim, &r->cl, &r->scene, &r->parts) != 0 ||
@@ -399,6 +440,7 @@ static int set_up(run_ctx *r)
     if (open_output(r) != 0)
         return MZ_EXIT_RUNTIME;
     alloc_readbacks(r);
+    r->sim.pace.stop_requested = stop_requested;
     warn_disk_space(r, r->resumed ? r->ck.frame + 1 : 0);
     return 0;
 }
@@ -459,11 +501,25 @@ static loop_end frame_loop(run_ctx *r, long first, long *last_frame, const char 
     *last_frame = first - 1;
     for (long f = first; f <= frames; f++) {
         readback *cur = &r->rb[f & 1], *prev = &r->rb[(f + 1) & 1];
-        if (f > 0 && sim_advance_frame(&r->sim, frame_dt) != 0) {
+        int advanced = f > 0 ? sim_advance_frame(&r->sim, frame_dt) : 0;
+        if (advanced < 0) {
             /* The frame before is whole (its readback was queued before the failing step): keep
              * it, unless it blew up too. */
             *why = "the simulation failed";
             end = drain(r) > 0 ? LOOP_BLOWN_UP : LOOP_FAILED;
+            break;
+        }
+        if (advanced > 0) {
+            /* Signalled between two steps of frame f: the frames before are written, and the
+             * checkpoint holds the state at this step (the frame's progress with it). */
+            int d = drain(r);
+            if (d != 0) {
+                *why = drain_failure(d);
+                end = d > 0 ? LOOP_BLOWN_UP : LOOP_FAILED;
+                break;
+            }
+            save_checkpoint(r, f - 1);
+            end = LOOP_SIGNALLED;
             break;
         }
         /* The check of the frame before waits only for that frame, not for this one. */
@@ -557,21 +613,28 @@ static int finish_run(run_ctx *r, loop_end end, long last_frame, const char *why
     if (end == LOOP_SIGNALLED) {
         int sig = signals_pending();
         bool saved = r->ckpt_failed != last_frame;
-        snprintf(status, sizeof status, "stopped by %s after frame %ld; %s %s", signal_name(sig),
-                 last_frame, saved ? "resume with: mizu run --resume" : "no checkpoint written to",
+        /* "after frame 26", or for a stop between two steps "in frame 27 (step 300 of it)" */
+        char when[96];
+        if (r->sim.frame_steps > 0)
+            snprintf(when, sizeof when, "in frame %ld (step %ld of it)", last_frame + 1,
+                     r->sim.frame_steps);
+        else
+            snprintf(when, sizeof when, "after frame %ld", last_frame);
+        snprintf(status, sizeof status, "stopped by %s %s; %s %s", signal_name(sig), when,
+                 saved ? "resume with: mizu run --resume" : "no checkpoint written to",
                  r->ckpt_path);
         int rc = h5_out_close(r->out, false, status);
         r->out = NULL;
         signals_writing(false);
         if (saved)
-            fprintf(stderr, "mizu: stopped by %s after frame %ld of %d; %s holds %ld frames and "
-                    "the state is in %s\n  resume with: mizu run --resume %s\n",
-                    signal_name(sig), last_frame, r->scene.sim.frames, r->path, written,
+            fprintf(stderr, "mizu: stopped by %s %s of %d; %s holds %ld frames and the state is "
+                    "in %s\n  resume with: mizu run --resume %s\n",
+                    signal_name(sig), when, r->scene.sim.frames, r->path, written,
                     r->ckpt_path, r->ckpt_path);
         else
-            fprintf(stderr, "mizu: stopped by %s after frame %ld of %d; %s holds %ld frames; the "
-                    "state could not be saved (%s holds the last checkpoint, if any)\n",
-                    signal_name(sig), last_frame, r->scene.sim.frames, r->path, written,
+            fprintf(stderr, "mizu: stopped by %s %s of %d; %s holds %ld frames; the state could "
+                    "not be saved (%s holds the last checkpoint, if any)\n",
+                    signal_name(sig), when, r->scene.sim.frames, r->path, written,
                     r->ckpt_path);
         return rc == 0 ? 128 + sig : MZ_EXIT_RUNTIME;
     }

@@ -28,6 +28,13 @@ struct mz_scene;
 int run_load_scene(const mz_run_opts *o, struct mz_scene *s);
 /* Bytes of output, uncompressed, for frames first_frame .. simulation.frames (those written). */
 double run_output_bytes(const struct mz_scene *s, size_t n, size_t n_rigids, long first_frame);
+/* Host bytes a run of the scene's n particles takes: the builder's arrays and the frames in
+ * flight to the output. */
+double run_host_bytes(const struct mz_scene *s, size_t n);
+/* Whether a run of n particles fits the host memory left (with the device's buffers when the
+ * device is a CPU): 0, or -1 after saying what is needed and what limits it. */
+struct mz_cl;
+int run_check_host_memory(const struct mz_cl *cl, const struct mz_scene *s, size_t n);
 
 /* Each returns the process exit code: 0, 1 (runtime failure) or 2 (usage or scene error). */
 int cmd_run(const mz_run_opts *o);

@@ -15,7 +15,7 @@ static void on_signal(int sig)
 {
     if (!first_signal) {
         first_signal = sig;
-        say("\nmizu: stopping after this frame (a checkpoint follows); signal again to abort at "
+        say("\nmizu: stopping at the next step (a checkpoint follows); signal again to abort at "
             "once\n");
         return;
     }

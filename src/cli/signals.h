@@ -1,5 +1,5 @@
-/* SIGINT and SIGTERM for batch runs. The first asks the frame loop to stop after the frame in
- * progress (it then writes a checkpoint and closes the output); a second ends the process at
+/* SIGINT and SIGTERM for batch runs. The first asks the run to stop at the next step, in the
+ * middle of a frame if need be (it then writes a checkpoint and closes the output); a second ends the process at
  * once with 128 + signal, except while a frame or the run record is being written to the
  * output: then right after that write, so that the file stays readable. */
 #ifndef MZ_SIGNALS_H

@@ -23,7 +23,9 @@
 #endif
 
 #define CKPT_FORMAT "mizu checkpoint"
-#define CKPT_VERSION 2 /* 2: run id, input digests, checksums of the record and the state */
+/* 2: run id, input digests, checksums of the record and the state; 3: the progress into the
+ * frame (a run stopped between two steps) */
+#define CKPT_VERSION 3
 
 size_t sim_state_parts(mz_sim *sim, mz_state_part *parts, size_t max)
 {
@@ -180,9 +182,9 @@ static uint64_t digest_text(uint64_t h, const char *t)
 /* Every value of the record in a fixed order: a damaged attribute, text or digest shows. */
 static uint64_t record_digest(const mz_ckpt *c)
 {
-    int64_t ints[6] = {c->frame, c->frames_written, c->step, (int64_t)c->particles,
-                       (int64_t)c->n_overrides, (int64_t)c->n_inputs};
-    double reals[3] = {c->time, c->dt_min, c->dt_max};
+    int64_t ints[7] = {c->frame, c->frames_written, c->step, (int64_t)c->particles,
+                       (int64_t)c->n_overrides, (int64_t)c->n_inputs, c->frame_steps};
+    double reals[4] = {c->time, c->dt_min, c->dt_max, c->frame_time};
     uint64_t h = digest_add(DIGEST_START, ints, sizeof ints);
     h = digest_add(h, reals, sizeof reals);
     const char *texts[] = {c->solver, c->device, c->run_id, c->scene_path, c->scene_given,
@@ -214,6 +216,8 @@ static int write_record(hid_t file, const mz_ckpt *c)
                      put_long(run, "step", c->step) || put_double(run, "time", c->time) ||
                      put_double(run, "dt_min", c->dt_min) ||
                      put_double(run, "dt_max", c->dt_max) ||
+                     put_long(run, "frame_steps", c->frame_steps) ||
+                     put_double(run, "frame_time", c->frame_time) ||
                      put_long(run, "particles", (long)c->particles) ||
                      put_text_attr(run, "solver", c->solver) ||
                      put_text_attr(run, "device", c->device) ||
@@ -333,6 +337,8 @@ int checkpoint_write(const char *path, mz_sim *sim, const mz_ckpt *info)
     rec.time = sim->time;
     rec.dt_min = sim->dt_min;
     rec.dt_max = sim->dt_max;
+    rec.frame_steps = sim->frame_steps;
+    rec.frame_time = sim->frame_time;
     rec.particles = sim->n;
     rec.solver = (char *)mz_solver_names[scene_solver(sim->scene)];
     rec.device = sim->cl->device_name;
@@ -428,7 +434,7 @@ int checkpoint_read(const char *path, mz_ckpt *ck)
     if (file < 0)
         return -1;
     hid_t run = H5Gopen2(file, "/run", H5P_DEFAULT);
-    int64_t frame = 0, written = 0, step = 0, particles = 0;
+    int64_t frame = 0, written = 0, step = 0, particles = 0, frame_steps = 0;
     uint64_t digest = 0;
     size_t len = 0, ov_len = 0, in_len = 0;
     int bad = run < 0 || get_attr(run, "frame", H5T_NATIVE_INT64, &frame) ||
@@ -438,6 +444,8 @@ int checkpoint_read(const char *path, mz_ckpt *ck)
               get_attr(run, "time", H5T_NATIVE_DOUBLE, &ck->time) ||
               get_attr(run, "dt_min", H5T_NATIVE_DOUBLE, &ck->dt_min) ||
               get_attr(run, "dt_max", H5T_NATIVE_DOUBLE, &ck->dt_max) ||
+              get_attr(run, "frame_steps", H5T_NATIVE_INT64, &frame_steps) ||
+              get_attr(run, "frame_time", H5T_NATIVE_DOUBLE, &ck->frame_time) ||
               get_attr(run, "digest", H5T_NATIVE_UINT64, &digest);
     if (!bad) {
         ck->solver = get_text_attr(run, "solver");
@@ -469,14 +477,16 @@ int checkpoint_read(const char *path, mz_ckpt *ck)
     ck->frame = (long)frame;
     ck->frames_written = (long)written;
     ck->step = (long)step;
+    ck->frame_steps = (long)frame_steps;
     ck->particles = (size_t)particles;
     const char *why = bad ? "the run record is incomplete"
                       : record_digest(ck) != digest ? "the run record does not match its checksum"
                       : frame < 0 || written < 0 || step < 0 || particles <= 0 ||
-                              (uint64_t)particles > UINT32_MAX
+                              (uint64_t)particles > UINT32_MAX || frame_steps < 0 ||
+                              frame_steps > step
                           ? "a counter is out of range"
                       : !finite_nonneg(ck->time) || !finite_nonneg(ck->dt_min) ||
-                              !finite_nonneg(ck->dt_max)
+                              !finite_nonneg(ck->dt_max) || !finite_nonneg(ck->frame_time)
                           ? "a time is not a finite, non-negative number"
                       : strlen(ck->run_id) == 0 ? "the run id is empty"
                                                 : NULL;
@@ -576,6 +586,8 @@ int checkpoint_restore(const char *path, const mz_ckpt *ck, mz_sim *sim)
         sim->time = ck->time;
         sim->dt_min = ck->dt_min;
         sim->dt_max = ck->dt_max;
+        sim->frame_steps = ck->frame_steps;
+        sim->frame_time = ck->frame_time;
     }
     return rc;
 }

@@ -1,8 +1,9 @@
 /* Checkpoints: the whole simulation state in one HDF5 file, for `mizu run --resume`.
  *
- *   /                 attrs format "mizu checkpoint", format_version 1
+ *   /                 attrs format "mizu checkpoint", format_version 3
  *   /run              attrs frame (frames simulated), frames_written (output rows then), step,
- *                     time, dt_min, dt_max, particles, solver, device, run_id, mizu_version,
+ *                     time, dt_min, dt_max, frame_steps and frame_time (steps and seconds
+ *                     into frame + 1: a run stopped between two steps), particles, solver, device, run_id, mizu_version,
  *                     digest (FNV-1a over every value of the record, util/digest.h)
  *     scene_path      the scene file as given on the command line (string)
  *     scene_given     its text, verbatim (string)
@@ -26,7 +27,9 @@
 
 /* What a checkpoint records beside the state. */
 typedef struct mz_ckpt {
-    long frame;          /* frames simulated: the state is at the end of this frame */
+    long frame;          /* frames simulated: the state is at the end of this frame, */
+    long frame_steps;    /* plus this many steps (frame_time seconds) into the next */
+    double frame_time;
     long frames_written; /* rows in the output file at that moment */
     long step;
     double time, dt_min, dt_max;

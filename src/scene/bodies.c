@@ -1,6 +1,7 @@
 #include "scene/bodies.h"
 
 #include "scene/mesh.h"
+#include "util/hostmem.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -94,32 +95,13 @@ static double mean_edge(const mz_body_geom *g)
     return g->n_stretch ? sum / (double)g->n_stretch : 0;
 }
 
-/* A soft body: the lattice points inside a closed mesh, each joined to its 26 lattice
- * neighbours (edges, face and body diagonals) so that it resists stretch and shear. */
-static void softbody_from_mesh(const mz_mesh *m, double spacing, mz_body_geom *g)
+/* The pairs of inside lattice cells that are 26-neighbours, each once (the 13 "forward"
+ * offsets): how many, and into out[] as particle indices (index: cell -> particle) when out is
+ * not NULL. */
+static size_t lattice_pairs(const uint8_t *inside, const size_t dims[3], const uint32_t *index,
+                            uint32_t (*out)[2])
 {
-    double origin[3];
-    size_t dims[3];
-    uint8_t *inside = NULL;
-    size_t n = mesh_voxelize(m, spacing, origin, dims, &inside);
-    size_t cells = dims[0] * dims[1] * dims[2];
-    uint32_t *index = xmalloc(cells * sizeof *index);
-    g->n = n;
-    g->x = xcalloc(n ? n : 1, sizeof *g->x);
-    size_t k = 0;
-    for (size_t c = 0; c < cells; c++) {
-        index[c] = inside[c] ? (uint32_t)k : UINT32_MAX;
-        if (!inside[c])
-            continue;
-        size_t i = c % dims[0], j = c / dims[0] % dims[1], l = c / (dims[0] * dims[1]);
-        g->x[k][0] = origin[0] + (i + 0.5) * spacing;
-        g->x[k][1] = origin[1] + (j + 0.5) * spacing;
-        g->x[k][2] = origin[2] + (l + 0.5) * spacing;
-        k++;
-    }
-    /* the 13 "forward" offsets of the 26-neighbourhood: each pair once */
-    size_t cap = 13 * n + 1;
-    g->stretch = xmalloc(cap * sizeof *g->stretch);
+    size_t cells = dims[0] * dims[1] * dims[2], k = 0;
     for (size_t c = 0; c < cells; c++) {
         if (!inside[c])
             continue;
@@ -136,16 +118,90 @@ static void softbody_from_mesh(const mz_mesh *m, double spacing, mz_body_geom *g
                         z >= (long)dims[2])
                         continue;
                     size_t o = ((size_t)z * dims[1] + (size_t)y) * dims[0] + (size_t)x;
-                    if (inside[o]) {
-                        g->stretch[g->n_stretch][0] = index[c];
-                        g->stretch[g->n_stretch][1] = index[o];
-                        g->n_stretch++;
+                    if (!inside[o])
+                        continue;
+                    if (out) {
+                        out[k][0] = index[c];
+                        out[k][1] = index[o];
                     }
+                    k++;
                 }
     }
-    free(inside);
-    free(index);
+    return k;
+}
+
+/* Host bytes a soft body of n particles and `pairs` constraints takes from here to the run:
+ * its geometry (positions in double, pairs), the cell index while it is made, and the
+ * builder's arrays (particle: position, velocity, inverse mass, id, body, phase; constraint:
+ * ends and parameters). */
+static double softbody_host_bytes(size_t cells, size_t n, size_t pairs)
+{
+    return 4.0 * (double)cells + (24.0 + 48.0) * (double)n + (8.0 + 24.0) * (double)pairs;
+}
+
+static void lattice_point(const mz_body_geom *g, size_t c, double x[3])
+{
+    size_t i = c % g->dims[0], j = c / g->dims[0] % g->dims[1], l = c / (g->dims[0] * g->dims[1]);
+    x[0] = g->origin[0] + (i + 0.5) * g->spacing;
+    x[1] = g->origin[1] + (j + 0.5) * g->spacing;
+    x[2] = g->origin[2] + (l + 0.5) * g->spacing;
+}
+
+/* A soft body: the lattice points inside a closed mesh, each joined to its 26 lattice
+ * neighbours (edges, face and body diagonals) so that it resists stretch and shear. Counted
+ * here, made by bodies_make; one that would not fit the host's memory is refused (NULL, or the
+ * reason). */
+static const char *softbody_from_mesh(const mz_mesh *m, double spacing, mz_body_geom *g)
+{
+    g->n = mesh_voxelize(m, spacing, g->origin, g->dims, &g->inside);
+    g->spacing = spacing;
+    g->n_stretch = lattice_pairs(g->inside, g->dims, NULL, NULL);
     g->phase = MZ_PHASE_SOFTBODY;
+    char what[160];
+    snprintf(what, sizeof what, "its %zu particles and %zu constraints", g->n, g->n_stretch);
+    return host_memory_refusal(
+        softbody_host_bytes(g->dims[0] * g->dims[1] * g->dims[2], g->n, g->n_stretch), what);
+}
+
+void bodies_make(mz_body_geom *g)
+{
+    if (!g->inside)
+        return;
+    size_t cells = g->dims[0] * g->dims[1] * g->dims[2], k = 0;
+    uint32_t *index = xmalloc(cells * sizeof *index);
+    g->x = xcalloc(g->n ? g->n : 1, sizeof *g->x);
+    for (size_t c = 0; c < cells; c++) {
+        index[c] = g->inside[c] ? (uint32_t)k : UINT32_MAX;
+        if (g->inside[c])
+            lattice_point(g, c, g->x[k++]);
+    }
+    if (g->n_stretch > 0) { /* rigids keep their shape by matching, not by constraints */
+        g->stretch = xmalloc(g->n_stretch * sizeof *g->stretch);
+        lattice_pairs(g->inside, g->dims, index, g->stretch);
+    }
+    free(index);
+    free(g->inside);
+    g->inside = NULL;
+}
+
+/* The body's particles in order, from x[] or from the lattice not yet made. */
+typedef struct point_walk {
+    size_t i, cell;
+} point_walk;
+
+static bool walk_point(const mz_body_geom *g, point_walk *w, double x[3])
+{
+    if (w->i >= g->n)
+        return false;
+    if (g->x) {
+        memcpy(x, g->x[w->i], sizeof(double[3]));
+    } else {
+        while (!g->inside[w->cell])
+            w->cell++;
+        lattice_point(g, w->cell++, x);
+    }
+    w->i++;
+    return true;
 }
 
 static void geom_free(mz_body_geom *g)
@@ -153,6 +209,7 @@ static void geom_free(mz_body_geom *g)
     if (!g)
         return;
     free(g->x);
+    free(g->inside);
     free(g->pinned);
     free(g->stretch);
     free(g->bend);
@@ -166,8 +223,9 @@ static void finish_body(const mz_scene *s, mz_body *b, mz_body_geom *g, const ch
 {
     int dim = s->sim.dimensions;
     g->pinned = xcalloc(g->n ? g->n : 1, 1);
-    for (size_t i = 0; i < g->n; i++) {
-        const double *x = g->x[i];
+    double x[3];
+    point_walk w = {0};
+    for (size_t i = 0; walk_point(g, &w, x); i++) {
         if (grid) {
             int nu = b->grid.resolution[0];
             g->pinned[i] = grid_pinned(b, (int)(i % (size_t)nu), (int)(i / (size_t)nu));
@@ -179,8 +237,8 @@ static void finish_body(const mz_scene *s, mz_body *b, mz_body_geom *g, const ch
             g->pinned[i] |= in;
         }
     }
-    for (size_t i = 0; i < g->n; i++) {
-        const double *x = g->x[i];
+    w = (point_walk){0};
+    for (size_t i = 0; walk_point(g, &w, x); i++) {
         bool out = false;
         for (int a = 0; a < dim; a++)
             out |= !(x[a] >= s->domain.min[a] && x[a] <= s->domain.max[a]);
@@ -262,8 +320,14 @@ static mz_body_geom *prepare_mesh(const mz_scene *s, mz_body *b, const char *pat
             geom_free(g);
             return NULL;
         }
-        softbody_from_mesh(&m, b->spacing, g);
+        const char *refused = softbody_from_mesh(&m, b->spacing, g);
         mesh_free(&m);
+        if (refused) {
+            diag_add(d, "%s (a softbody at spacing %g): %s. Use a coarser spacing", path,
+                     b->spacing, refused);
+            geom_free(g);
+            return NULL;
+        }
         if (g->n == 0) {
             diag_add(d, "%s: no lattice point of spacing %g lies inside %s (the mesh is "
                         "thinner than the spacing)", path, b->spacing, b->obj);
@@ -382,9 +446,7 @@ static mz_body_geom *prepare_rigid(const mz_scene *s, mz_body *b, const char *pa
         b->obj_digest = soft.obj_digest;
         if (!g)
             return NULL;
-        free(g->stretch); /* a rigid keeps its shape by matching, not by constraints */
-        g->stretch = NULL;
-        g->n_stretch = 0;
+        g->n_stretch = 0; /* a rigid keeps its shape by matching, not by constraints */
     } else {
         g = xcalloc(1, sizeof *g);
         rigid_lattice(s, b, spacing, g);

@@ -18,6 +18,12 @@ typedef struct mz_body_geom {
     uint32_t (*tris)[3];    /* cloth surfaces, for output */
     double thickness;       /* contact distance in force */
     int phase;              /* MZ_PHASE_* (rigids: MZ_PHASE_RIGID, no constraints) */
+    /* A voxelised mesh (soft bodies, mesh rigids) stays its lattice, a byte per cell, until
+     * bodies_make: x and stretch are NULL, n and n_stretch counted. A scene too big for the
+     * device is then refused before gigabytes of positions and constraints are made. */
+    uint8_t *inside;
+    size_t dims[3];
+    double origin[3], spacing;
 } mz_body_geom;
 
 /* The scene's position-based bodies as one list: cloths, then meshes, then rigids
@@ -29,6 +35,9 @@ const char *bodies_path(const mz_scene *s, size_t k, char buf[48]);
 char *bodies_obj_file(const mz_scene *s, const mz_body *b);
 /* Mass of one of the body's particles (rigids: density x spacing^dimensions unless mass). */
 double bodies_particle_mass(const mz_scene *s, const mz_body *b);
+
+/* Make the positions and constraints of a body kept as its lattice (the builder calls it). */
+void bodies_make(mz_body_geom *g);
 
 /* Geometry for every cloth and mesh of a scene whose keys read cleanly; problems go into *d
  * with their JSON paths. */

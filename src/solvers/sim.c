@@ -127,6 +127,8 @@ void sim_count_step(mz_sim *sim, double dt)
     sim->dt_max = sim->step ? fmax(sim->dt_max, dt) : dt;
     sim->step++;
     sim->time += dt;
+    sim->frame_steps++;
+    sim->frame_time += dt;
 }
 
 int sim_substep(mz_sim *sim, double dt)
@@ -137,15 +139,46 @@ int sim_substep(mz_sim *sim, double dt)
     return 0;
 }
 
-int sim_advance_frame(mz_sim *sim, double frame_dt)
+bool sim_stop_here(mz_sim *sim) { return pace_step(&sim->pace, sim->cl->queue); }
+
+int sim_fixed_steps(mz_sim *sim, double frame_dt)
 {
-    if (sim->solver->advance)
-        return sim->solver->advance(sim, frame_dt);
     int k = sim->scene->sim.substeps;
-    for (int i = 0; i < k; i++)
+    while (sim->frame_steps < k) {
         if (sim_substep(sim, frame_dt / k) != 0)
             return -1;
+        if (sim->frame_steps < k && sim_stop_here(sim))
+            return 1;
+    }
     return 0;
+}
+
+int sim_advance_frame(mz_sim *sim, double frame_dt)
+{
+    int rc = sim->solver->advance ? sim->solver->advance(sim, frame_dt)
+                                  : sim_fixed_steps(sim, frame_dt);
+    if (rc == 0) {
+        sim->frame_steps = 0;
+        sim->frame_time = 0;
+    }
+    return rc;
+}
+
+const char *sim_check_progress(const mz_scene *scene, long frame_steps, double frame_time)
+{
+    double frame_dt = scene_frame_dt(scene);
+    if (frame_steps < 0 || !isfinite(frame_time) || frame_time < 0 || frame_time >= frame_dt ||
+        (frame_steps == 0) != (frame_time == 0))
+        return "the progress into the frame is out of range";
+    if (scene_is_sph(scene) && scene->sim.adaptive)
+        return NULL;
+    /* Fixed steps: the time must be exactly what frame_steps steps add up to. */
+    int k = scene->sim.substeps;
+    double t = 0;
+    for (long i = 0; i < frame_steps && i < k; i++)
+        t += frame_dt / k;
+    return frame_steps < k && t == frame_time ? NULL
+                                              : "the progress into the frame is not a step boundary";
 }
 
 static void keep_event(mz_sim *sim, cl_event ev, int stage)
@@ -227,5 +260,6 @@ void sim_release(mz_sim *sim)
             clReleaseMemObject(*bufs[i]);
     free(sim->events);
     free(sim->event_stage);
+    pace_release(&sim->pace);
     memset(sim, 0, sizeof *sim);
 }

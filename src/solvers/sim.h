@@ -15,6 +15,7 @@
 #include "device/kargs.h"
 #include "scene/fields.h"
 #include "scene/scene.h"
+#include "solvers/pace.h"
 
 #define MZ_MAX_STAGES 16
 
@@ -87,6 +88,11 @@ struct mz_sim {
     long step;   /* solver steps taken */
     double time; /* simulated seconds */
     double dt_min, dt_max; /* range of the steps taken */
+    /* How far into the frame in progress: steps and seconds (both 0 between frames). A run
+     * stopped in the middle of a frame checkpoints them and goes on from there. */
+    long frame_steps;
+    double frame_time;
+    mz_pace pace; /* pace.stop_requested: set to let a frame stop between two steps */
 
     mz_stage_stat stages[MZ_MAX_STAGES];
     cl_event *events; /* launches not yet timed (profiling only) */
@@ -106,11 +112,20 @@ int sim_check_fits(const mz_cl *cl, const mz_scene *scene, size_t n);
 
 /* Upload the particles and build the solver's kernels. 0, or -1 after reporting. */
 int sim_create(mz_sim *sim, mz_cl *cl, const mz_scene *scene, const mz_particles *p);
-/* One frame: the solver's own steps, or simulation.substeps steps of frame_dt / substeps. */
+/* One frame, or what is left of it: the solver's own steps, or simulation.substeps steps of
+ * frame_dt / substeps. 0 when the frame is done; 1 when pace.stop_requested stopped it between
+ * two steps (frame_steps and frame_time say where); -1 on failure, after reporting. */
 int sim_advance_frame(mz_sim *sim, double frame_dt);
+/* The fixed steps of a frame (simulation.substeps), from frame_steps on: as sim_advance_frame. */
+int sim_fixed_steps(mz_sim *sim, double frame_dt);
+/* After a step of an advance solver, inside a frame: whether to stop there (pace.h). */
+bool sim_stop_here(mz_sim *sim);
+/* Whether a frame's progress (frame_steps, frame_time, as a checkpoint restores them) is one
+ * this scene's steps can reach: NULL, or what is wrong. */
+const char *sim_check_progress(const mz_scene *scene, long frame_steps, double frame_time);
 /* One step of dt (solvers with fixed substeps; tests). */
 int sim_substep(mz_sim *sim, double dt);
-/* Count a step a solver took (advance solvers call it). */
+/* Count a step a solver took (advance solvers call it), in the run and in the frame. */
 void sim_count_step(mz_sim *sim, double dt);
 
 mz_walls_arg sim_walls(const mz_scene *scene);

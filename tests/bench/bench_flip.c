@@ -8,7 +8,7 @@
  * the largest count, BENCH_FLIP_STEPS the timed steps. Not a test: prints a table, exits 0. */
 #include "bench/bench_frames.h"
 #include "build/build.h"
-#include "cli/progress.h"
+#include "util/clock.h"
 #include "device/cl_ctx.h"
 #include "scene/scene.h"
 #include "solvers/flip/flip.h"

@@ -6,7 +6,7 @@
 #ifndef MZ_BENCH_FRAMES_H
 #define MZ_BENCH_FRAMES_H
 #include "build/build.h"
-#include "cli/progress.h"
+#include "util/clock.h"
 #include "device/cl_ctx.h"
 #include "scene/scene.h"
 #include "solvers/sim.h"

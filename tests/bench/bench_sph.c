@@ -4,7 +4,7 @@
  * warm-up frame, with device time per stage. Not a test: prints a table, exits 0. */
 #include "bench/bench_frames.h"
 #include "build/build.h"
-#include "cli/progress.h"
+#include "util/clock.h"
 #include "device/cl_ctx.h"
 #include "scene/scene.h"
 #include "solvers/sim.h"

@@ -167,6 +167,25 @@ static void test_bad_scene_keeps_old_output(void **state)
     free(kept);
 }
 
+/* An adaptive SPH frame whose step collapses (a speed of sound of 1 mm/s: the flow is 1000
+ * times faster, walls push hard) warns once it takes a thousand steps, naming the criterion and
+ * its value; the run itself goes on and finishes. */
+static void test_collapsed_step_warns(void **state)
+{
+    (void)state;
+    char args[512], *err;
+    snprintf(args, sizeof args,
+             "run scenes/dam_break_2d.json --set fluids[0].spacing=0.004 "
+             "--set fluids[0].speed_of_sound=0.001 --set simulation.fps=0.25 --frames 1 -q -o %s",
+             test_path("collapse.h5"));
+    assert_int_equal(run_mizu(args, &err), 0);
+    if (!strstr(err, "mizu: warning: the time step collapsed: 1000 steps so far in the frame "
+                     "that ends at t = 4 s") ||
+        !strstr(err, "limited by the ") || !strstr(err, "criterion dt = cfl"))
+        fail_msg("no collapse warning: %s", err);
+    free(err);
+}
+
 /* A run that blows up stops with exit 1 and says so, keeps the frames before it, and marks the
  * file incomplete; it never hangs or reports success. (Found by review: NaNs used to be
  * clamped into a corner and a zero step hung the adaptive loop.) */
@@ -272,6 +291,7 @@ int main(void)
         cmocka_unit_test(test_bad_scene_keeps_old_output),
         cmocka_unit_test(test_usage_errors),
         cmocka_unit_test(test_blow_up_is_reported),
+        cmocka_unit_test(test_collapsed_step_warns),
         cmocka_unit_test(test_check_info_keys_devices),
     };
     return cmocka_run_group_tests_name("cli", tests, NULL, NULL);

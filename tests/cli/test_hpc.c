@@ -65,19 +65,6 @@ static void test_resume_every_solver(void **state)
 }
 
 /* Start mizu in the background with stderr to a file; its pid. */
-static pid_t spawn_mizu(const char *args, const char *errpath)
-{
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        char cmd[2048];
-        snprintf(cmd, sizeof cmd, "exec %s %s 2>%s", mizu_bin(), args, errpath);
-        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
-        _exit(127);
-    }
-    return pid;
-}
-
 /* Wait until the file at path contains text (the progress lines), at most 120 s. */
 static bool wait_for_text(const char *path, const char *text, pid_t pid)
 {
@@ -106,8 +93,9 @@ static int exit_status(pid_t pid)
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-/* SIGTERM mid-run: the frame in progress ends, a checkpoint is written, the output is closed
- * readable (incomplete), exit 143; the resumed run completes it bit-identically. */
+/* SIGTERM mid-run: the run stops at the next step (tests/cli/test_stops.c has long frames), a
+ * checkpoint is written, the output is closed readable (incomplete), exit 143; the resumed run
+ * completes it bit-identically. */
 static void test_sigterm_checkpoints_and_resumes(void **state)
 {
     (void)state;
@@ -125,7 +113,8 @@ static void test_sigterm_checkpoints_and_resumes(void **state)
     len = fread(msg, 1, sizeof msg - 1, ef);
     fclose(ef);
     msg[len] = 0;
-    assert_non_null(strstr(msg, "stopped by SIGTERM after frame"));
+    assert_true(strstr(msg, "stopped by SIGTERM after frame") ||
+                strstr(msg, "stopped by SIGTERM in frame"));
     assert_non_null(strstr(msg, "resume with: mizu run --resume"));
     assert_true(exists(ckpt));
     hid_t f = H5Fopen(out, H5F_ACC_RDONLY, H5P_DEFAULT);

@@ -12,6 +12,7 @@
 #include <math.h>
 #include <signal.h>
 #include <stdint.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -303,16 +304,11 @@ static void test_mesh_changed(void **state)
 static void test_one_writer_per_output(void **state)
 {
     (void)state;
-    const char *out = test_path("busy.h5"), *errpath = test_path("busy.err");
+    const char *out = test_path("busy.h5");
     char cmd[2048];
-    snprintf(cmd, sizeof cmd, "exec %s run %s --frames 400 -q -o %s 2>%s", mizu_bin(), SCENE,
-             out, errpath);
-    pid_t pid = fork();
+    snprintf(cmd, sizeof cmd, "run %s --frames 400 -q -o %s", SCENE, out);
+    pid_t pid = spawn_mizu(cmd, test_path("busy.err"));
     assert_true(pid >= 0);
-    if (pid == 0) {
-        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
-        _exit(127);
-    }
     struct stat st;
     for (int i = 0; i < 600 && !(stat(out, &st) == 0 && st.st_size > 0); i++)
         nanosleep(&(struct timespec){0, 50000000}, NULL);
@@ -421,9 +417,78 @@ static void test_unbounded_inputs(void **state)
     free(err);
 }
 
+static char *read_text(const char *path)
+{
+    size_t len;
+    char *t = (char *)slurp_bytes(path, &len);
+    t = realloc(t, len + 1);
+    t[len] = 0;
+    return t;
+}
+
+/* A scene too big for the memory left is refused before its arrays are built. A soft body at a
+ * fine spacing (13.7 million particles, 176 million constraints, 6.7 GB to build) is refused,
+ * for the device's memory or (on a machine with less than that free) the host's, with a peak
+ * of a few tens of MB instead of the gigabytes its geometry would take. Under an address-space
+ * limit the scene is refused at load, and a smaller one that fits the scene check but not the
+ * run's arrays and buffers is refused before they are built. ASan reserves terabytes of
+ * address space, so the ulimit cases run only in the plain build. Runs first: it reads the
+ * largest child's peak memory. */
+static void test_memory_refused_before_building(void **state)
+{
+    (void)state;
+    const char *out = test_path("big.h5"), *errpath = test_path("big.err");
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "exec %s run scenes/softbody_drop.json --set meshes[0].spacing=0.001 "
+             "--frames 1 -q -o %s 2>%s", mizu_bin(), out, errpath);
+    int st = system(cmd);
+    struct rusage ru;
+    getrusage(RUSAGE_CHILDREN, &ru);
+    char *err = read_text(errpath);
+    bool device = WIFEXITED(st) && WEXITSTATUS(st) == 1 &&
+                  strstr(err, "of device memory for its 13658216 particles");
+    bool host = WIFEXITED(st) && WEXITSTATUS(st) == 2 &&
+                strstr(err, "its 13658216 particles and 176280280 constraints need about 6.73 "
+                            "GB of host memory");
+    if (!device && !host)
+        fail_msg("soft body at spacing 0.001: status %d: %s", st, err);
+    print_message("soft body of 13658216 particles refused (%s memory) at a peak of %.0f MB\n",
+                  device ? "device" : "host", ru.ru_maxrss / 1024.0);
+    assert_true(ru.ru_maxrss < 300 * 1024);
+    assert_false(exists(out));
+    free(err);
+    if (getenv("ASAN_OPTIONS")) {
+        print_message("ulimit -v cases skipped under ASan\n");
+        return;
+    }
+    static const struct {
+        const char *spacing;
+        int rc;
+        const char *says;
+    } cases[] = {
+        {"0.001", 2, "its 13658216 particles and 176280280 constraints need about 6.73 GB of "
+                     "host memory; the address-space limit (ulimit -v) leaves"},
+        {"0.003", 1, "need about 0.74 GB of host memory; the address-space limit (ulimit -v) "
+                     "leaves"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        snprintf(cmd, sizeof cmd, "ulimit -v 900000; exec %s run scenes/softbody_drop.json "
+                 "--set meshes[0].spacing=%s --frames 1 -q -o %s 2>%s", mizu_bin(),
+                 cases[i].spacing, out, errpath);
+        st = system(cmd);
+        err = read_text(errpath);
+        if (!WIFEXITED(st) || WEXITSTATUS(st) != cases[i].rc || !strstr(err, cases[i].says))
+            fail_msg("spacing %s under ulimit -v 900000: status %d: %s", cases[i].spacing, st,
+                     err);
+        assert_false(exists(out));
+        free(err);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_memory_refused_before_building),
         cmocka_unit_test(test_targeted_edits),
         cmocka_unit_test(test_foreign_output),
         cmocka_unit_test(test_frames_never_dropped),

@@ -43,6 +43,8 @@ typedef struct sph_state {
     size_t max_groups, local;
     float *partial_host;
     double next_dt;
+    float v2, a2_max;    /* the largest |v|² and |a|² choose_dt saw last */
+    long warn_steps;  /* steps in one frame that earn a warning (adaptive; 0: not yet set) */
 } sph_state;
 
 static bool run_density(mz_sim *sim, sph_state *st, cl_mem *rho, cl_mem *scratch, double lag);
@@ -230,8 +232,13 @@ static int sph_init(mz_sim *sim)
     }
     if (s->domain.boundary.type == MZ_BOUNDARY_PARTICLES && init_boundary(sim, st) != 0)
         return -1;
-    /* First step: the CFL step for c0 (the fastest initial speed is part of c0). */
+    /* First step: the CFL step for c0 (the fastest initial speed is part of c0), or the force
+     * criterion for gravity when that is shorter (a speed of sound far below the flow's). */
+    double g = sqrt(st->gravity.s[0] * st->gravity.s[0] + st->gravity.s[1] * st->gravity.s[1] +
+                    st->gravity.s[2] * st->gravity.s[2]);
     st->next_dt = scene_cfl(s) * st->P.h / st->P.c0;
+    if (g > 0)
+        st->next_dt = fmin(st->next_dt, scene_cfl(s) * sqrt(st->P.h / g));
     double fixed = scene_substep_dt(s);
     if (!st->adaptive && fixed > st->next_dt)
         mz_warn("SPH step %.3g ms exceeds the CFL limit %.3g ms (cfl %g, h %g m, c0 %.3g m/s); "
@@ -365,24 +372,53 @@ static int choose_dt(mz_sim *sim, sph_state *st)
         return -1;
     }
     st->next_dt = dt;
+    st->v2 = v2;
+    st->a2_max = a2;
     return 0;
+}
+
+/* A frame that needs ten times the steps the speed of sound asks for (and at least a
+ * thousand) has a collapsed step: say which criterion holds it down (and again at ten times
+ * that, ...). The run goes on. */
+static void warn_collapsed(const mz_sim *sim, sph_state *st, double frame_dt)
+{
+    double cfl = scene_cfl(sim->scene), c0_steps = ceil(frame_dt * st->P.c0 / (cfl * st->P.h));
+    if (st->warn_steps == 0)
+        st->warn_steps = 10 * (long)fmax(c0_steps, 100);
+    if (sim->frame_steps != st->warn_steps)
+        return;
+    double v = sqrt(st->v2), a = sqrt(st->a2_max), h = st->P.h;
+    bool force = a > 0 && sqrt(h / a) < h / fmax(st->P.c0, v);
+    char why[256];
+    if (force)
+        snprintf(why, sizeof why, "the force criterion dt = cfl·sqrt(h/|a|max) with |a|max = "
+                                  "%.3g m/s² (runaway accelerations: particles pressed together, "
+                                  "walls too stiff for the step)", a);
+    else
+        snprintf(why, sizeof why, "the speed criterion dt = cfl·h/|v|max with |v|max = %.3g m/s, "
+                                  "%.3g times the speed of sound (the flow outruns the scene's "
+                                  "speed of sound: raise speed_of_sound)", v, v / st->P.c0);
+    mz_warn("the time step collapsed: %ld steps so far in the frame that ends at t = %.6g s, "
+            "%.0f times the %.0f the speed of sound needs; the step is %.3g s, limited by %s. "
+            "The run goes on; SIGTERM stops it with a checkpoint",
+            sim->frame_steps, sim->time - sim->frame_time + frame_dt,
+            (double)sim->frame_steps / c0_steps, c0_steps, st->next_dt, why);
+    st->warn_steps *= 10;
 }
 
 static int sph_advance(mz_sim *sim, double frame_dt)
 {
     sph_state *st = sim->state;
-    const mz_scene *s = sim->scene;
     if (!st->adaptive) {
-        for (int k = 0; k < s->sim.substeps; k++)
-            if (sim_substep(sim, frame_dt / s->sim.substeps) != 0)
-                return -1;
-        return choose_dt(sim, st); /* once a frame: the blow-up check */
+        int rc = sim_fixed_steps(sim, frame_dt);
+        return rc != 0 ? rc : choose_dt(sim, st); /* once a frame: the blow-up check */
     }
     /* Steps of the chosen size; the last one of the frame ends on the frame exactly, and one
-     * that would leave a sliver under a quarter step takes half of what is left instead. */
-    double t = 0;
-    while (frame_dt - t > 1e-9 * frame_dt) {
-        double left = frame_dt - t, dt = st->next_dt;
+     * that would leave a sliver under a quarter step takes half of what is left instead. The
+     * time into the frame is sim->frame_time, so that a frame stopped between two steps goes
+     * on from there. */
+    while (frame_dt - sim->frame_time > 1e-9 * frame_dt) {
+        double left = frame_dt - sim->frame_time, dt = st->next_dt;
         if (dt >= left)
             dt = left;
         else if (left - dt < 0.25 * dt)
@@ -390,7 +426,9 @@ static int sph_advance(mz_sim *sim, double frame_dt)
         if (sph_step(sim, st, dt) != 0 || choose_dt(sim, st) != 0)
             return -1;
         sim_count_step(sim, dt);
-        t += dt;
+        warn_collapsed(sim, st, frame_dt);
+        if (frame_dt - sim->frame_time > 1e-9 * frame_dt && sim_stop_here(sim))
+            return 1;
     }
     return 0;
 }

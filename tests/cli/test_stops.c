@@ -1,0 +1,177 @@
+/* Runs that are stopped, through the mizu binary (docs/batch.md, "Signals"): SIGTERM in the
+ * middle of a long frame is answered within two seconds with a checkpoint of that step, which
+ * resumes bit-identically; kill -9 in a loop, many times inside a checkpoint write, never
+ * leaves a checkpoint or an output that a resume refuses, and the run resumed after every kill
+ * ends with the uninterrupted run's frames. */
+#include "test_files.h"
+#include "test_util.h"
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SCENE "scenes/dam_break_2d.json"
+
+static double wall(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static void nap(double s)
+{
+    nanosleep(&(struct timespec){(time_t)s, (long)((s - (double)(time_t)s) * 1e9)}, NULL);
+}
+
+static char *slurp_text(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    char *t = calloc(1 << 16, 1);
+    if (f) {
+        if (fread(t, 1, (1 << 16) - 1, f) == 0)
+            t[0] = 0;
+        fclose(f);
+    }
+    return t;
+}
+
+/* One frame of half a second of dam break takes a few seconds on a laptop core: a SIGTERM half
+ * a second after the output appears lands inside it, in the adaptive SPH solver's steps and in
+ * fixed substeps (the path every other solver takes). */
+static void test_sigterm_in_a_long_frame(void **state)
+{
+    (void)state;
+    static const char *const variants[] = {
+        "", "--set simulation.adaptive=false --set simulation.substeps=7000"};
+    for (size_t v = 0; v < sizeof variants / sizeof *variants; v++) {
+        const char *ref = test_path("long_ref.h5"), *out = test_path("long.h5");
+        const char *ckpt = test_path("long.ckpt.h5"), *errpath = test_path("long.err");
+        char base[1024], args[2048];
+        snprintf(base, sizeof base, "run %s --set simulation.fps=2 --set fluids[0].spacing=0.004 "
+                 "--frames 1 -q %s", SCENE, variants[v]);
+        remove(ref), remove(out), remove(ckpt);
+        snprintf(args, sizeof args, "%s -o %s", base, ref);
+        assert_int_equal(run_mizu(args, NULL), 0);
+        snprintf(args, sizeof args, "%s -o %s", base, out);
+        pid_t pid = spawn_mizu(args, errpath);
+        assert_true(pid > 0);
+        struct stat st;
+        for (int i = 0; i < 600 && !(stat(out, &st) == 0 && st.st_size > 0); i++)
+            nap(0.01);
+        nap(0.5);
+        double t0 = wall();
+        kill(pid, SIGTERM);
+        int status = 0;
+        waitpid(pid, &status, 0);
+        double answered = wall() - t0;
+        char *err = slurp_text(errpath);
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 143 || !strstr(err, "in frame 1 (step"))
+            fail_msg("variant %zu: SIGTERM mid-frame: status %d: %s", v, status, err);
+        print_message("variant %zu: SIGTERM answered in %.3f s: %s", v, answered,
+                      strstr(err, "mizu: stopped"));
+        assert_true(answered < 2.0);
+        free(err);
+        snprintf(args, sizeof args, "run --resume %s -q", ckpt);
+        char *rerr = NULL;
+        int rc = run_mizu(args, &rerr);
+        if (rc != 0)
+            fail_msg("variant %zu: resume: exit %d: %s", v, rc, rerr);
+        free(rerr);
+        assert_same_frames(ref, out, 2);
+    }
+}
+
+/* Whether the file at path is no longer the one `before` describes (renamed over since). */
+static bool replaced(const char *path, const struct stat *before)
+{
+    struct stat now;
+    return stat(path, &now) == 0 &&
+           (now.st_ino != before->st_ino || now.st_mtim.tv_sec != before->st_mtim.tv_sec ||
+            now.st_mtim.tv_nsec != before->st_mtim.tv_nsec);
+}
+
+/* kill -9 at random moments and, two times in three, the moment a checkpoint write begins
+ * (CKPT.tmp appears once the run has put a checkpoint in place); after each, resume (or start again when no checkpoint was written yet).
+ * No resume may be refused, and the last one must finish with the uninterrupted run's frames. */
+static void test_kill9_in_checkpoint_writes(void **state)
+{
+    (void)state;
+    const char *ref = test_path("k_ref.h5"), *out = test_path("k.h5");
+    const char *ckpt = test_path("k.ckpt.h5"), *errpath = test_path("k.err");
+    char tmp[600], args[2048];
+    snprintf(tmp, sizeof tmp, "%s.tmp", ckpt);
+    snprintf(args, sizeof args, "run %s --frames 12 -q -o %s", SCENE, ref);
+    assert_int_equal(run_mizu(args, NULL), 0);
+    int kills = 0, in_write = 0, resumes = 0, finished = 0;
+    uint64_t seed = 0x2545f4914f6cdd1du;
+    for (int round = 0; round < 60 && !finished; round++) {
+        if (exists(ckpt)) {
+            snprintf(args, sizeof args, "run --resume %s --checkpoint-every 1 -q", ckpt);
+            resumes++;
+        } else {
+            remove(out);
+            snprintf(args, sizeof args, "run %s --frames 12 --checkpoint-every 1 -q -o %s",
+                     SCENE, out);
+        }
+        struct stat before = {0};
+        stat(ckpt, &before);
+        pid_t pid = spawn_mizu(args, errpath);
+        assert_true(pid > 0);
+        int status = 0;
+        bool exited = false;
+        if (round % 3 != 2) {
+            /* the moment the next checkpoint write begins after this run has put one in place
+             * (so that every round gets at least a frame further) */
+            for (int phase = 0; phase < 2 && !exited; phase++)
+                for (int i = 0; i < 40000 && !(phase ? exists(tmp) : replaced(ckpt, &before));
+                     i++)
+                    if (waitpid(pid, &status, WNOHANG) == pid) {
+                        exited = true;
+                        break;
+                    } else {
+                        nap(0.0005);
+                    }
+        } else {
+            seed = seed * 6364136223846793005u + 1442695040888963407u;
+            double t = 0.1 + 0.6 * (double)(seed >> 11) / 9007199254740992.0;
+            for (double waited = 0; waited < t && !exited; waited += 0.01) {
+                exited = waitpid(pid, &status, WNOHANG) == pid;
+                nap(0.01);
+            }
+        }
+        if (!exited) {
+            in_write += exists(tmp);
+            kill(pid, SIGKILL);
+            waitpid(pid, &status, 0);
+            kills++;
+            if (WIFEXITED(status))
+                exited = true; /* it ended on its own just before */
+        }
+        if (exited) {
+            char *err = slurp_text(errpath);
+            if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+                fail_msg("round %d: mizu %s: status %d: %s", round, args, status, err);
+            free(err);
+            finished = 1;
+        }
+    }
+    assert_true(finished);
+    print_message("%d kills -9 (%d inside a checkpoint write), %d resumes, none refused; the "
+                  "output matches the uninterrupted run\n", kills, in_write, resumes);
+    assert_true(in_write >= 4);
+    assert_same_frames(ref, out, 13);
+    assert_false(exists(tmp));
+}
+
+int main(void)
+{
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* missing datasets are expected */
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_sigterm_in_a_long_frame),
+        cmocka_unit_test(test_kill9_in_checkpoint_writes),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
