@@ -253,8 +253,27 @@ static void finish_body(const mz_scene *s, mz_body *b, mz_body_geom *g, const ch
         diag_add(d, "%s.thickness: the geometry gives no spacing to take it from; set it", path);
 }
 
+/* Whether a body made when the scene loads fits the host's memory: bytes for n particles,
+ * `pairs` constraints and `tris` triangles, from its geometry (double positions, pins) to the
+ * builder's arrays. false after reporting. */
+static bool body_fits_host(const char *path, double n, double pairs, double tris, mz_diag *d)
+{
+    char what[96];
+    snprintf(what, sizeof what, "its %.0f particles", n);
+    const char *refused = host_memory_refusal((24.0 + 1.0 + 48.0) * n + (8.0 + 24.0) * pairs +
+                                                  (12.0 + 12.0) * tris,
+                                              what);
+    if (refused)
+        diag_add(d, "%s: %s. Use a coarser resolution or spacing", path, refused);
+    return !refused;
+}
+
 static mz_body_geom *prepare_cloth(const mz_scene *s, mz_body *b, const char *path, mz_diag *d)
 {
+    /* a grid of nu x nv: about 3 stretch and 3 bending pairs and 2 triangles per particle */
+    double n = (double)b->grid.resolution[0] * b->grid.resolution[1];
+    if (!body_fits_host(path, n, 6 * n, 2 * n, d))
+        return NULL;
     mz_mesh m = {0};
     cloth_grid_mesh(b, &m);
     mz_body_geom *g = xcalloc(1, sizeof *g);
@@ -431,6 +450,8 @@ static mz_body_geom *prepare_rigid(const mz_scene *s, mz_body *b, const char *pa
                  path, spacing, points);
         return NULL;
     }
+    if (!b->obj && !body_fits_host(path, points, 0, 0, d))
+        return NULL;
     mz_body_geom *g;
     if (b->obj) {
         if (dim == 2) {
