@@ -3,8 +3,8 @@
  *   /                 attrs format "mizu checkpoint", format_version 3
  *   /run              attrs frame (frames simulated), frames_written (output rows then), step,
  *                     time, dt_min, dt_max, frame_steps and frame_time (steps and seconds
- *                     into frame + 1: a run stopped between two steps), particles, solver, device, run_id, mizu_version,
- *                     digest (FNV-1a over every value of the record, util/digest.h)
+ *                     into frame + 1: a run stopped between two steps), particles, solver,
+ *                     device, run_id, mizu_version, digest (FNV-1a over every value of the record, util/digest.h)
  *     scene_path      the scene file as given on the command line (string)
  *     scene_given     its text, verbatim (string)
  *     overrides       the --set arguments, each ending in a NUL byte (uint8)

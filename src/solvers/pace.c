@@ -23,6 +23,7 @@ bool pace_step(mz_pace *p, cl_command_queue q)
             clReleaseEvent(p->marker);
             p->marker = NULL;
             double t = now_seconds(), took = t - p->last;
+            p->last = t;
             if (took < CHUNK_MIN_S && p->chunk < CHUNK_MAX_STEPS)
                 p->chunk *= 2;
             else if (took > CHUNK_MAX_S && p->chunk > 1)
