@@ -2,7 +2,18 @@
 PREFIX   ?= /usr/local
 CC       ?= cc
 BUILD    ?= build
-PKGS      = OpenCL libcjson hdf5
+# With Open MPI's compiler wrapper and parallel HDF5 (hdf5-openmpi) present, the one binary also
+# runs under mpirun (src/dist/, docs/distributed.md); without them it is the single-process build.
+MPI      ?= $(shell command -v mpicc >/dev/null 2>&1 && pkg-config --exists hdf5-openmpi && echo 1)
+ifeq ($(MPI),1)
+PKGS      = OpenCL libcjson hdf5-openmpi
+MPI_CFLAGS := $(shell mpicc --showme:compile) -DMZ_MPI=1
+MPI_LIBS   := $(shell mpicc --showme:link)
+else
+# Debian's hdf5.pc may point at the MPI build once libhdf5-openmpi-dev is installed: ask for the
+# serial one by name where it exists.
+PKGS      = OpenCL libcjson $(shell pkg-config --exists hdf5-serial && echo hdf5-serial || echo hdf5)
+endif
 
 VERSION  := 0.1.0
 GIT_REV  := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
@@ -14,8 +25,8 @@ CPPFLAGS += -D_POSIX_C_SOURCE=200809L -DCL_TARGET_OPENCL_VERSION=120 \
             -DMIZU_VERSION='"$(VERSION)"' -DMIZU_GIT_REV='"$(GIT_REV)"' -Isrc -I$(BUILD)
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
-ALL_CFLAGS  = $(WARN) $(CFLAGS) -ffp-contract=off $(PKG_CFLAGS) $(CPPFLAGS)
-LDLIBS     += $(PKG_LIBS) -lm
+ALL_CFLAGS  = $(WARN) $(CFLAGS) -ffp-contract=off $(PKG_CFLAGS) $(MPI_CFLAGS) $(CPPFLAGS)
+LDLIBS     += $(PKG_LIBS) $(MPI_LIBS) -lm
 
 # Sources live in one folder per layer (docs/ARCHITECTURE.md); objects mirror them under obj/.
 SRCS     := $(sort $(wildcard src/*/*.c src/*/*/*.c))

@@ -206,6 +206,37 @@ kernel void gather16(uint n, global const uint *vals, global const uint4 *src,
         dst[i] = src[vals[i]];
 }
 
+/* Distributed runs (src/dist/slabs.c): keys[i] = the slab-axis cell of pos[begin + i] (as the
+ * cell keys see it), vals[i] = its slot. */
+kernel void slab_keys(uint begin, uint n, mz_grid_desc g, global const float4 *pos,
+                      global uint *keys, global uint *vals)
+{
+    uint i = get_global_id(0);
+    if (i >= n)
+        return;
+    int4 c = mz_cell_coord(&g, pos[begin + i]);
+    keys[i] = (uint)MZ_SLAB_AXIS(c);
+    vals[i] = begin + i;
+}
+
+/* out[t] = the first i < n with keys[i] >= targets[t] in ascending keys (n if none). */
+kernel void key_bounds(uint n, global const uint *keys, uint m, global const uint *targets,
+                       global uint *out)
+{
+    uint t = get_global_id(0);
+    if (t >= m)
+        return;
+    uint lo = 0, hi = n, want = targets[t];
+    while (lo < hi) {
+        uint mid = lo + (hi - lo) / 2;
+        if (keys[mid] < want)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    out[t] = lo;
+}
+
 /* count[i] = particles within h of slot i, itself included. */
 kernel void count_neighbours(uint n, mz_grid_desc g, global const uint *start,
                              global const uint *end, global const float4 *pos,

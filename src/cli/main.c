@@ -1,6 +1,7 @@
 /* mizu: command line. Exit codes: 0 ok, 1 runtime failure, 2 usage or scene error. */
 #include "cli/info.h"
 #include "cli/run.h"
+#include "dist/dist.h"
 #include "device/cl_ctx.h"
 #include "device/cl_prog.h"
 #include "io/h5_out.h"
@@ -147,9 +148,8 @@ static int scene_command(const char *cmd, int argc, char **argv)
     return rc;
 }
 
-int main(int argc, char **argv)
+static int command(int argc, char **argv)
 {
-    h5_out_no_exit_handler();
     if (argc < 2)
         return usage_error("%s", "no command given");
     const char *cmd = argv[1];
@@ -176,4 +176,23 @@ int main(int argc, char **argv)
         return info_print(argv[2], stdout);
     }
     return usage_error("unknown command '%s'", cmd);
+}
+
+/* Under mpirun every rank runs the command: `run` is one simulation over all of them; other
+ * commands run on rank 0 alone, the others take its exit code. */
+int main(int argc, char **argv)
+{
+    h5_out_no_exit_handler();
+    if (dist_init(&argc, &argv) != 0)
+        return MZ_EXIT_RUNTIME;
+    mz_cl_set_gpu_offset(dist_local_rank());
+    int rc;
+    if (!dist_active() || (argc >= 2 && !strcmp(argv[1], "run")))
+        rc = command(argc, argv);
+    else
+        rc = dist_rank() == 0 ? command(argc, argv) : 0;
+    if (dist_active() && !(argc >= 2 && !strcmp(argv[1], "run")))
+        dist_bcast(&rc, sizeof rc);
+    dist_finalize();
+    return rc;
 }

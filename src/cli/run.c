@@ -16,6 +16,8 @@
 #include "cli/progress.h"
 #include "cli/signals.h"
 #include "device/cl_prog.h"
+#include "dist/dist.h"
+#include "dist/slabs.h"
 #include "io/checkpoint.h"
 #include "io/h5_out.h"
 #include "scene/bodies.h"
@@ -133,6 +135,7 @@ typedef struct run_ctx {
     mz_scene scene;
     char *path, *ckpt_path;
     char *run_id;    /* the output's (io/h5_out.h): new, or the resumed checkpoint's */
+    char *devices;   /* rank 0: "0: device; 1: device; ..." (every rank's) */
     mz_ckpt ck;      /* the checkpoint resumed from (frame 0 when not resuming) */
     bool resumed;
     mz_cl cl;
@@ -171,20 +174,40 @@ static void warn_disk_space(const run_ctx *r, long first_frame)
 
 static int device_components(mz_field f) { return mz_field_infos[f].components == 3 ? 4 : 1; }
 
+/* Distributed: rank 0 gathers every rank's owned particles, in rank order, into its readback
+ * (the order of one process's device); the copies are then done, and the event says so. */
+static bool gather_readback(mz_sim *sim, unsigned fields, readback *rb)
+{
+    bool ok = cl_ok(clWaitForEvents(1, &rb->done), "clWaitForEvents(readback)");
+    if (!ok)
+        dist_abort(MZ_EXIT_RUNTIME);
+    size_t begin, end;
+    sim_owned(sim, &begin, &end);
+    size_t n = end - begin;
+    dist_gather_bytes(rb->id, 4 * n, rb->id);
+    for (int f = 0; f < MZ_FIELD_COUNT; f++)
+        if (fields & MZ_FIELD_BIT(f))
+            dist_gather_bytes(rb->raw[f], 4 * (size_t)device_components(f) * n, rb->raw[f]);
+    return true;
+}
+
 static bool enqueue_readback(mz_sim *sim, unsigned fields, readback *rb)
 {
-    size_t n = sim->n;
+    size_t begin, end; /* this rank's particles (all of them in one process) */
+    sim_owned(sim, &begin, &end);
+    size_t n = end - begin;
     cl_command_queue q = sim->cl->queue;
-    bool ok = cl_ok(clEnqueueReadBuffer(q, sim->id, CL_FALSE, 0, 4 * n, rb->id, 0, NULL, NULL),
+    bool ok = cl_ok(clEnqueueReadBuffer(q, sim->id, CL_FALSE, 4 * begin, 4 * n, rb->id, 0, NULL,
+                                        NULL),
                     "clEnqueueReadBuffer(id)");
     for (int f = 0; ok && f < MZ_FIELD_COUNT; f++) {
         if (!(fields & MZ_FIELD_BIT(f)))
             continue;
-        size_t bytes = 4 * (size_t)device_components(f) * n;
+        size_t elem = 4 * (size_t)device_components(f), bytes = elem * n;
         char what[64];
         snprintf(what, sizeof what, "clEnqueueReadBuffer(%s)", mz_field_infos[f].name);
-        ok = cl_ok(clEnqueueReadBuffer(q, *sim->field[f], CL_FALSE, 0, bytes, rb->raw[f], 0,
-                                       NULL, NULL),
+        ok = cl_ok(clEnqueueReadBuffer(q, *sim->field[f], CL_FALSE, elem * begin, bytes,
+                                       rb->raw[f], 0, NULL, NULL),
                    what);
     }
     /* The poses of the same instant as the particles: queued with them, never read later. */
@@ -199,6 +222,8 @@ static bool enqueue_readback(mz_sim *sim, unsigned fields, readback *rb)
     rb->step = sim->step;
     rb->time = sim->time;
     rb->pending = ok;
+    if (ok && sim->slabs)
+        ok = gather_readback(sim, fields, rb);
     return ok;
 }
 
@@ -221,7 +246,7 @@ static int finish_readback(run_ctx *r, readback *rb)
     if (!ok)
         return -1;
     double t0 = now_seconds();
-    size_t n = r->parts.n;
+    size_t n = r->out ? r->parts.n : 0; /* ranks other than 0 have sent theirs */
     const float *data[MZ_FIELD_COUNT] = {0};
     for (int f = 0; f < MZ_FIELD_COUNT; f++) {
         if (!(r->fields & MZ_FIELD_BIT(f)))
@@ -232,18 +257,21 @@ static int finish_readback(run_ctx *r, readback *rb)
                 r->ordered[f][(size_t)rb->id[i] * co + k] = rb->raw[f][i * cd + k];
         data[f] = r->ordered[f];
     }
-    signals_writing(true);
-    int rc = h5_out_write_frame(r->out, rb->step, rb->time, data, rb->rigid_pose);
-    signals_writing(false);
+    int rc = 0;
+    if (r->out) { /* rank 0 writes (every rank in one process) */
+        signals_writing(true);
+        rc = h5_out_write_frame(r->out, rb->step, rb->time, data, rb->rigid_pose);
+        signals_writing(false);
+    }
     r->write_s += now_seconds() - t0;
-    return rc;
+    return dist_max_int(rc != 0) ? -1 : 0;
 }
 
 static void print_summary(const run_ctx *r, long frames_written, double setup_s, double run_s)
 {
     const mz_sim *sim = &r->sim;
-    double psteps = (double)sim->n * (double)(sim->step - r->ck.step);
-    fprintf(stderr, "mizu: done: %zu particles, %d frames, %ld steps of %.4g", sim->n,
+    double psteps = (double)r->parts.n * (double)(sim->step - r->ck.step);
+    fprintf(stderr, "mizu: done: %zu particles, %d frames, %ld steps of %.4g", r->parts.n,
             r->scene.sim.frames, sim->step, 1e3 * sim->dt_min);
     if (sim->dt_max > sim->dt_min * (1 + 1e-9))
         fprintf(stderr, " to %.4g", 1e3 * sim->dt_max);
@@ -262,6 +290,12 @@ static void print_summary(const run_ctx *r, long frames_written, double setup_s,
     free(xdmf);
     if (r->checkpoints > 0)
         fprintf(stderr, "  %ld checkpoints written to %s\n", r->checkpoints, r->ckpt_path);
+    if (dist_active() && sim->slabs)
+        fprintf(stderr, "  %d ranks (%s); slabs repartitioned %llu times; rank 0 sent %llu "
+                        "particle records in %llu exchanges taking %.3f s\n",
+                dist_size(), r->devices, (unsigned long long)sim->slabs->repartitions,
+                (unsigned long long)sim->slabs->sent, (unsigned long long)sim->slabs->exchanges,
+                sim->slabs->exchange_s);
     if (r->o->profile) {
         double total = 0;
         for (int i = 0; sim->solver->stages[i]; i++)
@@ -380,6 +414,8 @@ static int check_resume(const run_ctx *r)
 static int open_output(run_ctx *r)
 {
     const mz_scene *s = &r->scene;
+    if (dist_rank() != 0) /* rank 0 writes the file */
+        return 0;
     if (r->resumed) {
         r->out = h5_out_reopen(r->path, r->parts.n, r->fields, r->sim.n_rigids,
                                r->ck.frames_written, r->run_id,
@@ -391,7 +427,8 @@ static int open_output(run_ctx *r)
                        .overrides = (const char *const *)s->overrides,
                        .n_overrides = s->n_overrides, .device = r->cl.device_name,
                        .platform = r->cl.platform_name, .driver = r->cl.driver_version,
-                       .kernel_build_options = MZ_CL_BUILD_OPTIONS, .run_id = r->run_id};
+                       .kernel_build_options = MZ_CL_BUILD_OPTIONS, .run_id = r->run_id,
+                       .ranks = dist_size(), .devices_by_rank = r->devices};
     memcpy(meta.domain_min, s->domain.min, sizeof meta.domain_min);
     memcpy(meta.domain_max, s->domain.max, sizeof meta.domain_max);
     /* Rigid body k is body n_fluids + n_cloths + n_meshes + k (sim.h). */
@@ -408,7 +445,30 @@ static int open_output(run_ctx *r)
     return r->out ? 0 : -1;
 }
 
-static bool stop_requested(void) { return signals_pending() != 0; }
+/* The signal that stops the run: this process's, or under mpirun the one any rank has (every
+ * rank asks at the same step, so all stop after the same one). */
+static int agreed_signal;
+
+static int pending_signal(void)
+{
+    agreed_signal = dist_max_int(signals_pending());
+    return agreed_signal;
+}
+
+static bool stop_requested(void) { return pending_signal() != 0; }
+
+/* Whether "0: name; 1: name; ..." names one device kind throughout. */
+static bool devices_match(const char *list)
+{
+    const char *first = strchr(list, ' ');
+    size_t len = strcspn(first + 1, ";");
+    for (const char *p = strstr(list, "; "); p; p = strstr(p + 1, "; ")) {
+        const char *name = strchr(p + 2, ' ') + 1;
+        if (strcspn(name, ";") != len || strncmp(name, first + 1, len) != 0)
+            return false;
+    }
+    return true;
+}
 
 /* Device, memory check, particles, solver, blow-up check, state from a checkpoint, output.
  * 0, or an exit code after reporting. */
@@ -416,8 +476,25 @@ static int set_up(run_ctx *r)
 {
     const mz_run_opts *o = r->o;
     int opened = mz_cl_open(&r->cl, o->device, o->profile);
-    if (opened != 0)
-        return opened == -2 ? MZ_EXIT_USAGE : MZ_EXIT_RUNTIME;
+    /* Every rank learns whether all have a device, and rank 0 which they are. */
+    int worst = dist_max_int(opened == -2 ? 2 : opened != 0 ? 1 : 0);
+    if (worst != 0) {
+        if (opened == 0 && dist_rank() == 0)
+            mz_error("another rank could not open its device (its message says why)");
+        return worst == 2 ? MZ_EXIT_USAGE : MZ_EXIT_RUNTIME;
+    }
+    /* PoCL compiles a kernel anew for every work-group size it picks, and it picks them from the
+     * global size: a distributed run's counts change every step, so it gets a fixed size. */
+    if (dist_active() && r->cl.wg == 0)
+        r->cl.wg = 64;
+    r->devices = dist_gather_strings(r->cl.device_name);
+    if (dist_active() && dist_rank() == 0 && !devices_match(r->devices)) {
+        mz_error("the ranks opened different kinds of device (%s): their outputs would differ "
+                 "from one rank's; give every rank the same kind (--device)", r->devices);
+        worst = 1;
+    }
+    if (dist_active() && dist_max_int(worst) != 0)
+        return MZ_EXIT_RUNTIME;
     if (r->resumed && strcmp(r->ck.device, r->cl.device_name) != 0)
         mz_warn("the checkpoint was written on \"%s\" and this run is on \"%s\": the frames "
                 "that follow are bit-identical to an uninterrupted run only on the same device",
@@ -426,18 +503,18 @@ static int set_up(run_ctx *r)
     /* Before any allocation: a scene too big for the device or the host is refused, not
      * half-built. */
     size_t n = scene_particle_count(&r->scene);
-    if (sim_check_fits(&r->cl, &r->scene, n) != 0)
-        return MZ_EXIT_RUNTIME;
-    if (run_check_host_memory(&r->cl, &r->scene, n) != 0)
+    if (dist_max_int(sim_check_fits(&r->cl, &r->scene, n) != 0 ||
+                     run_check_host_memory(&r->cl, &r->scene, n) != 0))
         return MZ_EXIT_RUNTIME;
     build_particles(&r->scene, &r->parts);
-    if (sim_create(&r->sim, &r->cl, &r->scene, &r->parts) != 0 ||
-        health_init(&r->health, &r->sim, health_speed_bound(&r->scene, &r->parts)) != 0)
+    int made = sim_create(&r->sim, &r->cl, &r->scene, &r->parts) != 0 ||
+               health_init(&r->health, &r->sim, health_speed_bound(&r->scene, &r->parts)) != 0;
+    if (dist_max_int(made))
         return MZ_EXIT_RUNTIME;
     if (r->resumed && checkpoint_restore(o->resume_path, &r->ck, &r->sim) != 0)
         return MZ_EXIT_RUNTIME;
     r->fields = r->scene.output.fields;
-    if (open_output(r) != 0)
+    if (dist_max_int(open_output(r) != 0))
         return MZ_EXIT_RUNTIME;
     alloc_readbacks(r);
     r->sim.pace.stop_requested = stop_requested;
@@ -468,6 +545,13 @@ static const char *drain_failure(int d)
 static int save_checkpoint(run_ctx *r, long frame)
 {
     const mz_scene *s = &r->scene;
+    if (dist_active()) { /* cmd_run refuses --checkpoint-every; a stop by signal lands here */
+        if (dist_rank() == 0)
+            mz_warn("no checkpoint after frame %ld: checkpoints are not written under mpirun yet",
+                    frame);
+        r->ckpt_failed = frame;
+        return -1;
+    }
     mz_ckpt info = {.frame = frame, .frames_written = h5_out_frames(r->out),
                     .run_id = r->run_id, .scene_path = s->path, .scene_given = s->given_json,
                     .output_path = r->path, .overrides = s->overrides,
@@ -496,7 +580,7 @@ static loop_end frame_loop(run_ctx *r, long first, long *last_frame, const char 
     long frames = s->sim.frames, every = s->output.every, ck_every = r->o->checkpoint_every;
     double frame_dt = scene_frame_dt(s);
     mz_progress prog;
-    progress_start(&prog, !r->o->quiet, frames, (double)r->parts.n);
+    progress_start(&prog, !r->o->quiet && dist_rank() == 0, frames, (double)r->parts.n);
     loop_end end = LOOP_DONE;
     *last_frame = first - 1;
     for (long f = first; f <= frames; f++) {
@@ -546,7 +630,7 @@ static loop_end frame_loop(run_ctx *r, long first, long *last_frame, const char 
         }
         *last_frame = f;
         progress_update(&prog, f, r->sim.time, r->sim.step);
-        bool signalled = signals_pending() != 0;
+        bool signalled = pending_signal() != 0;
         /* A run that checkpoints also does at its last frame, so that --resume --frames can
          * extend it. */
         if (signalled || (ck_every > 0 && f > 0 && (f % ck_every == 0 || f == frames))) {
@@ -600,6 +684,7 @@ static void release_run(run_ctx *r)
     free(r->path);
     free(r->ckpt_path);
     free(r->run_id);
+    free(r->devices);
     checkpoint_free(&r->ck);
     scene_free(&r->scene);
 }
@@ -611,7 +696,7 @@ static int finish_run(run_ctx *r, loop_end end, long last_frame, const char *why
     char status[256];
     signals_writing(true);
     if (end == LOOP_SIGNALLED) {
-        int sig = signals_pending();
+        int sig = agreed_signal;
         bool saved = r->ckpt_failed != last_frame;
         /* "after frame 26", or for a stop between two steps "in frame 27 (step 300 of it)" */
         char when[96];
@@ -654,6 +739,31 @@ static int finish_run(run_ctx *r, loop_end end, long last_frame, const char *why
     return close_rc == 0 ? MZ_EXIT_OK : MZ_EXIT_RUNTIME;
 }
 
+/* What mpirun does not run yet: a clear error from rank 0 at the start, the same exit code
+ * from every rank. */
+static int refuse_distributed(const run_ctx *r)
+{
+    const char *why = NULL;
+    mz_solver_kind k = scene_solver(&r->scene);
+    if (k == MZ_SOLVER_FLIP)
+        why = "FLIP is not distributed yet (its pressure projection needs a distributed linear "
+              "solver): run FLIP scenes without mpirun";
+    else if (!scene_is_sph(&r->scene))
+        why = "the position-based solvers (PBF, cloth, soft and rigid bodies) are not "
+              "distributed yet: run this scene without mpirun; WCSPH and collapsed SPH scenes "
+              "run under mpirun";
+    else if (r->o->resume_path)
+        why = "--resume is not supported under mpirun yet: resume without mpirun";
+    else if (r->o->checkpoint_every > 0)
+        why = "--checkpoint-every is not supported under mpirun yet (a stop by SIGTERM keeps "
+              "the frames written, without a checkpoint)";
+    if (!why)
+        return 0;
+    if (dist_rank() == 0)
+        mz_error("mpirun with %d ranks: %s", dist_size(), why);
+    return MZ_EXIT_USAGE;
+}
+
 int cmd_run(const mz_run_opts *o)
 {
     double t_start = now_seconds();
@@ -663,15 +773,20 @@ int cmd_run(const mz_run_opts *o)
         release_run(&r);
         return rc;
     }
+    if (dist_active() && (rc = refuse_distributed(&r)) != 0) {
+        release_run(&r);
+        return rc;
+    }
     r.path = o->out_path || !r.resumed ? output_path(o, &r.scene) : xstrdup(r.ck.output_path);
     r.ckpt_path = o->checkpoint_path ? xstrdup(o->checkpoint_path)
                   : o->resume_path   ? xstrdup(o->resume_path)
                                      : checkpoint_default_path(r.path);
     mz_run_paths paths = {.out = r.path, .ckpt = r.ckpt_path, .resume = o->resume_path,
                           .scene = r.resumed ? NULL : o->scene_path, .s = &r.scene};
-    rc = paths_check(&paths);
+    rc = dist_rank() == 0 ? paths_check(&paths) : 0; /* rank 0 alone touches the files */
     if (rc == 0 && r.resumed) /* needs no device: refused before one is opened */
         rc = check_resume(&r);
+    rc = dist_max_int(rc);
     if (rc != 0) {
         release_run(&r);
         return rc;
@@ -684,9 +799,10 @@ int cmd_run(const mz_run_opts *o)
         double t_loop = now_seconds();
         loop_end end = frame_loop(&r, first, &last, &why);
         double t_end = now_seconds();
-        long written = h5_out_frames(r.out);
-        rc = finish_run(&r, end, last, why);
-        if (rc == MZ_EXIT_OK && !o->quiet)
+        long written = r.out ? h5_out_frames(r.out) : 0;
+        rc = dist_rank() == 0 ? finish_run(&r, end, last, why) : 0;
+        dist_bcast(&rc, sizeof rc); /* rank 0 closed the file: its exit code is every rank's */
+        if (rc == MZ_EXIT_OK && !o->quiet && dist_rank() == 0)
             print_summary(&r, written, t_loop - t_start, t_end - t_loop);
     }
     release_run(&r);

@@ -86,18 +86,50 @@ static const char *type_name(cl_device_type t)
     return "other";
 }
 
-/* Find a device: wanted = CPU/GPU type (first match), or explicit indices. */
+/* Under mpirun: the node-local rank, so that "gpu" and the default take the k-th GPU. */
+static int gpu_offset;
+
+void mz_cl_set_gpu_offset(int k) { gpu_offset = k > 0 ? k : 0; }
+
+/* How many devices of a type there are (all platforms). */
+static int count_devices(cl_device_type wanted)
+{
+    cl_platform_id *plats;
+    cl_uint np = get_platforms(&plats);
+    int count = 0;
+    for (cl_uint pi = 0; pi < np; pi++) {
+        cl_device_id *devs;
+        cl_uint nd = get_devices(plats[pi], &devs);
+        for (cl_uint di = 0; di < nd; di++)
+            count += (device_type(devs[di]) & wanted) != 0;
+        free(devs);
+    }
+    free(plats);
+    return count;
+}
+
+/* Find a device: wanted = CPU/GPU type (the first match; for GPUs the gpu_offset-th, modulo
+ * their number), or explicit indices. */
 static bool find_device(cl_device_type wanted, int pi_want, int di_want, mz_cl *cl)
 {
     cl_platform_id *plats;
     cl_uint np = get_platforms(&plats);
     bool found = false;
+    int skip = 0;
+    if (wanted == CL_DEVICE_TYPE_GPU && gpu_offset > 0) {
+        int gpus = count_devices(CL_DEVICE_TYPE_GPU);
+        skip = gpus > 0 ? gpu_offset % gpus : 0;
+    }
     for (cl_uint pi = 0; pi < np && !found; pi++) {
         cl_device_id *devs;
         cl_uint nd = get_devices(plats[pi], &devs);
         for (cl_uint di = 0; di < nd && !found; di++) {
             bool match = wanted ? (device_type(devs[di]) & wanted) != 0
                                 : ((int)pi == pi_want && (int)di == di_want);
+            if (match && wanted && skip > 0) {
+                skip--;
+                continue;
+            }
             if (match) {
                 cl->platform = plats[pi];
                 cl->device = devs[di];
@@ -238,15 +270,21 @@ size_t mz_cl_global(const mz_cl *cl, size_t n)
 
 bool mz_cl_run1d(mz_cl *cl, cl_kernel k, size_t n, cl_event *ev, const char *what)
 {
-    if (n == 0) { /* nothing to do; OpenCL rejects an empty launch */
+    return mz_cl_run_range(cl, k, 0, n, ev, what);
+}
+
+bool mz_cl_run_range(mz_cl *cl, cl_kernel k, size_t begin, size_t end, cl_event *ev,
+                     const char *what)
+{
+    if (end <= begin) { /* nothing to do; OpenCL rejects an empty launch */
         if (ev)
             *ev = NULL;
         return true;
     }
-    size_t global = mz_cl_global(cl, n);
+    size_t global = mz_cl_global(cl, end - begin);
     size_t local = cl->wg;
-    cl_int s = clEnqueueNDRangeKernel(cl->queue, k, 1, NULL, &global, local ? &local : NULL, 0,
-                                      NULL, ev);
+    cl_int s = clEnqueueNDRangeKernel(cl->queue, k, 1, begin ? &begin : NULL, &global,
+                                      local ? &local : NULL, 0, NULL, ev);
     return cl_ok(s, what);
 }
 

@@ -36,6 +36,9 @@ bool cl_ok(cl_int status, const char *what);
  * failure. */
 int mz_cl_open(mz_cl *cl, const char *spec, bool profiling);
 void mz_cl_close(mz_cl *cl);
+/* Under mpirun, the node-local rank k: "gpu" and the default then take the k-th GPU of the node
+ * (modulo their number); "P:D" and "cpu" keep their meaning. */
+void mz_cl_set_gpu_offset(int k);
 
 /* `mizu devices`: every platform and device with its P:D index. Returns the device count. */
 int mz_cl_list(FILE *out);
@@ -46,6 +49,10 @@ size_t mz_cl_global(const mz_cl *cl, size_t n);
 /* Launch a 1D kernel over n work-items (kernels bounds-check against their own count); n = 0
  * launches nothing and sets *ev to NULL. */
 bool mz_cl_run1d(mz_cl *cl, cl_kernel k, size_t n, cl_event *ev, const char *what);
+/* Over work-items begin .. end − 1 (a global offset: get_global_id starts at begin, and the
+ * kernel's bound is end). */
+bool mz_cl_run_range(mz_cl *cl, cl_kernel k, size_t begin, size_t end, cl_event *ev,
+                     const char *what);
 
 cl_mem mz_cl_buffer(mz_cl *cl, cl_mem_flags flags, size_t bytes, void *host, const char *what);
 

@@ -282,6 +282,8 @@ static int choose_layout(mz_grid *g, size_t n, double h, int dim, const double d
     d->table_mask = dense ? 0u : (cl_uint)(g->cells - 1);
     d->hashed = !dense;
     d->dim = dim;
+    d->slab_lo = 0;
+    d->slab_hi = dims[dim - 1];
     return 0;
 }
 
@@ -289,7 +291,7 @@ static int create(mz_grid *g, mz_cl *cl, size_t n, double h, int dim, const doub
                   const double dmax[3], mz_grid_mode mode)
 {
     g->cl = cl;
-    g->n = n;
+    g->n = g->cap = g->built = n;
     if (!(h > 0.0) || !isfinite(h) || !isfinite(1.0 / h)) {
         mz_error("neighbour grid: cell size h = %g must be positive and finite", h);
         return -1;
@@ -324,7 +326,8 @@ static int create(mz_grid *g, mz_cl *cl, size_t n, double h, int dim, const doub
     } ks[] = {{&g->k_keys, "cell_keys"},     {&g->k_count, "radix_count"},
               {&g->k_scan, "radix_scan"},    {&g->k_scatter, "radix_scatter"},
               {&g->k_clear, "clear_uint"},   {&g->k_ranges, "cell_ranges"},
-              {&g->k_gather4, "gather4"},    {&g->k_gather16, "gather16"}};
+              {&g->k_gather4, "gather4"},    {&g->k_gather16, "gather16"},
+              {&g->k_slab_keys, "slab_keys"}, {&g->k_bounds, "key_bounds"}};
     for (size_t i = 0; i < sizeof ks / sizeof *ks; i++)
         if (!(*ks[i].k = cl_prog_kernel(g->program, ks[i].name)))
             return -1;
@@ -366,7 +369,7 @@ int grid_register(mz_grid *g, cl_mem *buf, size_t elem)
         mz_error("neighbour grid: registered elements are 4 or 16 bytes, not %zu", elem);
         return -1;
     }
-    cl_mem scratch = grid_buffer(g, elem * g->n, "grid reorder scratch");
+    cl_mem scratch = grid_buffer(g, elem * g->cap, "grid reorder scratch");
     if (!scratch)
         return -1;
     g->reg[g->n_reg].buf = buf;
@@ -380,18 +383,19 @@ int grid_build(mz_grid *g, cl_mem key_source)
 {
     release_events(g); /* a previous build's, if nobody collected them */
     g->last_build_ms = 0.0;
-    if (g->n == 0)
-        return 0;
-    cl_uint n_u = (cl_uint)g->n;
+    cl_uint n_u = (cl_uint)g->n, built_u = (cl_uint)g->built;
     cl_int clear = 1, set = 0;
     /* Empty the cells the previous build filled: the whole table when that is no bigger than
      * the particle count, else only the previous keys' cells (tables 8× the particles and more
      * would otherwise cost more to clear than everything else together). */
-    bool ok = g->cells <= g->n
+    bool ok = g->cells <= g->built
                   ? fill(g, g->cell_start, g->cells, 0) && fill(g, g->cell_end, g->cells, 0)
-                  : KARGS(g->k_ranges, "cell_ranges", A(n_u), A(clear), A(g->keys),
+                  : KARGS(g->k_ranges, "cell_ranges", A(built_u), A(clear), A(g->keys),
                           A(g->cell_start), A(g->cell_end)) &&
-                        launch_n(g, g->k_ranges, g->n, "cell_ranges (clear)");
+                        launch_n(g, g->k_ranges, g->built, "cell_ranges (clear)");
+    g->built = g->n;
+    if (g->n == 0)
+        return ok ? 0 : -1;
     ok = ok &&
          KARGS(g->k_keys, "cell_keys", A(n_u), A(g->desc), A(key_source), A(g->keys),
                A(g->vals)) &&
@@ -429,6 +433,52 @@ int grid_sort(mz_grid *g, cl_mem keys, cl_mem vals, size_t n, int bits)
     return radix_sort(g, &keys, &vals, n, bits, true) ? 0 : -1;
 }
 
+int grid_set_count(mz_grid *g, size_t n)
+{
+    if (n > g->cap) {
+        mz_error("neighbour grid: %zu particles, more than the %zu its buffers hold", n, g->cap);
+        return -1;
+    }
+    g->n = n;
+    return 0;
+}
+
+int grid_slab_keys(mz_grid *g, cl_mem pos, size_t begin, size_t n, cl_mem keys, cl_mem vals)
+{
+    cl_uint begin_u = (cl_uint)begin, n_u = (cl_uint)n;
+    return KARGS(g->k_slab_keys, "slab_keys", A(begin_u), A(n_u), A(g->desc), A(pos), A(keys),
+                 A(vals)) &&
+                   launch_n(g, g->k_slab_keys, n, "slab_keys")
+               ? 0
+               : -1;
+}
+
+int grid_bounds(mz_grid *g, cl_mem keys, size_t n, cl_mem targets, size_t m, cl_mem out)
+{
+    cl_uint n_u = (cl_uint)n, m_u = (cl_uint)m;
+    return KARGS(g->k_bounds, "key_bounds", A(n_u), A(keys), A(m_u), A(targets), A(out)) &&
+                   launch_n(g, g->k_bounds, m, "key_bounds")
+               ? 0
+               : -1;
+}
+
+int grid_gather(mz_grid *g, cl_mem vals, size_t n)
+{
+    cl_uint n_u = (cl_uint)n;
+    for (int r = 0; r < g->n_reg; r++) {
+        bool wide = g->reg[r].elem == 16;
+        cl_kernel k = wide ? g->k_gather16 : g->k_gather4;
+        const char *name = wide ? "gather16" : "gather4";
+        if (!KARGS(k, name, A(n_u), A(vals), A(*g->reg[r].buf), A(g->reg[r].scratch)) ||
+            !launch_n(g, k, n, name))
+            return -1;
+        cl_mem t = *g->reg[r].buf;
+        *g->reg[r].buf = g->reg[r].scratch;
+        g->reg[r].scratch = t;
+    }
+    return 0;
+}
+
 void grid_collect_profile(mz_grid *g)
 {
     double ns = 0.0;
@@ -456,8 +506,9 @@ void grid_release(mz_grid *g)
     release_events(g);
     free(g->events);
     free(g->event_kernels);
-    cl_kernel ks[] = {g->k_keys,  g->k_count,  g->k_scan,    g->k_scatter,
-                      g->k_clear, g->k_ranges, g->k_gather4, g->k_gather16};
+    cl_kernel ks[] = {g->k_keys,    g->k_count,  g->k_scan,      g->k_scatter,
+                      g->k_clear,   g->k_ranges, g->k_gather4,   g->k_gather16,
+                      g->k_slab_keys, g->k_bounds};
     mz_cl_release_kernels(ks, sizeof ks / sizeof *ks);
     if (g->program)
         clReleaseProgram(g->program);

@@ -35,13 +35,19 @@ typedef struct mz_grid_desc {
     cl_int4 dims;     /* cells per axis (dense); unused when hashed */
     cl_float h, inv_h, h2;
     cl_uint table_mask; /* hashed: table size - 1 */
-    cl_int hashed, dim, pad0, pad1;
+    cl_int hashed, dim;
+    /* Dense grids: the table holds the cells whose coordinate along the slab axis (the last
+     * one: z in 3D, y in 2D) is in [slab_lo, slab_hi), keyed from slab_lo; 0 and dims along
+     * that axis except on a rank of a distributed run (dist/slabs.h). */
+    cl_int slab_lo, slab_hi;
 } mz_grid_desc;
 
 typedef struct mz_grid {
     mz_cl *cl;
     mz_grid_desc desc;
     size_t n;          /* particles */
+    size_t cap;        /* particles the buffers hold (grid_set_count may change n up to it) */
+    size_t built;      /* particles of the last build (whose cells the next build empties) */
     size_t cells;      /* dense cell count or hash table size */
     int key_bits;      /* bits the sort looks at */
     cl_mem keys, vals, keys_tmp, vals_tmp; /* sort buffers (uint) */
@@ -51,6 +57,7 @@ typedef struct mz_grid {
     int radix_bits;    /* key bits per sort pass */
     cl_program program;
     cl_kernel k_keys, k_count, k_scan, k_scatter, k_clear, k_ranges, k_gather4, k_gather16;
+    cl_kernel k_slab_keys, k_bounds;
     struct {
         cl_mem *buf;   /* the owner's handle: swapped with scratch after each build */
         cl_mem scratch;
@@ -64,7 +71,7 @@ typedef struct mz_grid {
     size_t n_events, cap_events;
 } mz_grid;
 
-/* Set up for n particles in the box [dmin, dmax] with cell size h, in dim (2 or 3) dimensions.
+/* Set up for n particles (and buffers for as many) in the box [dmin, dmax] with cell size h, in dim (2 or 3) dimensions.
  * 0, or -1 after reporting. */
 int grid_create(mz_grid *g, mz_cl *cl, size_t n, double h, int dim, const double dmin[3],
                 const double dmax[3], mz_grid_mode mode);
@@ -82,5 +89,18 @@ void grid_collect_profile(mz_grid *g);
 /* The stable radix sort alone (tests, benchmarks): sort n (key, value) uint pairs in place by the
  * low `bits` bits of the keys (n at most the grid's n). */
 int grid_sort(mz_grid *g, cl_mem keys, cl_mem vals, size_t n, int bits);
+
+/* For distributed runs (dist/slabs.c), all enqueued without waiting:
+ * grid_set_count: the particle count of the next build, at most the capacity given at creation.
+ * grid_slab_keys: keys[i] = the slab-axis cell coordinate of pos[begin + i], vals[i] = begin + i,
+ *   for i < n (the coordinate grid_build's cell keys use, clamped into the grid).
+ * grid_bounds: out[t] = the first index i < n with keys[i] >= targets[t] (keys ascending), or
+ *   n; m targets.
+ * grid_gather: every registered buffer permuted by vals (n elements: dst[i] = src[vals[i]]),
+ *   the handles swapped with their scratch buffers, as a build does. */
+int grid_set_count(mz_grid *g, size_t n);
+int grid_slab_keys(mz_grid *g, cl_mem pos, size_t begin, size_t n, cl_mem keys, cl_mem vals);
+int grid_bounds(mz_grid *g, cl_mem keys, size_t n, cl_mem targets, size_t m, cl_mem out);
+int grid_gather(mz_grid *g, cl_mem vals, size_t n);
 
 #endif

@@ -198,6 +198,8 @@ static int write_parameters(const mz_h5_out *o, const mz_h5_meta *m)
     char hdf5[64];
     H5get_libversion(&maj, &min, &rel);
     snprintf(hdf5, sizeof hdf5, "%u.%u.%u", maj, min, rel);
+    char one[300];
+    snprintf(one, sizeof one, "0: %s", m->device);
     return make_groups(o, groups) || put_str(o, "/parameters/scene/given", m->scene_given) ||
                    put_str(o, "/parameters/scene/effective", m->scene_effective) ||
                    put_str_list(o, "/parameters/scene/overrides", m->overrides,
@@ -212,6 +214,9 @@ static int write_parameters(const mz_h5_out *o, const mz_h5_meta *m)
                    put_str(o, "/parameters/build/driver", m->driver) ||
                    put_str(o, "/parameters/build/kernel_build_options",
                            m->kernel_build_options) ||
+                   put_str(o, "/parameters/build/devices_by_rank",
+                           m->devices_by_rank ? m->devices_by_rank : one) ||
+                   h5_put_int_attr(o, "/parameters/build", "ranks", m->ranks > 0 ? m->ranks : 1) ||
                    h5_put_int_attr(o, "/parameters/run", "complete", 0) ||
                    h5_put_int_attr(o, "/parameters/run", "frames_written", 0) ||
                    h5_put_str_attr(o, "/parameters/run", "status", "running") ||

@@ -31,7 +31,9 @@
  *   /parameters/scene/          given (the scene text), effective (every key as used),
  *                               overrides (the --set arguments), path
  *   /parameters/build/          version, git_revision, compiler, hdf5, device, platform, driver,
- *                               kernel_build_options (scalar strings)
+ *                               kernel_build_options, devices_by_rank ("0: name; 1: name; ...")
+ *                               (scalar strings); attr ranks (the processes of the run: 1, or
+ *                               N under mpirun -np N)
  *   /parameters/run             attrs complete (0 until a clean close), frames_written, status,
  *                               run_id (the run that created the file; its checkpoints carry it)
  *
@@ -54,6 +56,8 @@ typedef struct mz_h5_meta {
     const char *const *overrides;
     size_t n_overrides;
     const char *device, *platform, *driver, *kernel_build_options;
+    int ranks;                  /* processes of the run (0 is taken as 1) */
+    const char *devices_by_rank; /* "0: name; 1: name; ..." (NULL: "0: " device) */
     const char *run_id; /* /parameters/run@run_id: checkpoints name it (io/checkpoint.h) */
     double domain_min[3], domain_max[3];
 } mz_h5_meta;

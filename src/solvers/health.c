@@ -2,6 +2,7 @@
 #include "solvers/health.h"
 
 #include "build/build.h"
+#include "dist/dist.h"
 #include "scene/bodies.h"
 #include "util/err.h"
 
@@ -47,16 +48,20 @@ bool health_enqueue(mz_health *h, mz_sim *sim, long frame)
     cl_command_queue q = sim->cl->queue;
     cl_uint none = CL_UINT_MAX;
     cl_float max_speed = (cl_float)fmin(h->max_speed, (double)CL_FLT_MAX);
+    size_t begin, end; /* the particles this rank owns */
+    sim_owned(sim, &begin, &end);
+    cl_uint end_u = (cl_uint)end;
     bool ok = cl_ok(clEnqueueFillBuffer(q, h->worst, &none, sizeof none, 0, sizeof none, 0, NULL,
                                         NULL),
                     "clEnqueueFillBuffer(health)") &&
-              KARGS(h->scan, "health_scan", A(sim->n_u), A(max_speed), A(sim->pos), A(sim->vel),
+              KARGS(h->scan, "health_scan", A(end_u), A(max_speed), A(sim->pos), A(sim->vel),
                     A(sim->id), A(h->worst)) &&
-              KARGS(h->detail, "health_detail", A(sim->n_u), A(sim->pos), A(sim->vel),
+              KARGS(h->detail, "health_detail", A(end_u), A(sim->pos), A(sim->vel),
                     A(sim->id), A(sim->body), A(h->worst), A(h->out)) &&
-              mz_cl_run1d(sim->cl, h->scan, sim->n, NULL, "clEnqueueNDRangeKernel(health_scan)") &&
-              mz_cl_run1d(sim->cl, h->detail, sim->n, NULL,
-                          "clEnqueueNDRangeKernel(health_detail)") &&
+              mz_cl_run_range(sim->cl, h->scan, begin, end, NULL,
+                              "clEnqueueNDRangeKernel(health_scan)") &&
+              mz_cl_run_range(sim->cl, h->detail, begin, end, NULL,
+                              "clEnqueueNDRangeKernel(health_detail)") &&
               cl_ok(clEnqueueReadBuffer(q, h->worst, CL_FALSE, 0, sizeof h->worst_host,
                                         &h->worst_host, 0, NULL, NULL),
                     "clEnqueueReadBuffer(health)") &&
@@ -104,10 +109,17 @@ int health_result(mz_health *h, const mz_sim *sim)
     h->pending = false;
     bool ok = cl_ok(clWaitForEvents(1, &h->done), "clWaitForEvents(health)");
     clReleaseEvent(h->done);
-    if (!ok)
+    if (!ok) {
+        if (dist_active()) /* the other ranks wait to agree below */
+            dist_abort(MZ_EXIT_RUNTIME);
         return -1;
-    if (h->worst_host == CL_UINT_MAX)
+    }
+    /* Distributed: the smallest id over all ranks; the rank that holds it reports. */
+    long worst = dist_min_long((long)h->worst_host);
+    if (worst == (long)CL_UINT_MAX)
         return 0;
+    if (worst != (long)h->worst_host)
+        return -1;
     const mz_scene *s = sim->scene;
     float x[3], v[3];
     for (int a = 0; a < 3; a++) {

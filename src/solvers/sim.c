@@ -2,6 +2,8 @@
 
 #include "device/cl_prog.h"
 #include "device/grid.h"
+#include "dist/dist.h"
+#include "dist/slabs.h"
 #include "scene/bodies.h"
 #include "util/err.h"
 
@@ -101,6 +103,7 @@ int sim_create(mz_sim *sim, mz_cl *cl, const mz_scene *scene, const mz_particles
     sim->cl = cl;
     sim->scene = scene;
     sim->solver = sim_solver_for(scene);
+    sim->slabs_wanted = dist_active();
     sim->n = p->n;
     sim->n_u = (cl_uint)p->n;
     cl_mem_flags rw = CL_MEM_READ_WRITE;
@@ -197,27 +200,53 @@ static void keep_event(mz_sim *sim, cl_event ev, int stage)
 
 bool sim_launch(mz_sim *sim, cl_kernel k, size_t n, int stage, const char *kernel_name)
 {
-    cl_event ev = NULL;
-    char what[96];
-    snprintf(what, sizeof what, "clEnqueueNDRangeKernel(%s)", kernel_name);
-    if (!mz_cl_run1d(sim->cl, k, n, sim->cl->profiling ? &ev : NULL, what))
-        return false;
-    keep_event(sim, ev, stage);
-    return true;
+    return sim_launch_range(sim, k, 0, n, stage, kernel_name);
 }
 
-bool sim_launch_local(mz_sim *sim, cl_kernel k, size_t global, size_t local, int stage,
-                      const char *kernel_name)
+bool sim_launch_local(mz_sim *sim, cl_kernel k, size_t offset, size_t global, size_t local,
+                      int stage, const char *kernel_name)
 {
     cl_event ev = NULL;
     char what[96];
     snprintf(what, sizeof what, "clEnqueueNDRangeKernel(%s)", kernel_name);
-    if (!cl_ok(clEnqueueNDRangeKernel(sim->cl->queue, k, 1, NULL, &global, &local, 0, NULL,
+    if (!cl_ok(clEnqueueNDRangeKernel(sim->cl->queue, k, 1, offset ? &offset : NULL, &global,
+                                      local ? &local : NULL, 0, NULL,
                                       sim->cl->profiling ? &ev : NULL),
                what))
         return false;
     keep_event(sim, ev, stage);
     return true;
+}
+
+bool sim_launch_range(mz_sim *sim, cl_kernel k, size_t begin, size_t end, int stage,
+                      const char *kernel_name)
+{
+    cl_event ev = NULL;
+    char what[96];
+    snprintf(what, sizeof what, "clEnqueueNDRangeKernel(%s)", kernel_name);
+    if (!mz_cl_run_range(sim->cl, k, begin, end, sim->cl->profiling ? &ev : NULL, what))
+        return false;
+    keep_event(sim, ev, stage);
+    return true;
+}
+
+void sim_ring(const mz_sim *sim, int ring, size_t *begin, size_t *end)
+{
+    if (!sim->slabs) {
+        *begin = 0;
+        *end = sim->n;
+        return;
+    }
+    *begin = sim->slabs->ring_begin[ring];
+    *end = sim->slabs->ring_end[ring];
+}
+
+void sim_owned(const mz_sim *sim, size_t *begin, size_t *end) { sim_ring(sim, 0, begin, end); }
+
+void sim_set_count(mz_sim *sim, size_t n)
+{
+    sim->n = n;
+    sim->n_u = (cl_uint)n;
 }
 
 void sim_profile_grid(mz_sim *sim, struct mz_grid *g, int stage)

@@ -19,6 +19,8 @@
 
 #define MZ_MAX_STAGES 16
 
+struct mz_slabs;
+
 typedef struct mz_sim mz_sim;
 
 /* One piece of the state a step reads before it writes it (beyond the common buffers, which
@@ -73,6 +75,12 @@ struct mz_sim {
     void *state; /* the solver's own */
     size_t n;
     cl_uint n_u; /* n as a kernel argument */
+    /* A distributed run (dist/slabs.h; NULL in one process): the slabs of the solver's grid.
+     * Then n is this rank's window (owned particles and halo copies), which changes every
+     * step; the owned ones are slots ring_begin[0] .. ring_end[0]. */
+    struct mz_slabs *slabs;
+    bool slabs_wanted; /* under mpirun (sim_create sets it): the solver makes the slabs; every
+                        * rank uploads all particles and keeps its window */
     cl_mem pos, pred, vel, inv_mass, id, body;
     const mz_particles *parts; /* what sim_create uploaded: for the solver's init only */
     /* Rigid bodies (rigids[], in scene order; their body index in /particles/all/body is
@@ -133,11 +141,22 @@ cl_float4 sim_gravity(const mz_scene *scene); /* z = 0 in 2D */
 cl_float4 sim_float4(const double v[3]);
 void sim_release(mz_sim *sim);
 
+/* The slots of the particles this rank owns (all of them in one process), and of those plus
+ * `ring` halo layers on either side. */
+void sim_owned(const mz_sim *sim, size_t *begin, size_t *end);
+void sim_ring(const mz_sim *sim, int ring, size_t *begin, size_t *end);
+/* n changed (a distributed run's exchange). */
+void sim_set_count(mz_sim *sim, size_t n);
+
 /* Launch a 1D kernel over n items, charged to a stage of the solver for --profile. */
 bool sim_launch(mz_sim *sim, cl_kernel k, size_t n, int stage, const char *kernel_name);
-/* The same with an explicit global and work-group size (kernels that use local memory). */
-bool sim_launch_local(mz_sim *sim, cl_kernel k, size_t global, size_t local, int stage,
+/* Over slots begin .. end − 1 (a global offset; the kernel's count argument must be end). */
+bool sim_launch_range(mz_sim *sim, cl_kernel k, size_t begin, size_t end, int stage,
                       const char *kernel_name);
+/* With an explicit global offset and size and work-group size (kernels that use local
+ * memory). */
+bool sim_launch_local(mz_sim *sim, cl_kernel k, size_t offset, size_t global, size_t local,
+                      int stage, const char *kernel_name);
 /* --profile: a grid build keeps its own events; wait for them and charge its device time to a
  * stage. Nothing without profiling. */
 struct mz_grid;

@@ -8,9 +8,25 @@
 #include <string.h>
 #include <sys/stat.h>
 
+/* Under mpirun (dist/): the rank that errors name, and whether this rank's warnings are
+ * dropped (every rank would print the same ones). -1: a single process. */
+static int msg_rank = -1;
+static int msg_quiet_warnings;
+
+void mz_msg_rank(int rank, int quiet_warnings)
+{
+    msg_rank = rank;
+    msg_quiet_warnings = quiet_warnings;
+}
+
 static void vreport(const char *kind, const char *fmt, va_list ap)
 {
-    fprintf(stderr, "mizu: %s: ", kind);
+    if (msg_quiet_warnings && kind[0] == 'w')
+        return;
+    if (msg_rank >= 0 && kind[0] == 'e') /* warnings come from rank 0 alone */
+        fprintf(stderr, "mizu: rank %d: %s: ", msg_rank, kind);
+    else
+        fprintf(stderr, "mizu: %s: ", kind);
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
 }
@@ -84,6 +100,8 @@ void diag_add(mz_diag *d, const char *fmt, ...)
 
 void diag_print(const mz_diag *d, const char *prefix)
 {
+    if (msg_quiet_warnings) /* the same scene errors as rank 0's */
+        return;
     for (size_t i = 0; i < d->count; i++) {
         if (prefix)
             fprintf(stderr, "%s: %s\n", prefix, d->msgs[i]);

@@ -17,6 +17,9 @@ enum { MZ_EXIT_OK = 0, MZ_EXIT_RUNTIME = 1, MZ_EXIT_USAGE = 2 };
 /* "mizu: error: ..." on stderr. */
 void mz_error(const char *fmt, ...) MZ_PRINTF(1, 2);
 void mz_warn(const char *fmt, ...) MZ_PRINTF(1, 2);
+/* Under mpirun: errors read "mizu: rank R: error: ..."; quiet_warnings drops this rank's
+ * warnings and diagnostic lists (rank 0 prints the same ones for all). */
+void mz_msg_rank(int rank, int quiet_warnings);
 
 /* Several errors found in one pass (a scene), reported at once. */
 #define MZ_DIAG_MAX 20 /* messages kept; the rest are counted */

@@ -270,7 +270,7 @@ static bool residual(mz_sim *sim, flip_state *st, float *r, float *b, long *flui
                     A(st->rhs), A(st->diag), A(st->pressure), A(st->partial)) &&
               cl_ok(clSetKernelArg(st->k_residual, 7, 12 * st->local, NULL),
                     "clSetKernelArg(pressure_residual, scratch)") &&
-              sim_launch_local(sim, st->k_residual, st->groups * st->local, st->local,
+              sim_launch_local(sim, st->k_residual, 0, st->groups * st->local, st->local,
                                STAGE_PROJECTION, "pressure_residual") &&
               cl_ok(clEnqueueReadBuffer(sim->cl->queue, st->partial, CL_TRUE, 0,
                                         12 * st->groups, st->partial_host, 0, NULL, NULL),

@@ -164,7 +164,7 @@ bool rigid_predict(mz_sim *sim, pbd_state *st, float dt, float keep)
 bool rigid_match(mz_sim *sim, pbd_state *st)
 {
     pbd_rigid *r = &st->rigid;
-    return sim_launch_local(sim, r->match, (size_t)r->nb * RIGID_GROUP, RIGID_GROUP, STAGE_SHAPE,
+    return sim_launch_local(sim, r->match, 0, (size_t)r->nb * RIGID_GROUP, RIGID_GROUP, STAGE_SHAPE,
                             "rigid_match");
 }
 

@@ -13,6 +13,8 @@
  * old ones), and the handles are swapped. */
 #include "build/build.h"
 #include "device/grid.h"
+#include "dist/dist.h"
+#include "dist/slabs.h"
 #include "solvers/sim.h"
 #include "solvers/sph/sph.h"
 #include "util/err.h"
@@ -34,6 +36,8 @@ typedef struct sph_state {
     cl_kernel k_density, k_forces, k_collapsed, k_max;
     mz_grid grid, bgrid;
     bool grid_made, bgrid_made;
+    mz_slabs slabs; /* a distributed run's (sim->slabs) */
+    bool slabs_made;
     cl_mem vel_out, rho, p, a2, partial;
     cl_mem rho_next; /* WCSPH by the continuity equation: the new densities, then swapped */
     cl_mem rho_prev, drho, drho_prev; /* collapsed SPH: last step's density and its rate */
@@ -232,6 +236,16 @@ static int sph_init(mz_sim *sim)
     }
     if (s->domain.boundary.type == MZ_BOUNDARY_PARTICLES && init_boundary(sim, st) != 0)
         return -1;
+    /* Distributed: keep this rank's window of the particles. Halo layers: WCSPH's forces read
+     * densities of the layer next to the owned ones, which read one layer further; collapsed
+     * SPH's one pass reads one layer. */
+    if (sim->slabs_wanted) {
+        if (slabs_create(&st->slabs, &st->grid, st->collapsed ? 1 : 2, sim->pos) != 0)
+            return -1;
+        st->slabs_made = true;
+        sim->slabs = &st->slabs;
+        sim_set_count(sim, st->grid.n);
+    }
     /* First step: the CFL step for c0 (the fastest initial speed is part of c0), or the force
      * criterion for gravity when that is shorter (a speed of sound far below the flow's). */
     double g = sqrt(st->gravity.s[0] * st->gravity.s[0] + st->gravity.s[1] * st->gravity.s[1] +
@@ -248,7 +262,8 @@ static int sph_init(mz_sim *sim)
                 ceil(scene_frame_dt(s) / st->next_dt));
     /* The initial state's density and pressure: frame 0's output, and collapsed SPH's
      * "last step" for its first step. */
-    if (grid_build(&st->grid, sim->pos) != 0)
+    if (grid_build(&st->grid, sim->pos) != 0 ||
+        (st->slabs_made && slabs_after_build(&st->slabs) != 0))
         return -1;
     /* After the build: it swaps the handles of the buffers it moves, rho_prev among them. */
     if (!run_density(sim, st, st->collapsed ? &st->rho_prev : &st->rho, &st->rho_next, 0.0))
@@ -281,11 +296,16 @@ static bool run_density(mz_sim *sim, sph_state *st, cl_mem *rho, cl_mem *scratch
     boundary_args b = boundary_of(st);
     cl_float lag_f = (cl_float)lag;
     cl_mem out = st->P.continuity ? *scratch : *rho;
-    bool ok = KARGS(st->k_density, "sph_density", A(sim->n_u), A(lag_f), A(st->P),
+    /* Distributed: the owned particles and the halo layer next to them, whose densities the
+     * forces of the owned ones read. */
+    size_t begin, end;
+    sim_ring(sim, st->slabs_made ? 1 : 0, &begin, &end);
+    cl_uint end_u = (cl_uint)end;
+    bool ok = KARGS(st->k_density, "sph_density", A(end_u), A(lag_f), A(st->P),
                     A(st->gravity), A(st->grid.desc), A(st->grid.cell_start),
                     A(st->grid.cell_end), A(sim->pos), A(sim->vel), A(b.desc), A(b.start),
                     A(b.end), A(b.pos), A(b.mass), A(b.nb), A(*rho), A(out), A(st->p)) &&
-              sim_launch(sim, st->k_density, sim->n, STAGE_DENSITY, "sph_density");
+              sim_launch_range(sim, st->k_density, begin, end, STAGE_DENSITY, "sph_density");
     if (ok && st->P.continuity)
         swap_mem(rho, scratch);
     return ok;
@@ -294,28 +314,37 @@ static bool run_density(mz_sim *sim, sph_state *st, cl_mem *rho, cl_mem *scratch
 static int sph_step(mz_sim *sim, sph_state *st, double dt_seconds)
 {
     cl_float dt = (cl_float)dt_seconds;
-    if (grid_build(&st->grid, sim->pos) != 0)
+    if (st->slabs_made) {
+        if (slabs_exchange(&st->slabs, sim->pos) != 0)
+            return -1;
+        sim_set_count(sim, st->grid.n);
+    }
+    if (grid_build(&st->grid, sim->pos) != 0 ||
+        (st->slabs_made && slabs_after_build(&st->slabs) != 0))
         return -1;
     sim_profile_grid(sim, &st->grid, STAGE_GRID);
     boundary_args b = boundary_of(st);
+    size_t begin, end;
+    sim_owned(sim, &begin, &end);
+    cl_uint end_u = (cl_uint)end;
     bool ok;
     if (!st->collapsed) {
         ok = run_density(sim, st, &st->rho, &st->rho_next, st->lag) &&
-             KARGS(st->k_forces, "sph_forces", A(sim->n_u), A(dt), A(st->P), A(st->gravity),
+             KARGS(st->k_forces, "sph_forces", A(end_u), A(dt), A(st->P), A(st->gravity),
                    A(st->walls), A(st->penalty), A(st->grid.desc), A(st->grid.cell_start),
                    A(st->grid.cell_end), A(sim->pos), A(sim->vel), A(st->rho), A(st->p),
                    A(b.desc), A(b.start), A(b.end), A(b.pos), A(b.mass), A(b.nb), A(sim->pred),
                    A(st->vel_out), A(st->a2)) &&
-             sim_launch(sim, st->k_forces, sim->n, STAGE_FORCES, "sph_forces");
+             sim_launch_range(sim, st->k_forces, begin, end, STAGE_FORCES, "sph_forces");
     } else {
         cl_float lag = (cl_float)st->lag;
-        ok = KARGS(st->k_collapsed, "csph_step", A(sim->n_u), A(dt), A(lag), A(st->P),
+        ok = KARGS(st->k_collapsed, "csph_step", A(end_u), A(dt), A(lag), A(st->P),
                    A(st->gravity), A(st->walls), A(st->penalty), A(st->grid.desc),
                    A(st->grid.cell_start), A(st->grid.cell_end), A(sim->pos), A(sim->vel),
                    A(st->rho_prev), A(st->drho_prev), A(b.desc), A(b.start), A(b.end),
                    A(b.pos), A(b.mass), A(b.nb), A(st->rho), A(st->drho), A(st->p),
                    A(sim->pred), A(st->vel_out), A(st->a2)) &&
-             sim_launch(sim, st->k_collapsed, sim->n, STAGE_FORCES, "csph_step");
+             sim_launch_range(sim, st->k_collapsed, begin, end, STAGE_FORCES, "csph_step");
         swap_mem(&st->rho, &st->rho_prev);
         swap_mem(&st->drho, &st->drho_prev);
     }
@@ -333,15 +362,20 @@ static int sph_substep(mz_sim *sim, double dt) { return sph_step(sim, sim->state
 /* The CFL and force criteria from the largest |v| and |a| of the step just taken. */
 static int choose_dt(mz_sim *sim, sph_state *st)
 {
-    size_t groups = (sim->n + st->local - 1) / st->local;
+    size_t begin, end;
+    sim_owned(sim, &begin, &end);
+    cl_uint end_u = (cl_uint)end;
+    size_t groups = (end - begin + st->local - 1) / st->local;
     if (groups > st->max_groups)
         groups = st->max_groups;
+    if (groups == 0) /* a rank with no particles still answers */
+        groups = 1;
     size_t global = groups * st->local;
-    bool ok = KARGS(st->k_max, "speed_accel_max", A(sim->n_u), A(sim->vel), A(st->a2),
+    bool ok = KARGS(st->k_max, "speed_accel_max", A(end_u), A(sim->vel), A(st->a2),
                     A(st->partial)) &&
               cl_ok(clSetKernelArg(st->k_max, 4, 8 * st->local, NULL),
                     "clSetKernelArg(speed_accel_max, scratch)");
-    ok = ok && sim_launch_local(sim, st->k_max, global, st->local, STAGE_STEP_SIZE,
+    ok = ok && sim_launch_local(sim, st->k_max, begin, global, st->local, STAGE_STEP_SIZE,
                                 "speed_accel_max") && cl_ok(clEnqueueReadBuffer(sim->cl->queue, st->partial, CL_TRUE, 0, 8 * groups,
                                          st->partial_host, 0, NULL, NULL),
                      "clEnqueueReadBuffer(step size)");
@@ -352,6 +386,9 @@ static int choose_dt(mz_sim *sim, sph_state *st)
         v2 = fmaxf(v2, st->partial_host[2 * g]);
         a2 = fmaxf(a2, st->partial_host[2 * g + 1]);
     }
+    /* Every rank takes the same step: the maxima over all of them (exact). */
+    v2 = dist_max_float(v2);
+    a2 = dist_max_float(a2);
     double h = st->P.h, cfl = scene_cfl(sim->scene);
     double dt = cfl * h / fmax(st->P.c0, sqrt(v2));
     if (a2 > 0)
@@ -406,9 +443,20 @@ static void warn_collapsed(const mz_sim *sim, sph_state *st, double frame_dt)
     st->warn_steps *= 10;
 }
 
+static int advance_frame(mz_sim *sim, sph_state *st, double frame_dt);
+
+/* A frame, then (distributed) new slabs when a rank owns more than 10% above the mean. */
 static int sph_advance(mz_sim *sim, double frame_dt)
 {
     sph_state *st = sim->state;
+    int rc = advance_frame(sim, st, frame_dt);
+    if (rc == 0 && st->slabs_made)
+        slabs_rebalance(&st->slabs);
+    return rc;
+}
+
+static int advance_frame(mz_sim *sim, sph_state *st, double frame_dt)
+{
     if (!st->adaptive) {
         int rc = sim_fixed_steps(sim, frame_dt);
         return rc != 0 ? rc : choose_dt(sim, st); /* once a frame: the blow-up check */
@@ -442,6 +490,9 @@ static void sph_release(mz_sim *sim)
         grid_release(&st->grid);
     if (st->bgrid_made)
         grid_release(&st->bgrid);
+    if (st->slabs_made)
+        slabs_release(&st->slabs);
+    sim->slabs = NULL;
     cl_kernel ks[] = {st->k_density, st->k_forces, st->k_collapsed, st->k_max};
     mz_cl_release_kernels(ks, sizeof ks / sizeof *ks);
     cl_mem ms[] = {st->vel_out, st->rho,     st->rho_next, st->p,     st->rho_prev, st->drho,
