@@ -404,20 +404,7 @@ int grid_build(mz_grid *g, cl_mem key_source)
          KARGS(g->k_ranges, "cell_ranges", A(n_u), A(set), A(g->keys), A(g->cell_start),
                A(g->cell_end)) &&
          launch_n(g, g->k_ranges, g->n, "cell_ranges");
-    for (int r = 0; ok && r < g->n_reg; r++) {
-        bool wide = g->reg[r].elem == 16;
-        cl_kernel k = wide ? g->k_gather16 : g->k_gather4;
-        const char *name = wide ? "gather16" : "gather4";
-        ok = KARGS(k, name, A(n_u), A(g->vals), A(*g->reg[r].buf), A(g->reg[r].scratch)) &&
-             launch_n(g, k, g->n, name);
-        if (ok) {
-            /* The kernel holds its own reference to the arguments: swapping now is safe. */
-            cl_mem t = *g->reg[r].buf;
-            *g->reg[r].buf = g->reg[r].scratch;
-            g->reg[r].scratch = t;
-        }
-    }
-    return ok ? 0 : -1;
+    return ok && grid_gather(g, g->vals, g->n) == 0 ? 0 : -1;
 }
 
 int grid_sort(mz_grid *g, cl_mem keys, cl_mem vals, size_t n, int bits)
@@ -472,6 +459,7 @@ int grid_gather(mz_grid *g, cl_mem vals, size_t n)
         if (!KARGS(k, name, A(n_u), A(vals), A(*g->reg[r].buf), A(g->reg[r].scratch)) ||
             !launch_n(g, k, n, name))
             return -1;
+        /* The kernel holds its own reference to the arguments: swapping now is safe. */
         cl_mem t = *g->reg[r].buf;
         *g->reg[r].buf = g->reg[r].scratch;
         g->reg[r].scratch = t;

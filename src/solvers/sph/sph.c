@@ -443,18 +443,6 @@ static void warn_collapsed(const mz_sim *sim, sph_state *st, double frame_dt)
     st->warn_steps *= 10;
 }
 
-static int advance_frame(mz_sim *sim, sph_state *st, double frame_dt);
-
-/* A frame, then (distributed) new slabs when a rank owns more than 10% above the mean. */
-static int sph_advance(mz_sim *sim, double frame_dt)
-{
-    sph_state *st = sim->state;
-    int rc = advance_frame(sim, st, frame_dt);
-    if (rc == 0 && st->slabs_made)
-        slabs_rebalance(&st->slabs);
-    return rc;
-}
-
 static int advance_frame(mz_sim *sim, sph_state *st, double frame_dt)
 {
     if (!st->adaptive) {
@@ -479,6 +467,16 @@ static int advance_frame(mz_sim *sim, sph_state *st, double frame_dt)
             return 1;
     }
     return 0;
+}
+
+/* A frame, then (distributed) new slabs when a rank owns more than 10% above the mean. */
+static int sph_advance(mz_sim *sim, double frame_dt)
+{
+    sph_state *st = sim->state;
+    int rc = advance_frame(sim, st, frame_dt);
+    if (rc == 0 && st->slabs_made)
+        slabs_rebalance(&st->slabs);
+    return rc;
 }
 
 static void sph_release(mz_sim *sim)
