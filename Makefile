@@ -84,6 +84,7 @@ test: all $(TESTS)
 
 bench: all $(BENCHES)
 	@for b in $(BENCHES); do $$b || exit 1; done
+	@if [ -n "$(MPI_LIBS)" ]; then scripts/bench-scaling.sh $(BUILD)/mizu; fi
 
 demo: all
 	$(BUILD)/mizu run scenes/falling_block.json -o /tmp/mizu-demo.h5

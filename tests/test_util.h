@@ -3,6 +3,7 @@
 #define MZ_TEST_UTIL_H
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
@@ -11,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 /* A fresh directory under $TMPDIR for this test program; removed by the OS's tmp cleaning. */
@@ -89,6 +91,54 @@ static inline pid_t spawn_mizu(const char *args, const char *errpath)
         _exit(127);
     }
     return pid;
+}
+
+/* A text file's contents (malloc'd, NUL-terminated; "" when it cannot be read). */
+static inline char *read_file_text(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    char *t = calloc(1, 1);
+    if (!f)
+        return t;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    if (n > 0) {
+        free(t);
+        t = calloc((size_t)n + 1, 1);
+        if (fread(t, 1, (size_t)n, f) != (size_t)n)
+            t[0] = '\0';
+    }
+    fclose(f);
+    return t;
+}
+
+/* Wait until the file at path contains text (the progress lines), at most 120 s. */
+static inline bool wait_for_text(const char *path, const char *text, pid_t pid)
+{
+    for (int i = 0; i < 2400; i++) {
+        FILE *f = fopen(path, "rb");
+        if (f) {
+            char buf[8192] = {0};
+            size_t n = fread(buf, 1, sizeof buf - 1, f);
+            fclose(f);
+            buf[n] = 0;
+            if (strstr(buf, text))
+                return true;
+        }
+        if (waitpid(pid, NULL, WNOHANG) == pid)
+            return false;
+        struct timespec ts = {0, 50 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    return false;
+}
+
+static inline int exit_status(pid_t pid)
+{
+    int st = 0;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
 #endif

@@ -2,8 +2,10 @@
 
 #include "scene/bodies.h"
 
+#include <assert.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 double build_lattice_kernel_sum(double spacing, double h, int dimensions)
 {
@@ -67,8 +69,8 @@ double build_particle_mass(const mz_scene *s, const mz_fluid *f)
     return m;
 }
 
-static void put(mz_particles *p, size_t i, const double x[3], const double v[3], float radius,
-                float inv_mass, uint32_t body, int dimensions)
+static void put(mz_particles *p, size_t i, size_t id, const double x[3], const double v[3],
+                float radius, float inv_mass, uint32_t body, int dimensions)
 {
     p->phase[i] = MZ_PHASE_FLUID;
     bool flat = dimensions == 2;
@@ -81,48 +83,96 @@ static void put(mz_particles *p, size_t i, const double x[3], const double v[3],
     p->vel[4 * i + 2] = flat ? 0.0f : (float)v[2];
     p->vel[4 * i + 3] = 0.0f;
     p->inv_mass[i] = inv_mass;
-    p->id[i] = (uint32_t)i;
+    p->id[i] = (uint32_t)id;
     p->body[i] = body;
 }
 
 static void build_bodies(const mz_scene *s, mz_particles *p, size_t first);
 
-void build_particles(const mz_scene *s, mz_particles *p)
+static void alloc_particles(mz_particles *p, size_t n)
+{
+    p->pos = xrealloc(p->pos, 4 * n * sizeof *p->pos);
+    p->vel = xrealloc(p->vel, 4 * n * sizeof *p->vel);
+    p->inv_mass = xrealloc(p->inv_mass, n * sizeof *p->inv_mass);
+    p->id = xrealloc(p->id, n * sizeof *p->id);
+    p->body = xrealloc(p->body, n * sizeof *p->body);
+    p->phase = xrealloc(p->phase, n * sizeof *p->phase);
+}
+
+/* A fluid's particles (d: its lattice's dimensions when it is a box). */
+static size_t fluid_count(const mz_scene *s, const mz_fluid *f, size_t d[3])
+{
+    if (!f->has_box)
+        return f->positions.n;
+    scene_lattice_dims(f, s->sim.dimensions, d);
+    return d[0] * d[1] * d[2];
+}
+
+void build_body_of_ids(const mz_scene *s, uint32_t *body)
+{
+    assert(bodies_count(s) == 0);
+    size_t id = 0, d[3];
+    for (size_t b = 0; b < s->n_fluids; b++)
+        for (size_t k = 0, n = fluid_count(s, &s->fluids[b], d); k < n; k++)
+            body[id++] = (uint32_t)b;
+}
+
+/* The fluids' particles, ids from 0, those keep takes (all without keep) from slot 0 on, the
+ * arrays grown as needed (*room slots). Returns the slots filled. */
+static size_t build_fluids(const mz_scene *s, mz_particles *p, size_t *room, build_keep_fn keep,
+                           void *ctx)
 {
     int dim = s->sim.dimensions;
-    size_t n = scene_particle_count(s);
-    p->n = n;
-    p->pos = xcalloc(4 * n, sizeof *p->pos);
-    p->vel = xcalloc(4 * n, sizeof *p->vel);
-    p->inv_mass = xcalloc(n, sizeof *p->inv_mass);
-    p->id = xcalloc(n, sizeof *p->id);
-    p->body = xcalloc(n, sizeof *p->body);
-    p->phase = xcalloc(n, sizeof *p->phase);
-    size_t i = 0;
+    size_t i = 0, id = 0;
     for (size_t b = 0; b < s->n_fluids; b++) {
         const mz_fluid *f = &s->fluids[b];
         float radius = (float)(0.5 * f->spacing);
         float w = (float)(1.0 / build_particle_mass(s, f));
-        if (f->has_box) {
-            size_t d[3];
-            scene_lattice_dims(f, dim, d);
-            /* x fastest, then y, then z: neighbouring ids are neighbours in space. */
-            for (size_t iz = 0; iz < d[2]; iz++)
-                for (size_t iy = 0; iy < d[1]; iy++)
-                    for (size_t ix = 0; ix < d[0]; ix++) {
-                        double x[3] = {f->box.min[0] + (ix + 0.5) * f->spacing,
-                                       f->box.min[1] + (iy + 0.5) * f->spacing,
-                                       f->box.min[2] + (iz + 0.5) * f->spacing};
-                        put(p, i++, x, f->velocity, radius, w, (uint32_t)b, dim);
-                    }
-        } else {
-            for (size_t k = 0; k < f->positions.n; k++) {
-                const double *v = f->velocities.n ? f->velocities.p[k] : f->velocity;
-                put(p, i++, f->positions.p[k], v, radius, w, (uint32_t)b, dim);
+        size_t d[3] = {0, 1, 1}, count = fluid_count(s, f, d);
+        /* Boxes: x fastest, then y, then z, so neighbouring ids are neighbours in space. */
+        for (size_t k = 0; k < count; k++, id++) {
+            double x[3];
+            const double *v = f->velocity;
+            if (f->has_box) {
+                size_t ix = k % d[0], iy = k / d[0] % d[1], iz = k / (d[0] * d[1]);
+                x[0] = f->box.min[0] + (ix + 0.5) * f->spacing;
+                x[1] = f->box.min[1] + (iy + 0.5) * f->spacing;
+                x[2] = f->box.min[2] + (iz + 0.5) * f->spacing;
+            } else {
+                memcpy(x, f->positions.p[k], sizeof x);
+                if (f->velocities.n)
+                    v = f->velocities.p[k];
             }
+            float xf[3] = {(float)x[0], (float)x[1], dim == 2 ? 0.0f : (float)x[2]};
+            if (keep && !keep(ctx, xf))
+                continue;
+            if (i == *room) {
+                *room = *room ? 2 * *room : 1024;
+                alloc_particles(p, *room);
+            }
+            put(p, i++, id, x, v, radius, w, (uint32_t)b, dim);
         }
     }
-    build_bodies(s, p, i);
+    return i;
+}
+
+void build_particles(const mz_scene *s, mz_particles *p)
+{
+    size_t n = scene_particle_count(s);
+    memset(p, 0, sizeof *p);
+    alloc_particles(p, n ? n : 1);
+    p->n = p->n_total = n;
+    build_bodies(s, p, build_fluids(s, p, &n, NULL, NULL));
+}
+
+void build_particles_where(const mz_scene *s, mz_particles *p, build_keep_fn keep, void *ctx)
+{
+    assert(bodies_count(s) == 0); /* their constraints name particle slots as ids */
+    memset(p, 0, sizeof *p);
+    size_t room = 0;
+    p->n = build_fluids(s, p, &room, keep, ctx);
+    p->n_total = scene_particle_count(s);
+    build_bodies(s, p, p->n); /* no bodies: the empty constraint and triangle arrays */
 }
 
 /* The cloths and meshes after the fluids: particles from `first` on, their constraints and
@@ -158,7 +208,7 @@ static void build_bodies(const mz_scene *s, mz_particles *p, size_t first)
             v[0] = b->velocity[0] + om[1] * r[2] - om[2] * r[1];
             v[1] = b->velocity[1] + om[2] * r[0] - om[0] * r[2];
             v[2] = b->velocity[2] + om[0] * r[1] - om[1] * r[0];
-            put(p, i + j, g->x[j], g->phase == MZ_PHASE_RIGID ? v : b->velocity,
+            put(p, i + j, i + j, g->x[j], g->phase == MZ_PHASE_RIGID ? v : b->velocity,
                 (float)(0.5 * g->thickness), g->pinned[j] ? 0.0f : w, body, dim);
             p->phase[i + j] = (uint32_t)g->phase;
         }

@@ -7,10 +7,12 @@
 #include "scene/scene.h"
 #include "scene/sizes.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 
 typedef struct mz_particles {
-    size_t n;
+    size_t n;         /* particles here */
+    size_t n_total;   /* of the whole run: n, or more when these are one rank's share */
     float *pos;       /* 4 per particle: x, y, z, contact radius */
     float *vel;       /* 4 per particle: vx, vy, vz, 0 */
     float *inv_mass;  /* 1/m; 0 pins a particle */
@@ -61,6 +63,15 @@ size_t build_collider_particles(const mz_scene *s, double spacing, int layers, f
 
 /* Fill p from a validated scene. */
 void build_particles(const mz_scene *s, mz_particles *p);
+/* Only the particles keep takes, given their positions as the device gets them (x, y, z
+ * floats; z = 0 in 2D), in id order, each with its id of the whole scene (a distributed rank's
+ * share, dist/slabs.h). keep may count and take none. For scenes of fluids only (no cloths or
+ * meshes, whose constraints name particle ids as slots). */
+typedef bool (*build_keep_fn)(void *ctx, const float x[3]);
+void build_particles_where(const mz_scene *s, mz_particles *p, build_keep_fn keep, void *ctx);
+/* The body index of every particle id (as mz_particles.body), without building them; scenes
+ * of fluids only. */
+void build_body_of_ids(const mz_scene *s, uint32_t *body);
 /* Host bytes build_particles and the solvers' set-up take for the scene's n particles: the
  * particle and constraint arrays, the positions and pairs of bodies still kept as lattices,
  * and SPH wall and collider particles. */

@@ -17,6 +17,7 @@
 #include "cli/signals.h"
 #include "device/cl_prog.h"
 #include "dist/dist.h"
+#include "dist/id_blocks.h"
 #include "dist/slabs.h"
 #include "io/checkpoint.h"
 #include "io/h5_out.h"
@@ -126,6 +127,7 @@ typedef struct readback {
     cl_event done;
     long step;
     double time;
+    size_t count, cap; /* particles read, room for */
     bool pending;
 } readback;
 
@@ -140,12 +142,14 @@ typedef struct run_ctx {
     bool resumed;
     mz_cl cl;
     mz_sim sim;
-    mz_particles parts;
+    mz_particles parts; /* under mpirun: this rank's share (dist/slabs.h) */
+    mz_slab_plan plan;  /* under mpirun */
     mz_health health;
     mz_h5_out *out;
     unsigned fields;
     readback rb[2];
-    float *ordered[MZ_FIELD_COUNT];
+    float *ordered[MZ_FIELD_COUNT]; /* in id order: all rows, or under mpirun this rank's block */
+    float *block_raw[MZ_FIELD_COUNT]; /* under mpirun: the block as the device lays it out */
     double write_s;
     long checkpoints; /* written by this run */
     long ckpt_failed; /* the frame whose checkpoint could not be written; -1: the last one was */
@@ -160,7 +164,7 @@ static void warn_disk_space(const run_ctx *r, long first_frame)
     if (slash)
         slash[slash == dir] = 0;
     struct statvfs fs;
-    double need = run_output_bytes(&r->scene, r->parts.n, r->sim.n_rigids, first_frame);
+    double need = run_output_bytes(&r->scene, r->parts.n_total, r->sim.n_rigids, first_frame);
     if (statvfs(slash ? dir : ".", &fs) == 0) {
         double avail = (double)fs.f_bavail * (double)fs.f_frsize;
         if (need > avail)
@@ -174,21 +178,17 @@ static void warn_disk_space(const run_ctx *r, long first_frame)
 
 static int device_components(mz_field f) { return mz_field_infos[f].components == 3 ? 4 : 1; }
 
-/* Distributed: rank 0 gathers every rank's owned particles, in rank order, into its readback
- * (the order of one process's device); the copies are then done, and the event says so. */
-static bool gather_readback(mz_sim *sim, unsigned fields, readback *rb)
+/* Room for n particles in a readback (its contents are not kept). */
+static void size_readback(readback *rb, unsigned fields, size_t n)
 {
-    bool ok = cl_ok(clWaitForEvents(1, &rb->done), "clWaitForEvents(readback)");
-    if (!ok)
-        dist_abort(MZ_EXIT_RUNTIME);
-    size_t begin, end;
-    sim_owned(sim, &begin, &end);
-    size_t n = end - begin;
-    dist_gather_bytes(rb->id, 4 * n, rb->id);
+    rb->cap = n;
+    free(rb->id);
+    rb->id = xmalloc(4 * (n ? n : 1));
     for (int f = 0; f < MZ_FIELD_COUNT; f++)
-        if (fields & MZ_FIELD_BIT(f))
-            dist_gather_bytes(rb->raw[f], 4 * (size_t)device_components(f) * n, rb->raw[f]);
-    return true;
+        if (fields & MZ_FIELD_BIT(f)) {
+            free(rb->raw[f]);
+            rb->raw[f] = xmalloc(4 * (size_t)device_components(f) * (n ? n : 1));
+        }
 }
 
 static bool enqueue_readback(mz_sim *sim, unsigned fields, readback *rb)
@@ -196,6 +196,9 @@ static bool enqueue_readback(mz_sim *sim, unsigned fields, readback *rb)
     size_t begin, end; /* this rank's particles (all of them in one process) */
     sim_owned(sim, &begin, &end);
     size_t n = end - begin;
+    if (n > rb->cap) /* a distributed rank's share grew */
+        size_readback(rb, fields, n + n / 4);
+    rb->count = n;
     cl_command_queue q = sim->cl->queue;
     bool ok = cl_ok(clEnqueueReadBuffer(q, sim->id, CL_FALSE, 4 * begin, 4 * n, rb->id, 0, NULL,
                                         NULL),
@@ -222,8 +225,6 @@ static bool enqueue_readback(mz_sim *sim, unsigned fields, readback *rb)
     rb->step = sim->step;
     rb->time = sim->time;
     rb->pending = ok;
-    if (ok && sim->slabs)
-        ok = gather_readback(sim, fields, rb);
     return ok;
 }
 
@@ -237,32 +238,88 @@ static void drop_readback(readback *rb)
     rb->pending = false;
 }
 
+/* Device layout (vec3 as 4 floats) to output rows (3). */
+static void to_rows(int f, const float *raw, size_t n, float *rows)
+{
+    int cd = device_components(f), co = mz_field_infos[f].components;
+    for (size_t i = 0; i < n; i++)
+        for (int k = 0; k < co; k++)
+            rows[i * co + k] = raw[i * cd + k];
+}
+
+/* Under mpirun: every rank's particles to the rank of their id block, then rank 0 writes the
+ * blocks one after another (rank 0 receives each in turn into its own rows: no rank holds more
+ * than a block). Collective. */
+static int write_blocks(run_ctx *r, readback *rb)
+{
+    size_t N = r->parts.n_total;
+    const void *src[MZ_FIELD_COUNT];
+    void *dst[MZ_FIELD_COUNT];
+    size_t elem[MZ_FIELD_COUNT];
+    int k = 0;
+    for (int f = 0; f < MZ_FIELD_COUNT; f++)
+        if (r->fields & MZ_FIELD_BIT(f)) {
+            src[k] = rb->raw[f];
+            dst[k] = r->block_raw[f];
+            elem[k++] = 4 * (size_t)device_components(f);
+        }
+    id_blocks_exchange(N, rb->count, rb->id, k, src, elem, dst);
+    int me = dist_rank(), P = dist_size();
+    size_t rows = id_block_first(N, me + 1) - id_block_first(N, me);
+    const float *data[MZ_FIELD_COUNT] = {0};
+    for (int f = 0; f < MZ_FIELD_COUNT; f++)
+        if (r->fields & MZ_FIELD_BIT(f)) {
+            to_rows(f, r->block_raw[f], rows, r->ordered[f]);
+            data[f] = r->ordered[f];
+        }
+    if (me != 0) {
+        for (int f = 0; f < MZ_FIELD_COUNT; f++)
+            if (data[f])
+                dist_send_bytes(0, data[f], 4 * (size_t)mz_field_infos[f].components * rows);
+        return 0;
+    }
+    int rc = h5_out_begin_frame(r->out);
+    for (int q = 0; q < P; q++) {
+        size_t first = id_block_first(N, q), count = id_block_first(N, q + 1) - first;
+        for (int f = 0; q > 0 && f < MZ_FIELD_COUNT; f++) /* received even after a failure */
+            if (data[f])
+                dist_recv_bytes(q, r->ordered[f],
+                                4 * (size_t)mz_field_infos[f].components * count);
+        rc = rc ? rc : h5_out_write_rows(r->out, first, count, data);
+    }
+    return rc ? rc : h5_out_commit_frame(r->out, rb->step, rb->time, rb->rigid_pose);
+}
+
 /* Wait for a readback, put it in id order, append it to the file. */
 static int finish_readback(run_ctx *r, readback *rb)
 {
     rb->pending = false;
     bool ok = cl_ok(clWaitForEvents(1, &rb->done), "clWaitForEvents(readback)");
     clReleaseEvent(rb->done);
-    if (!ok)
+    if (!ok) {
+        if (dist_active()) /* the other ranks wait in the exchange */
+            dist_abort(MZ_EXIT_RUNTIME);
         return -1;
+    }
     double t0 = now_seconds();
-    size_t n = r->out ? r->parts.n : 0; /* ranks other than 0 have sent theirs */
-    const float *data[MZ_FIELD_COUNT] = {0};
-    for (int f = 0; f < MZ_FIELD_COUNT; f++) {
-        if (!(r->fields & MZ_FIELD_BIT(f)))
-            continue;
-        int cd = device_components(f), co = mz_field_infos[f].components;
-        for (size_t i = 0; i < n; i++)
-            for (int k = 0; k < co; k++)
-                r->ordered[f][(size_t)rb->id[i] * co + k] = rb->raw[f][i * cd + k];
-        data[f] = r->ordered[f];
-    }
     int rc = 0;
-    if (r->out) { /* rank 0 writes (every rank in one process) */
-        signals_writing(true);
+    signals_writing(true);
+    if (dist_active()) {
+        rc = write_blocks(r, rb);
+    } else {
+        const float *data[MZ_FIELD_COUNT] = {0};
+        for (int f = 0; f < MZ_FIELD_COUNT; f++) {
+            if (!(r->fields & MZ_FIELD_BIT(f)))
+                continue;
+            int cd = device_components(f), co = mz_field_infos[f].components;
+            for (size_t i = 0; i < rb->count; i++)
+                for (int k = 0; k < co; k++)
+                    r->ordered[f][(size_t)rb->id[i] * co + k] = rb->raw[f][i * cd + k];
+            data[f] = r->ordered[f];
+        }
         rc = h5_out_write_frame(r->out, rb->step, rb->time, data, rb->rigid_pose);
-        signals_writing(false);
     }
+    signals_writing(false);
     r->write_s += now_seconds() - t0;
     return dist_max_int(rc != 0) ? -1 : 0;
 }
@@ -270,8 +327,8 @@ static int finish_readback(run_ctx *r, readback *rb)
 static void print_summary(const run_ctx *r, long frames_written, double setup_s, double run_s)
 {
     const mz_sim *sim = &r->sim;
-    double psteps = (double)r->parts.n * (double)(sim->step - r->ck.step);
-    fprintf(stderr, "mizu: done: %zu particles, %d frames, %ld steps of %.4g", r->parts.n,
+    double psteps = (double)r->parts.n_total * (double)(sim->step - r->ck.step);
+    fprintf(stderr, "mizu: done: %zu particles, %d frames, %ld steps of %.4g", r->parts.n_total,
             r->scene.sim.frames, sim->step, 1e3 * sim->dt_min);
     if (sim->dt_max > sim->dt_min * (1 + 1e-9))
         fprintf(stderr, " to %.4g", 1e3 * sim->dt_max);
@@ -292,10 +349,11 @@ static void print_summary(const run_ctx *r, long frames_written, double setup_s,
         fprintf(stderr, "  %ld checkpoints written to %s\n", r->checkpoints, r->ckpt_path);
     if (dist_active() && sim->slabs)
         fprintf(stderr, "  %d ranks (%s); slabs repartitioned %llu times; rank 0 sent %llu "
-                        "particle records in %llu exchanges taking %.3f s\n",
+                        "particle records in %llu exchanges taking %.3f s, its buffers grew "
+                        "%llu times (room for %zu particles)\n",
                 dist_size(), r->devices, (unsigned long long)sim->slabs->repartitions,
                 (unsigned long long)sim->slabs->sent, (unsigned long long)sim->slabs->exchanges,
-                sim->slabs->exchange_s);
+                sim->slabs->exchange_s, (unsigned long long)sim->slabs->grows, sim->cap);
     if (r->o->profile) {
         double total = 0;
         for (int i = 0; sim->solver->stages[i]; i++)
@@ -328,20 +386,24 @@ static int load_run_scene(run_ctx *r)
     return run_load_scene(&ro, &r->scene);
 }
 
+/* Readbacks with room for the particles a rank's device holds; rows in id order for the whole
+ * run, or under mpirun for this rank's block of ids. */
 static void alloc_readbacks(run_ctx *r)
 {
-    size_t n = r->parts.n;
     for (int b = 0; b < 2; b++) {
-        r->rb[b].id = xmalloc(4 * n);
+        size_readback(&r->rb[b], r->fields, r->sim.cap);
         if (r->sim.n_rigids > 0)
             r->rb[b].rigid_pose = xmalloc(8 * sizeof(cl_float) * r->sim.n_rigids);
-        for (int f = 0; f < MZ_FIELD_COUNT; f++)
-            if (r->fields & MZ_FIELD_BIT(f))
-                r->rb[b].raw[f] = xmalloc(4 * (size_t)device_components(f) * n);
     }
+    size_t n = r->parts.n_total;
+    if (dist_active()) /* blocks differ by one at most: rank 0 takes each in turn */
+        n = n / (size_t)dist_size() + 1;
     for (int f = 0; f < MZ_FIELD_COUNT; f++)
-        if (r->fields & MZ_FIELD_BIT(f))
-            r->ordered[f] = xmalloc(4 * (size_t)mz_field_infos[f].components * n);
+        if (r->fields & MZ_FIELD_BIT(f)) {
+            r->ordered[f] = xmalloc(4 * (size_t)mz_field_infos[f].components * (n ? n : 1));
+            if (dist_active())
+                r->block_raw[f] = xmalloc(4 * (size_t)device_components(f) * (n ? n : 1));
+        }
 }
 
 /* Output rows a run has written once frame `last` is done (every output.every-th frame from 0). */
@@ -417,7 +479,7 @@ static int open_output(run_ctx *r)
     if (dist_rank() != 0) /* rank 0 writes the file */
         return 0;
     if (r->resumed) {
-        r->out = h5_out_reopen(r->path, r->parts.n, r->fields, r->sim.n_rigids,
+        r->out = h5_out_reopen(r->path, r->parts.n_total, r->fields, r->sim.n_rigids,
                                r->ck.frames_written, r->run_id,
                                output_frames(s, s->sim.frames));
         return r->out ? 0 : -1;
@@ -438,9 +500,19 @@ static int open_output(run_ctx *r)
     mz_h5_static st = {.body = r->parts.body, .phase = r->parts.phase,
                        .triangles = r->parts.triangles, .n_triangles = r->parts.n_triangles,
                        .n_rigids = r->sim.n_rigids, .rigid_body = rigid_body};
-    r->out = h5_out_create(r->path, r->parts.n, r->fields,
+    /* Under mpirun rank 0 holds only its share: the bodies of all ids from the scene (fluids
+     * only: phase 0 for all). */
+    uint32_t *body = NULL;
+    if (dist_active()) {
+        body = xmalloc((r->parts.n_total ? r->parts.n_total : 1) * sizeof *body);
+        build_body_of_ids(s, body);
+        st.body = body;
+        st.phase = NULL;
+    }
+    r->out = h5_out_create(r->path, r->parts.n_total, r->fields,
                            s->output.compression == MZ_COMPRESSION_GZIP ? s->output.level : 0,
                            &meta, &st);
+    free(body);
     free(rigid_body);
     return r->out ? 0 : -1;
 }
@@ -502,12 +574,22 @@ static int set_up(run_ctx *r)
     r->run_id = r->resumed ? xstrdup(r->ck.run_id) : new_run_id(r);
     /* Before any allocation: a scene too big for the device or the host is refused, not
      * half-built. */
+    /* Under mpirun each rank builds and holds only its share: the slabs are planned first. */
     size_t n = scene_particle_count(&r->scene);
+    if (dist_active()) {
+        if (dist_max_int(sim_plan_slabs(&r->scene, &r->plan) != 0))
+            return MZ_EXIT_RUNTIME;
+        n = r->plan.cap;
+    }
     if (dist_max_int(sim_check_fits(&r->cl, &r->scene, n) != 0 ||
                      run_check_host_memory(&r->cl, &r->scene, n) != 0))
         return MZ_EXIT_RUNTIME;
-    build_particles(&r->scene, &r->parts);
-    int made = sim_create(&r->sim, &r->cl, &r->scene, &r->parts) != 0 ||
+    if (dist_active())
+        slabs_plan_build(&r->plan, &r->scene, &r->parts);
+    else
+        build_particles(&r->scene, &r->parts);
+    int made = sim_create_share(&r->sim, &r->cl, &r->scene, &r->parts,
+                                dist_active() ? &r->plan : NULL) != 0 ||
                health_init(&r->health, &r->sim, health_speed_bound(&r->scene, &r->parts)) != 0;
     if (dist_max_int(made))
         return MZ_EXIT_RUNTIME;
@@ -545,22 +627,16 @@ static const char *drain_failure(int d)
 static int save_checkpoint(run_ctx *r, long frame)
 {
     const mz_scene *s = &r->scene;
-    if (dist_active()) { /* cmd_run refuses --checkpoint-every; a stop by signal lands here */
-        if (dist_rank() == 0)
-            mz_warn("no checkpoint after frame %ld: checkpoints are not written under mpirun yet",
-                    frame);
-        r->ckpt_failed = frame;
-        return -1;
-    }
-    mz_ckpt info = {.frame = frame, .frames_written = h5_out_frames(r->out),
+    /* Under mpirun rank 0 writes the file (it holds the output); every rank sends its part. */
+    mz_ckpt info = {.frame = frame, .frames_written = r->out ? h5_out_frames(r->out) : 0,
                     .run_id = r->run_id, .scene_path = s->path, .scene_given = s->given_json,
                     .output_path = r->path, .overrides = s->overrides,
                     .n_overrides = s->n_overrides};
     /* The overrides already hold --frames: a resumed run keeps the frame count unless it is
      * given --frames again. A checkpoint that cannot be written does not stop a healthy run:
      * the one before stays whole, and the run goes on. */
-    if (paths_checkpoint_ours(r->ckpt_path, r->path) != 0 ||
-        checkpoint_write(r->ckpt_path, &r->sim, &info) != 0) {
+    int ours = dist_rank() == 0 ? paths_checkpoint_ours(r->ckpt_path, r->path) : 0;
+    if (dist_max_int(ours != 0) || checkpoint_write(r->ckpt_path, &r->sim, &info) != 0) {
         mz_warn("no checkpoint after frame %ld (the run goes on; %s keeps the last one written)",
                 frame, r->ckpt_path);
         r->ckpt_failed = frame;
@@ -580,7 +656,7 @@ static loop_end frame_loop(run_ctx *r, long first, long *last_frame, const char 
     long frames = s->sim.frames, every = s->output.every, ck_every = r->o->checkpoint_every;
     double frame_dt = scene_frame_dt(s);
     mz_progress prog;
-    progress_start(&prog, !r->o->quiet && dist_rank() == 0, frames, (double)r->parts.n);
+    progress_start(&prog, !r->o->quiet && dist_rank() == 0, frames, (double)r->parts.n_total);
     loop_end end = LOOP_DONE;
     *last_frame = first - 1;
     for (long f = first; f <= frames; f++) {
@@ -673,8 +749,11 @@ static void release_run(run_ctx *r)
         for (int f = 0; f < MZ_FIELD_COUNT; f++)
             free(r->rb[b].raw[f]);
     }
-    for (int f = 0; f < MZ_FIELD_COUNT; f++)
+    for (int f = 0; f < MZ_FIELD_COUNT; f++) {
         free(r->ordered[f]);
+        free(r->block_raw[f]);
+    }
+    slabs_plan_release(&r->plan);
     if (r->out)
         h5_out_close(r->out, false, "aborted");
     health_release(&r->health);
@@ -752,11 +831,6 @@ static int refuse_distributed(const run_ctx *r)
         why = "the position-based solvers (PBF, cloth, soft and rigid bodies) are not "
               "distributed yet: run this scene without mpirun; WCSPH and collapsed SPH scenes "
               "run under mpirun";
-    else if (r->o->resume_path)
-        why = "--resume is not supported under mpirun yet: resume without mpirun";
-    else if (r->o->checkpoint_every > 0)
-        why = "--checkpoint-every is not supported under mpirun yet (a stop by SIGTERM keeps "
-              "the frames written, without a checkpoint)";
     if (!why)
         return 0;
     if (dist_rank() == 0)

@@ -2,14 +2,21 @@
  * async-signal-safe. */
 #include "cli/signals.h"
 
+#include "dist/dist.h"
+
 #include <signal.h>
 #include <string.h>
 #include <unistd.h>
 
 static volatile sig_atomic_t first_signal, second_signal, in_write;
+static volatile sig_atomic_t quiet; /* a rank other than 0 under mpirun: rank 0 says it */
 static struct sigaction saved_int, saved_term;
 
-static void say(const char *s) { (void)!write(STDERR_FILENO, s, strlen(s)); }
+static void say(const char *s)
+{
+    if (!quiet)
+        (void)!write(STDERR_FILENO, s, strlen(s));
+}
 
 static void on_signal(int sig)
 {
@@ -34,6 +41,7 @@ void signals_install(void)
     sigemptyset(&sa.sa_mask);
     sa.sa_flags = SA_RESTART; /* writes and waits go on; the loop looks at the flag */
     first_signal = second_signal = in_write = 0;
+    quiet = dist_rank() != 0;
     sigaction(SIGINT, &sa, &saved_int);
     sigaction(SIGTERM, &sa, &saved_term);
 }

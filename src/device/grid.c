@@ -359,6 +359,58 @@ int grid_create(mz_grid *g, mz_cl *cl, size_t n, double h, int dim, const double
     return -1;
 }
 
+int grid_describe(size_t n, double h, int dim, const double dmin[3], const double dmax[3],
+                  mz_grid_mode mode, mz_grid_desc *desc)
+{
+    mz_grid g;
+    memset(&g, 0, sizeof g);
+    if (choose_layout(&g, n, h, dim, dmin, dmax, mode) != 0)
+        return -1;
+    *desc = g.desc;
+    return 0;
+}
+
+/* A new buffer of `bytes` holding the first `keep` bytes of *old, which it replaces. */
+static bool regrow(mz_grid *g, cl_mem *old, size_t bytes, size_t keep, const char *what)
+{
+    cl_mem b = grid_buffer(g, bytes, what);
+    if (!b || (keep > 0 && !copy_buffer(g, *old, b, keep, what))) {
+        if (b)
+            clReleaseMemObject(b);
+        return false;
+    }
+    clReleaseMemObject(*old); /* OpenCL frees it once the copy has run */
+    *old = b;
+    return true;
+}
+
+int grid_reserve(mz_grid *g, size_t cap)
+{
+    if (cap <= g->cap)
+        return 0;
+    if (cap > 0x7fffffffu) {
+        mz_error("neighbour grid: room for %zu particles, more than 2^31 - 1", cap);
+        return -1;
+    }
+    size_t block = g->group_size * g->items_per_item, groups = (cap + block - 1) / block;
+    /* The last build's keys stay: the next build empties their cells. */
+    bool ok = regrow(g, &g->keys, 4 * cap, 4 * g->built, "grid keys") &&
+              regrow(g, &g->vals, 4 * cap, 0, "grid values") &&
+              regrow(g, &g->keys_tmp, 4 * cap, 0, "grid keys (sort scratch)") &&
+              regrow(g, &g->vals_tmp, 4 * cap, 0, "grid values (sort scratch)") &&
+              regrow(g, &g->hist, 4 * (groups << g->radix_bits), 0, "grid radix histograms");
+    for (int r = 0; ok && r < g->n_reg; r++) {
+        size_t e = g->reg[r].elem;
+        ok = regrow(g, g->reg[r].buf, e * cap, e * g->n, "grid registered buffer") &&
+             regrow(g, &g->reg[r].scratch, e * cap, 0, "grid reorder scratch");
+    }
+    if (!ok)
+        return -1;
+    g->cap = cap;
+    g->groups = groups;
+    return 0;
+}
+
 int grid_register(mz_grid *g, cl_mem *buf, size_t elem)
 {
     if (g->n_reg == MZ_GRID_MAX_REGISTERED) {

@@ -77,6 +77,14 @@ int grid_create(mz_grid *g, mz_cl *cl, size_t n, double h, int dim, const double
                 const double dmax[3], mz_grid_mode mode);
 /* The cells (dense) or hash table entries a grid of MZ_GRID_AUTO gets for these arguments. */
 size_t grid_cells_for(size_t n, double h, int dim, const double dmin[3], const double dmax[3]);
+/* The description grid_create would give (no device needed): a distributed run plans its
+ * slabs from it before any particle is built. 0, or -1 after reporting. */
+int grid_describe(size_t n, double h, int dim, const double dmin[3], const double dmax[3],
+                  mz_grid_mode mode, mz_grid_desc *desc);
+/* Room for cap particles (no-op when there is): the sort buffers and every registered buffer
+ * are replaced by larger ones, keeping the particles' data and the last build's keys; the
+ * owners' handles change. 0, or -1 after reporting. */
+int grid_reserve(mz_grid *g, size_t cap);
 /* Permute *buf (n elements of elem = 4 or 16 bytes) with every build. */
 int grid_register(mz_grid *g, cl_mem *buf, size_t elem);
 /* Keys from key_source, sort, ranges, reorder. Enqueued on the device's queue, not waited for. */

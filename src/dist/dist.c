@@ -3,6 +3,7 @@
 
 #include "util/err.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,15 +129,56 @@ void dist_alltoall_u64(const uint64_t *send, uint64_t *recv)
     MPI_Alltoall(send, 1, MPI_UINT64_T, recv, 1, MPI_UINT64_T, MPI_COMM_WORLD);
 }
 
-void dist_alltoallv(const void *send, const int *scount, const int *sdispl, void *recv,
-                    const int *rcount, const int *rdispl)
+/* Counts and offsets in records: MPI's int counts then reach 2^31 records, not bytes. */
+static int *record_offsets(const uint64_t *count, int **displ)
 {
-    if (world_size == 1) {
-        memcpy((char *)recv + rdispl[0], (const char *)send + sdispl[0], (size_t)rcount[0]);
-        return;
+    int *c = xmalloc((size_t)world_size * sizeof *c);
+    *displ = xmalloc((size_t)world_size * sizeof **displ);
+    uint64_t at = 0;
+    for (int r = 0; r < world_size; r++) {
+        if (count[r] > INT_MAX || at > INT_MAX) {
+            mz_error("an exchange of %llu records at offset %llu (MPI counts stop at 2^31)",
+                     (unsigned long long)count[r], (unsigned long long)at);
+            dist_abort(MZ_EXIT_RUNTIME);
+        }
+        c[r] = (int)count[r];
+        (*displ)[r] = (int)at;
+        at += count[r];
     }
-    MPI_Alltoallv(send, scount, sdispl, MPI_BYTE, recv, rcount, rdispl, MPI_BYTE,
-                  MPI_COMM_WORLD);
+    return c;
+}
+
+void dist_alltoallv_records(const void *send, const uint64_t *scount, void *recv,
+                            const uint64_t *rcount, size_t rec)
+{
+    int *sd, *rd, *sc = record_offsets(scount, &sd), *rc = record_offsets(rcount, &rd);
+    MPI_Datatype t;
+    MPI_Type_contiguous((int)rec, MPI_BYTE, &t);
+    MPI_Type_commit(&t);
+    MPI_Alltoallv(send, sc, sd, t, recv, rc, rd, t, MPI_COMM_WORLD);
+    MPI_Type_free(&t);
+    free(sc);
+    free(sd);
+    free(rc);
+    free(rd);
+}
+
+#define MSG_CHUNK ((size_t)1 << 30)
+
+void dist_send_bytes(int to, const void *buf, size_t bytes)
+{
+    for (size_t at = 0; at < bytes; at += MSG_CHUNK) {
+        size_t n = bytes - at < MSG_CHUNK ? bytes - at : MSG_CHUNK;
+        MPI_Send((const char *)buf + at, (int)n, MPI_BYTE, to, 0, MPI_COMM_WORLD);
+    }
+}
+
+void dist_recv_bytes(int from, void *buf, size_t bytes)
+{
+    for (size_t at = 0; at < bytes; at += MSG_CHUNK) {
+        size_t n = bytes - at < MSG_CHUNK ? bytes - at : MSG_CHUNK;
+        MPI_Recv((char *)buf + at, (int)n, MPI_BYTE, from, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    }
 }
 
 size_t dist_gather_bytes(const void *mine, size_t bytes, void *all)
@@ -206,11 +248,23 @@ void dist_sum_u64(uint64_t *v, size_t n)
     (void)n;
 }
 void dist_alltoall_u64(const uint64_t *send, uint64_t *recv) { recv[0] = send[0]; }
-void dist_alltoallv(const void *send, const int *scount, const int *sdispl, void *recv,
-                    const int *rcount, const int *rdispl)
+void dist_alltoallv_records(const void *send, const uint64_t *scount, void *recv,
+                            const uint64_t *rcount, size_t rec)
 {
     (void)rcount;
-    memcpy((char *)recv + rdispl[0], (const char *)send + sdispl[0], (size_t)scount[0]);
+    memcpy(recv, send, (size_t)scount[0] * rec);
+}
+void dist_send_bytes(int to, const void *buf, size_t bytes)
+{
+    (void)to;
+    (void)buf;
+    (void)bytes;
+}
+void dist_recv_bytes(int from, void *buf, size_t bytes)
+{
+    (void)from;
+    (void)buf;
+    (void)bytes;
 }
 size_t dist_gather_bytes(const void *mine, size_t bytes, void *all)
 {

@@ -36,10 +36,14 @@ float dist_max_float(float v);
 void dist_sum_u64(uint64_t *v, size_t n);
 /* Every rank r sends send[q] to rank q and receives recv[r'] from each rank r'. */
 void dist_alltoall_u64(const uint64_t *send, uint64_t *recv);
-/* Bytes: to rank q, scount[q] bytes at send + sdispl[q]; from rank q, rcount[q] at recv +
- * rdispl[q]. Counts below 2^31. */
-void dist_alltoallv(const void *send, const int *scount, const int *sdispl, void *recv,
-                    const int *rcount, const int *rdispl);
+/* Records of rec bytes: scount[q] to rank q, packed in rank order in send; rcount[q] from
+ * each rank q (dist_alltoall_u64 of the send counts), packed in rank order into recv. Counts
+ * and offsets below 2^31 records (else every rank stops with an error). */
+void dist_alltoallv_records(const void *send, const uint64_t *scount, void *recv,
+                            const uint64_t *rcount, size_t rec);
+/* Point to point, any size (sent in pieces of 1 GiB); the receiver knows the size. */
+void dist_send_bytes(int to, const void *buf, size_t bytes);
+void dist_recv_bytes(int from, void *buf, size_t bytes);
 /* Rank 0 gets every rank's bytes (mine, bytes long, under 2^31) one after the other in rank
  * order into all; NULL elsewhere. The total on rank 0. */
 size_t dist_gather_bytes(const void *mine, size_t bytes, void *all);

@@ -5,6 +5,7 @@
 #include "util/clock.h"
 #include "util/err.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,23 +17,23 @@ void slabs_window(const mz_slabs *s, int r, int *wlo, int *whi)
 
 /* Balanced slabs: rank r ends its slab at the first layer where the particles so far reach
  * (r + 1)/ranks of all, keeping at least one layer for each rank after it. */
-static void partition(mz_slabs *s, const uint64_t *per_layer)
+static void partition(int ranks, int layers, int *lo, int *hi, const uint64_t *per_layer)
 {
     uint64_t total = 0, acc = 0;
-    for (int l = 0; l < s->layers; l++)
+    for (int l = 0; l < layers; l++)
         total += per_layer[l];
     int r = 0;
-    s->lo[0] = 0;
-    for (int l = 0; l < s->layers && r < s->ranks - 1; l++) {
+    lo[0] = 0;
+    for (int l = 0; l < layers && r < ranks - 1; l++) {
         acc += per_layer[l];
-        int ranks_left = s->ranks - 1 - r, layers_left = s->layers - 1 - l;
-        bool enough = acc * (uint64_t)s->ranks >= (uint64_t)(r + 1) * total;
+        int ranks_left = ranks - 1 - r, layers_left = layers - 1 - l;
+        bool enough = acc * (uint64_t)ranks >= (uint64_t)(r + 1) * total;
         if (layers_left >= ranks_left && (enough || layers_left == ranks_left)) {
-            s->hi[r] = l + 1;
-            s->lo[++r] = l + 1;
+            hi[r] = l + 1;
+            lo[++r] = l + 1;
         }
     }
-    s->hi[s->ranks - 1] = s->layers;
+    hi[ranks - 1] = layers;
 }
 
 /* This rank's window into the grid's description: the layers its table holds. */
@@ -44,24 +45,57 @@ static void set_window(mz_slabs *s)
     s->grid->desc.slab_hi = whi;
 }
 
-/* Every layer's particles from keys sorted by layer (L + 1 range queries). */
-static int count_layers(mz_slabs *s, size_t n, uint64_t *per_layer);
-static int query_bounds(mz_slabs *s, cl_mem keys, size_t n, const cl_uint *targets, size_t m,
-                        cl_uint *out);
-
-int slabs_create(mz_slabs *s, mz_grid *grid, int halo, cl_mem pos)
+/* The layer of a position as the device's mz_cell_coord finds it (float arithmetic, clamped
+ * into the grid); the plan keeps a layer's margin either way, so a rounding difference between
+ * host and device cannot lose a particle. */
+static int host_layer(const mz_slab_plan *pl, const float x[3])
 {
-    memset(s, 0, sizeof *s);
-    s->grid = grid;
-    s->ranks = dist_size();
-    s->rank = dist_rank();
-    s->halo = halo;
-    int axis = grid->desc.dim - 1;
-    s->layers = grid->desc.dims.s[axis];
-    s->layer_cells = 1;
-    for (int a = 0; a < axis; a++)
-        s->layer_cells *= (cl_uint)grid->desc.dims.s[a];
-    if (grid->desc.hashed) {
+    int axis = pl->desc.dim - 1;
+    float f = floorf((x[axis] - pl->desc.origin.s[axis]) * pl->desc.inv_h);
+    if (!(f >= 0.0f))
+        return 0;
+    return f >= (float)(pl->layers - 1) ? pl->layers - 1 : (int)f;
+}
+
+typedef struct layer_count {
+    const mz_slab_plan *pl;
+    uint64_t *per_layer;
+} layer_count;
+
+static bool count_only(void *ctx, const float x[3])
+{
+    layer_count *c = ctx;
+    c->per_layer[host_layer(c->pl, x)]++;
+    return false;
+}
+
+/* The layers this rank builds: its window and one more on either side. */
+static void share_layers(const mz_slab_plan *pl, int *a, int *b)
+{
+    *a = pl->lo[pl->rank] - pl->halo - 1 > 0 ? pl->lo[pl->rank] - pl->halo - 1 : 0;
+    *b = pl->hi[pl->rank] + pl->halo + 1 < pl->layers ? pl->hi[pl->rank] + pl->halo + 1
+                                                        : pl->layers;
+}
+
+static bool in_share(void *ctx, const float x[3])
+{
+    const mz_slab_plan *pl = ctx;
+    int a, b, l = host_layer(pl, x);
+    share_layers(pl, &a, &b);
+    return l >= a && l < b;
+}
+
+int slabs_plan(mz_slab_plan *pl, const mz_scene *s, double h, int halo)
+{
+    memset(pl, 0, sizeof *pl);
+    pl->ranks = dist_size();
+    pl->rank = dist_rank();
+    pl->halo = halo;
+    size_t n = scene_particle_count(s);
+    int dim = s->sim.dimensions, axis = dim - 1;
+    if (grid_describe(n, h, dim, s->domain.min, s->domain.max, MZ_GRID_AUTO, &pl->desc) != 0)
+        return -1;
+    if (pl->desc.hashed) {
         mz_error("a distributed run needs a dense neighbour grid; this domain has too many cells "
                  "for one (make the domain smaller or the support radius larger)");
         return -1;
@@ -70,39 +104,81 @@ int slabs_create(mz_slabs *s, mz_grid *grid, int halo, cl_mem pos)
         mz_error("slabs: a halo of %d layers (1 to %d)", halo, MZ_SLABS_MAX_HALO);
         return -1;
     }
-    if (s->layers < s->ranks) {
+    pl->layers = pl->desc.dims.s[axis];
+    if (pl->layers < pl->ranks) {
         mz_error("%d ranks but the domain has only %d layers of cells along %c (cells of %g m): "
                  "run with at most %d ranks",
-                 s->ranks, s->layers, "xyz"[axis], grid->desc.h, s->layers);
+                 pl->ranks, pl->layers, "xyz"[axis], pl->desc.h, pl->layers);
+        return -1;
+    }
+    pl->lo = xcalloc((size_t)pl->ranks, sizeof *pl->lo);
+    pl->hi = xcalloc((size_t)pl->ranks, sizeof *pl->hi);
+    layer_count c = {pl, xcalloc((size_t)pl->layers, sizeof(uint64_t))};
+    mz_particles none;
+    build_particles_where(s, &none, count_only, &c);
+    particles_free(&none);
+    partition(pl->ranks, pl->layers, pl->lo, pl->hi, c.per_layer);
+    int a, b;
+    share_layers(pl, &a, &b);
+    for (int l = a; l < b; l++)
+        pl->share += c.per_layer[l];
+    free(c.per_layer);
+    /* Room for the share and a quarter more: particles drift between rebalances. */
+    pl->cap = pl->share + pl->share / 4 + 256;
+    return 0;
+}
+
+void slabs_plan_build(const mz_slab_plan *pl, const mz_scene *s, mz_particles *p)
+{
+    build_particles_where(s, p, in_share, (void *)pl);
+}
+
+void slabs_plan_release(mz_slab_plan *pl)
+{
+    free(pl->lo);
+    free(pl->hi);
+    memset(pl, 0, sizeof *pl);
+}
+
+static int query_bounds(mz_slabs *s, cl_mem keys, size_t n, const cl_uint *targets, size_t m,
+                        cl_uint *out);
+
+int slabs_create(mz_slabs *s, mz_grid *grid, const mz_slab_plan *plan, cl_mem pos)
+{
+    memset(s, 0, sizeof *s);
+    s->grid = grid;
+    s->ranks = plan->ranks;
+    s->rank = plan->rank;
+    s->halo = plan->halo;
+    int axis = grid->desc.dim - 1;
+    s->layers = plan->layers;
+    s->layer_cells = 1;
+    for (int a = 0; a < axis; a++)
+        s->layer_cells *= (cl_uint)grid->desc.dims.s[a];
+    if (grid->desc.hashed || grid->desc.dims.s[axis] != plan->layers) {
+        mz_error("slabs: the grid is not the one planned");
         return -1;
     }
     while ((1 << s->key_bits) < s->layers)
         s->key_bits++;
-    s->lo = xcalloc((size_t)s->ranks, sizeof *s->lo);
-    s->hi = xcalloc((size_t)s->ranks, sizeof *s->hi);
+    s->lo = xmalloc((size_t)s->ranks * sizeof *s->lo);
+    s->hi = xmalloc((size_t)s->ranks * sizeof *s->hi);
+    memcpy(s->lo, plan->lo, (size_t)s->ranks * sizeof *s->lo);
+    memcpy(s->hi, plan->hi, (size_t)s->ranks * sizeof *s->hi);
     mz_cl *cl = grid->cl;
-    size_t cap = grid->cap ? grid->cap : 1;
-    s->keys = mz_cl_buffer(cl, CL_MEM_READ_WRITE, 4 * cap, NULL, "clCreateBuffer(slab keys)");
-    s->vals = mz_cl_buffer(cl, CL_MEM_READ_WRITE, 4 * cap, NULL, "clCreateBuffer(slab slots)");
+    s->keys_cap = grid->cap ? grid->cap : 1;
+    s->keys = mz_cl_buffer(cl, CL_MEM_READ_WRITE, 4 * s->keys_cap, NULL, "clCreateBuffer(slab keys)");
+    s->vals = mz_cl_buffer(cl, CL_MEM_READ_WRITE, 4 * s->keys_cap, NULL, "clCreateBuffer(slab slots)");
     size_t nt = 2 * (size_t)s->ranks + 2 * (MZ_SLABS_MAX_HALO + 1) + (size_t)s->layers + 1;
     s->targets = mz_cl_buffer(cl, CL_MEM_READ_WRITE, 4 * nt, NULL, "clCreateBuffer(slab targets)");
     s->bounds = mz_cl_buffer(cl, CL_MEM_READ_WRITE, 4 * nt, NULL, "clCreateBuffer(slab bounds)");
     if (!s->keys || !s->vals || !s->targets || !s->bounds)
         return -1;
-    /* Every rank starts from all the particles, in id order: sorted stably by layer, they give
-     * the slabs, and this rank keeps its window's stretch (still in id order within a layer,
-     * as the first build of one process sees them). */
+    /* The share, in id order, sorted stably by layer: this rank keeps its window's stretch
+     * (still in id order within a layer, as the first build of one process sees them). */
     size_t n = grid->n;
-    uint64_t *per_layer = xcalloc((size_t)s->layers, sizeof *per_layer);
-    int rc = grid_slab_keys(grid, pos, 0, n, s->keys, s->vals) ||
-                     grid_sort(grid, s->keys, s->vals, n, s->key_bits) ||
-                     count_layers(s, n, per_layer) || grid_gather(grid, s->vals, n)
-                 ? -1
-                 : 0;
-    if (rc == 0)
-        partition(s, per_layer);
-    free(per_layer);
-    if (rc != 0)
+    if (grid_slab_keys(grid, pos, 0, n, s->keys, s->vals) ||
+        grid_sort(grid, s->keys, s->vals, n, s->key_bits) || grid_gather(grid, s->vals, n))
         return -1;
     int wlo, whi;
     slabs_window(s, s->rank, &wlo, &whi);
@@ -122,20 +198,6 @@ int slabs_create(mz_slabs *s, mz_grid *grid, int halo, cl_mem pos)
     }
     set_window(s);
     return grid_set_count(grid, keep);
-}
-
-static int count_layers(mz_slabs *s, size_t n, uint64_t *per_layer)
-{
-    size_t m = (size_t)s->layers + 1;
-    cl_uint *t = xmalloc(m * sizeof *t), *out = xmalloc(m * sizeof *out);
-    for (size_t l = 0; l < m; l++)
-        t[l] = (cl_uint)l;
-    int rc = query_bounds(s, s->keys, n, t, m, out);
-    for (size_t l = 0; rc == 0 && l + 1 < m; l++)
-        per_layer[l] = out[l + 1] - out[l];
-    free(t);
-    free(out);
-    return rc;
 }
 
 void slabs_release(mz_slabs *s)
@@ -195,8 +257,51 @@ static void *grow(unsigned char **buf, size_t *cap, size_t need)
     return *buf;
 }
 
+/* Room for `need` particles and a quarter more: the solver's buffers (grow), then the
+ * exchange's own sort buffers. The particles' data and the owned range stay where they are. */
+static int grow_room(mz_slabs *s, size_t need)
+{
+    size_t cap = need + need / 4 + 256;
+    if (!s->grow || s->grow(s->grow_ctx, cap) != 0)
+        return -1;
+    cl_mem k = mz_cl_buffer(s->grid->cl, CL_MEM_READ_WRITE, 4 * cap, NULL,
+                            "clCreateBuffer(slab keys)");
+    cl_mem v = mz_cl_buffer(s->grid->cl, CL_MEM_READ_WRITE, 4 * cap, NULL,
+                            "clCreateBuffer(slab slots)");
+    if (!k || !v) {
+        cl_mem ms[] = {k, v};
+        mz_cl_release_mems(ms, 2);
+        return -1;
+    }
+    cl_mem old[] = {s->keys, s->vals};
+    mz_cl_release_mems(old, 2);
+    s->keys = k;
+    s->vals = v;
+    s->keys_cap = cap;
+    s->grows++;
+    return 0;
+}
+
+int slabs_reserve(mz_slabs *s, size_t need)
+{
+    return need <= s->grid->cap ? 0 : grow_room(s, need);
+}
+
+int slabs_own_all(mz_slabs *s, size_t n)
+{
+    for (int k = 0; k <= MZ_SLABS_MAX_HALO; k++) {
+        s->ring_begin[k] = 0;
+        s->ring_end[k] = n;
+    }
+    return grid_set_count(s->grid, n);
+}
+
 int slabs_exchange(mz_slabs *s, cl_mem pos)
 {
+    /* The exchange waits for the step before anyway (its first read back); waiting here keeps
+     * that compute out of exchange_s. */
+    if (!cl_ok(clFinish(s->grid->cl->queue), "clFinish(exchange)"))
+        dist_abort(MZ_EXIT_RUNTIME);
     double t0 = now_seconds();
     mz_grid *g = s->grid;
     mz_cl *cl = g->cl;
@@ -226,45 +331,32 @@ int slabs_exchange(mz_slabs *s, cl_mem pos)
     uint64_t total = 0;
     for (int r = 0; r < P; r++)
         total += rcount[r];
-    if (total > g->cap) {
-        mz_error("rank %d's layers %d to %d hold %llu particles with their halo, more than the "
-                 "%zu it has room for", me, s->lo[me], s->hi[me], (unsigned long long)total,
-                 g->cap);
+    if (total > g->cap && grow_room(s, (size_t)total) != 0)
         dist_abort(MZ_EXIT_RUNTIME);
-    }
-    /* Pack: per destination, each registered buffer's range in turn. */
+    /* Pack: per destination, each registered buffer's range in turn (a whole number of
+     * records of `rec` bytes); nothing to this rank itself. */
     size_t rec = 0;
     for (int k = 0; k < g->n_reg; k++)
         rec += g->reg[k].elem;
-    int *sc = xcalloc((size_t)P, sizeof *sc), *sd = xcalloc((size_t)P, sizeof *sd);
-    int *rcb = xcalloc((size_t)P, sizeof *rcb), *rd = xcalloc((size_t)P, sizeof *rd);
+    uint64_t *sn = xcalloc((size_t)P, sizeof *sn), *rn = xcalloc((size_t)P, sizeof *rn);
+    size_t *sd = xcalloc((size_t)P, sizeof *sd), *rd = xcalloc((size_t)P, sizeof *rd);
     size_t sbytes = 0, rbytes = 0;
     for (int r = 0; r < P; r++) {
-        size_t out_b = r == me ? 0 : (size_t)scount[r] * rec;
-        size_t in_b = r == me ? 0 : (size_t)rcount[r] * rec;
-        if (out_b > 0x7fffffff || in_b > 0x7fffffff) {
-            mz_error("an exchange of %zu bytes between two ranks (MPI counts stop at 2^31)",
-                     out_b > in_b ? out_b : in_b);
-            dist_abort(MZ_EXIT_RUNTIME);
-        }
-        sd[r] = (int)sbytes;
-        sc[r] = (int)out_b;
-        rd[r] = (int)rbytes;
-        rcb[r] = (int)in_b;
-        sbytes += out_b;
-        rbytes += in_b;
-        if (r != me)
-            s->sent += scount[r];
+        sn[r] = r == me ? 0 : scount[r];
+        rn[r] = r == me ? 0 : rcount[r];
+        sd[r] = sbytes;
+        rd[r] = rbytes;
+        sbytes += (size_t)sn[r] * rec;
+        rbytes += (size_t)rn[r] * rec;
+        s->sent += sn[r];
     }
     unsigned char *sendb = grow(&s->send, &s->send_cap, sbytes + 1);
     unsigned char *recvb = grow(&s->recv, &s->recv_cap, rbytes + 1);
     bool ok = true;
     for (int r = 0; r < P && ok; r++) {
-        if (r == me || scount[r] == 0)
-            continue;
-        size_t off = (size_t)sd[r];
-        for (int k = 0; k < g->n_reg && ok; k++) {
-            size_t e = g->reg[k].elem, bytes = (size_t)scount[r] * e;
+        size_t off = sd[r];
+        for (int k = 0; k < g->n_reg && ok && sn[r] > 0; k++) {
+            size_t e = g->reg[k].elem, bytes = (size_t)sn[r] * e;
             ok = cl_ok(clEnqueueReadBuffer(cl->queue, *g->reg[k].buf, CL_FALSE, e * at[2 * r],
                                            bytes, sendb + off, 0, NULL, NULL),
                        "clEnqueueReadBuffer(exchange)");
@@ -274,7 +366,7 @@ int slabs_exchange(mz_slabs *s, cl_mem pos)
     ok = ok && cl_ok(clFinish(cl->queue), "clFinish(exchange)");
     if (!ok)
         dist_abort(MZ_EXIT_RUNTIME);
-    dist_alltoallv(sendb, sc, sd, recvb, rcb, rd);
+    dist_alltoallv_records(sendb, sn, recvb, rn, rec);
     /* Lay out the new window by source rank: what lower ranks sent, this rank's own that stay,
      * what higher ranks sent — the single process's order. */
     for (int k = 0; k < g->n_reg && ok; k++) {
@@ -306,9 +398,9 @@ int slabs_exchange(mz_slabs *s, cl_mem pos)
     free(at);
     free(scount);
     free(rcount);
-    free(sc);
+    free(sn);
+    free(rn);
     free(sd);
-    free(rcb);
     free(rd);
     if (!ok || grid_set_count(g, (size_t)total) != 0)
         dist_abort(MZ_EXIT_RUNTIME);
@@ -346,7 +438,7 @@ bool slabs_rebalance(mz_slabs *s)
     /* more than 10% above the mean: most > 1.1 · total / ranks */
     bool redo = (double)most * (double)s->ranks > 1.1 * (double)total;
     if (redo) {
-        partition(s, per_layer);
+        partition(s->ranks, s->layers, s->lo, s->hi, per_layer);
         s->repartitions++;
     }
     free(per_layer);

@@ -16,11 +16,31 @@
  * particles by layer, then contiguous ranges per destination); the host only copies ranges. */
 #ifndef MZ_SLABS_H
 #define MZ_SLABS_H
+#include "build/build.h"
 #include "device/grid.h"
 
 #include <stdint.h>
 
 #define MZ_SLABS_MAX_HALO 4
+
+/* The slabs, planned on the host before any particle is built, so that each rank builds and
+ * uploads only its share: the grid the solver will build (dense), each rank's owned layers from
+ * a count of every particle's layer, and the room this rank's buffers start with. */
+typedef struct mz_slab_plan {
+    mz_grid_desc desc;
+    int ranks, rank, layers, halo;
+    int *lo, *hi;       /* each rank's owned layers [lo, hi) */
+    size_t share;       /* particles this rank builds: its window and one layer either side */
+    size_t cap;         /* the room its buffers start with */
+} mz_slab_plan;
+
+/* Plan the slabs of a scene whose solver's grid has cells of h and needs `halo` layers: counts
+ * the particles the scene makes by layer (every rank alike, no particle kept). 0, or -1 after
+ * reporting (more ranks than layers; a domain too big for a dense grid). */
+int slabs_plan(mz_slab_plan *pl, const mz_scene *s, double h, int halo);
+/* This rank's share of the particles (build_particles_where with the plan). */
+void slabs_plan_build(const mz_slab_plan *pl, const mz_scene *s, mz_particles *p);
+void slabs_plan_release(mz_slab_plan *pl);
 
 typedef struct mz_slabs {
     mz_grid *grid;
@@ -34,19 +54,24 @@ typedef struct mz_slabs {
      * (k = 0: the owned particles). */
     size_t ring_begin[MZ_SLABS_MAX_HALO + 1], ring_end[MZ_SLABS_MAX_HALO + 1];
     cl_mem keys, vals, targets, bounds; /* the exchange's sort and its range queries */
+    size_t keys_cap;
+    /* Called when an exchange brings more particles than the grid has room for: give every
+     * per-particle buffer room for cap (grid_reserve for the registered ones). 0, or -1. */
+    int (*grow)(void *ctx, size_t cap);
+    void *grow_ctx;
     unsigned char *send, *recv;
     size_t send_cap, recv_cap;
     /* Measured: seconds in exchanges (device packing, transfers, MPI), particles sent to other
-     * ranks, exchanges, repartitions. */
+     * ranks, exchanges, repartitions, times the buffers grew. */
     double exchange_s;
-    uint64_t sent, exchanges, repartitions;
+    uint64_t sent, exchanges, repartitions, grows;
 } mz_slabs;
 
-/* From every particle of the run, in id order, in the grid's registered buffers (the same on
- * every rank; positions in pos): balanced slabs by particle count, each at least one layer;
- * the buffers keep this rank's window (grid count and description set). The grid must be
- * dense. 0, or -1 after reporting (more ranks than layers; a hashed grid). */
-int slabs_create(mz_slabs *s, mz_grid *grid, int halo, cl_mem pos);
+/* From this rank's share of the particles (slabs_plan_build), in id order, in the grid's
+ * registered buffers (positions in pos): the buffers keep this rank's window of the planned
+ * slabs (grid count and description set). The grid must be the plan's. 0, or -1 after
+ * reporting. */
+int slabs_create(mz_slabs *s, mz_grid *grid, const mz_slab_plan *plan, cl_mem pos);
 void slabs_release(mz_slabs *s);
 /* Layers [wlo, whi) of rank r's window (owned ± halo, within the grid). */
 void slabs_window(const mz_slabs *s, int r, int *wlo, int *whi);
@@ -54,8 +79,14 @@ void slabs_window(const mz_slabs *s, int r, int *wlo, int *whi);
 int slabs_after_build(mz_slabs *s);
 /* Send owned particles (ring 0, by the positions in pos) to the windows their layers are in
  * now; afterwards the grid's registered buffers hold this rank's new window, unsorted, and the
- * grid's count is its size. Collective. 0, or -1 after reporting. */
+ * grid's count is its size. When the window outgrows the room, grow() first gives a quarter
+ * more than it needs. Collective. 0, or -1 after reporting. */
 int slabs_exchange(mz_slabs *s, cl_mem pos);
+/* Room for need particles (grow, as an exchange does when it needs more). 0, or -1. */
+int slabs_reserve(mz_slabs *s, size_t need);
+/* After a resume wrote a stretch of n particles into the buffers: all of them are this rank's
+ * owned ones, and the next exchange sends each to the windows of its layer. 0, or -1. */
+int slabs_own_all(mz_slabs *s, size_t n);
 /* At a frame boundary: new slabs when a rank owns more than 10% above the mean (the next
  * exchange moves the particles). Collective. Whether it repartitioned. */
 bool slabs_rebalance(mz_slabs *s);

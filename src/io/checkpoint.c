@@ -1,6 +1,9 @@
 /* Checkpoint files (layout in checkpoint.h). */
 #include "io/checkpoint.h"
 
+#include "dist/dist.h"
+#include "dist/id_blocks.h"
+#include "dist/slabs.h"
 #include "io/h5_file.h"
 
 #include "scene/bodies.h"
@@ -31,10 +34,10 @@ size_t sim_state_parts(mz_sim *sim, mz_state_part *parts, size_t max)
 {
     /* pred too: solvers that swap it with pos (SPH) keep a live copy there. */
     const mz_state_part common[] = {
-        {"position", &sim->pos, NULL, 0},   {"predicted", &sim->pred, NULL, 0},
-        {"velocity", &sim->vel, NULL, 0},   {"inverse_mass", &sim->inv_mass, NULL, 0},
-        {"id", &sim->id, NULL, 0},          {"body", &sim->body, NULL, 0},
-        {"rigid_pose", &sim->rigid_pose, NULL, 0},
+        {"position", &sim->pos, NULL, 0, 16},   {"predicted", &sim->pred, NULL, 0, 16},
+        {"velocity", &sim->vel, NULL, 0, 16},   {"inverse_mass", &sim->inv_mass, NULL, 0, 4},
+        {"id", &sim->id, NULL, 0, 4},           {"body", &sim->body, NULL, 0, 4},
+        {"rigid_pose", &sim->rigid_pose, NULL, 0, 0},
     };
     size_t k = sim_state_existing(common, sizeof common / sizeof *common, parts, max);
     if (sim->solver->state)
@@ -49,21 +52,45 @@ static void ckpt_fail(const char *path, const char *what)
     mz_error("checkpoint %s: %s failed", path, what);
 }
 
-static int put_bytes(hid_t file, const char *name, const void *data, size_t bytes)
+/* An empty dataset of `bytes` bytes (written piece by piece). */
+static hid_t make_bytes(hid_t file, const char *name, size_t bytes)
 {
     hsize_t dims[1] = {bytes};
     hid_t space = H5Screate_simple(1, dims, NULL);
     hid_t d = space < 0 ? -1
                         : H5Dcreate2(file, name, H5T_STD_U8LE, space, H5P_DEFAULT, H5P_DEFAULT,
                                      H5P_DEFAULT);
-    int rc = d >= 0 && (bytes == 0 || H5Dwrite(d, H5T_NATIVE_UCHAR, H5S_ALL, H5S_ALL,
-                                               H5P_DEFAULT, data) >= 0)
-                 ? 0
-                 : -1;
-    if (d >= 0)
-        H5Dclose(d);
     if (space >= 0)
         H5Sclose(space);
+    return d;
+}
+
+/* Bytes [at, at + n) of dataset d written from buf (write) or read into it. 0, or -1. */
+static int bytes_at(hid_t d, size_t at, size_t n, void *buf, bool write)
+{
+    if (n == 0)
+        return 0;
+    hsize_t start[1] = {at}, count[1] = {n};
+    hid_t fs = H5Dget_space(d), ms = H5Screate_simple(1, count, NULL);
+    int rc = fs >= 0 && ms >= 0 &&
+                     H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL) >= 0 &&
+                     (write ? H5Dwrite(d, H5T_NATIVE_UCHAR, ms, fs, H5P_DEFAULT, buf)
+                            : H5Dread(d, H5T_NATIVE_UCHAR, ms, fs, H5P_DEFAULT, buf)) >= 0
+                 ? 0
+                 : -1;
+    if (fs >= 0)
+        H5Sclose(fs);
+    if (ms >= 0)
+        H5Sclose(ms);
+    return rc;
+}
+
+static int put_bytes(hid_t file, const char *name, const void *data, size_t bytes)
+{
+    hid_t d = make_bytes(file, name, bytes);
+    int rc = d >= 0 && bytes_at(d, 0, bytes, (void *)data, true) == 0 ? 0 : -1;
+    if (d >= 0)
+        H5Dclose(d);
     return rc;
 }
 
@@ -245,41 +272,120 @@ static size_t mem_size(cl_mem m)
     return bytes;
 }
 
+/* ---- distributed runs: a rank's owned stretch of each per-particle part ---- */
+
+/* A rank's owned stretch of a per-particle part, read from the device (malloc'd). */
+static void *read_owned(mz_sim *sim, const mz_state_part *part, size_t *bytes)
+{
+    size_t begin, end;
+    sim_owned(sim, &begin, &end);
+    *bytes = part->elem * (end - begin);
+    void *buf = xmalloc(*bytes ? *bytes : 1);
+    if (*bytes && !cl_ok(clEnqueueReadBuffer(sim->cl->queue, *part->mem, CL_TRUE,
+                                             part->elem * begin, *bytes, buf, 0, NULL, NULL),
+                         "clEnqueueReadBuffer(checkpoint)"))
+        dist_abort(MZ_EXIT_RUNTIME); /* the other ranks wait for this one's bytes */
+    return buf;
+}
+
+/* Ranks other than 0: their owned stretch of every per-particle part, in part order, to rank 0
+ * (which writes them after its own, so the file holds one process's device order). */
+static void send_owned_parts(mz_sim *sim)
+{
+    mz_state_part parts[MZ_MAX_STATE_PARTS];
+    size_t np = sim_state_parts(sim, parts, MZ_MAX_STATE_PARTS);
+    for (size_t i = 0; i < np; i++) {
+        if (!parts[i].elem)
+            continue;
+        size_t bytes;
+        void *buf = read_owned(sim, &parts[i], &bytes);
+        dist_send_bytes(0, buf, bytes);
+        free(buf);
+    }
+}
+
+/* Rank 0: part i as every rank's owned stretch in rank order (counts[q] particles from rank q),
+ * written as one dataset; the digest chained over the pieces. Every piece is received even
+ * after a failed write, so that no rank is left waiting. */
+static int write_gathered_part(hid_t file, const char *name, mz_sim *sim,
+                               const mz_state_part *part, const uint64_t *counts, uint64_t *h)
+{
+    size_t total = part->elem * sim->n_total, at = 0, bytes;
+    hid_t d = make_bytes(file, name, total);
+    int rc = d >= 0 ? 0 : -1;
+    for (int q = 0; q < dist_size(); q++) {
+        void *buf;
+        if (q == 0) {
+            buf = read_owned(sim, part, &bytes);
+        } else {
+            bytes = part->elem * (size_t)counts[q];
+            buf = xmalloc(bytes ? bytes : 1);
+            dist_recv_bytes(q, buf, bytes);
+        }
+        if (rc == 0 && (at + bytes > total || bytes_at(d, at, bytes, buf, true) != 0))
+            rc = -1;
+        *h = digest_add(*h, buf, bytes);
+        at += bytes;
+        free(buf);
+    }
+    if (d >= 0)
+        H5Dclose(d);
+    return rc == 0 && at == total ? 0 : -1;
+}
+
+/* The state parts into /state of file. Distributed (rank 0): the per-particle parts as every
+ * rank's owned stretch in rank order; with file < 0 (a failure before) the pieces are still
+ * received, so that no rank waits forever. */
 static int write_state(const char *path, hid_t file, mz_sim *sim)
 {
     mz_state_part parts[MZ_MAX_STATE_PARTS];
     size_t np = sim_state_parts(sim, parts, MZ_MAX_STATE_PARTS);
-    hid_t g = H5Gcreate2(file, "/state", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-    if (g < 0)
-        return -1;
-    uint64_t h = DIGEST_START;
+    hid_t g = file < 0 ? -1 : H5Gcreate2(file, "/state", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    int rc = g < 0 ? -1 : 0;
+    uint64_t h = DIGEST_START, *counts = NULL;
+    if (sim->slabs) { /* every rank's owned particles */
+        size_t begin, end;
+        sim_owned(sim, &begin, &end);
+        uint64_t own = end - begin;
+        counts = xmalloc((size_t)dist_size() * sizeof *counts);
+        dist_gather_bytes(&own, sizeof own, counts);
+    }
     for (size_t i = 0; i < np; i++) {
-        size_t bytes = parts[i].mem ? mem_size(*parts[i].mem) : parts[i].bytes;
-        void *buf = parts[i].host;
         char name[96];
         snprintf(name, sizeof name, "/state/%s", parts[i].name);
+        h = digest_text(h, parts[i].name);
+        if (sim->slabs && parts[i].elem) {
+            if (write_gathered_part(rc ? -1 : file, name, sim, &parts[i], counts, &h) != 0 &&
+                rc == 0) {
+                ckpt_fail(path, name);
+                rc = -1;
+            }
+            continue;
+        }
+        if (rc != 0)
+            continue;
+        size_t bytes = parts[i].mem ? mem_size(*parts[i].mem) : parts[i].bytes;
+        void *buf = parts[i].host;
         if (parts[i].mem) {
             buf = xmalloc(bytes ? bytes : 1);
             if (!cl_ok(clEnqueueReadBuffer(sim->cl->queue, *parts[i].mem, CL_TRUE, 0, bytes, buf,
                                            0, NULL, NULL),
-                       "clEnqueueReadBuffer(checkpoint)")) {
-                free(buf);
-                H5Gclose(g);
-                return -1;
-            }
+                       "clEnqueueReadBuffer(checkpoint)"))
+                rc = -1;
         }
-        int rc = put_bytes(file, name, buf, bytes);
-        h = digest_add(digest_text(h, parts[i].name), buf, bytes);
+        if (rc == 0 && put_bytes(file, name, buf, bytes) != 0) {
+            ckpt_fail(path, name);
+            rc = -1;
+        }
+        h = digest_add(h, buf, bytes);
         if (parts[i].mem)
             free(buf);
-        if (rc) {
-            ckpt_fail(path, name);
-            H5Gclose(g);
-            return -1;
-        }
     }
-    int rc = put_digest(g, h);
-    H5Gclose(g);
+    free(counts);
+    if (rc == 0)
+        rc = put_digest(g, h);
+    if (g >= 0)
+        H5Gclose(g);
     return rc;
 }
 
@@ -302,11 +408,10 @@ static int sync_path(const char *path, int dir)
     return dir ? 0 : rc; /* some filesystems refuse fsync on directories */
 }
 
-int checkpoint_write(const char *path, mz_sim *sim, const mz_ckpt *info)
+/* Rank 0 (or the one process): the file. Distributed, write_state runs whatever fails before
+ * it, to take the other ranks' pieces. */
+static int write_file(const char *path, mz_sim *sim, const mz_ckpt *info)
 {
-    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-    if (!cl_ok(clFinish(sim->cl->queue), "clFinish(checkpoint)"))
-        return -1;
     mz_str tmp = {0};
     str_addf(&tmp, "%s.tmp", path);
     /* Locked while it is written, so that two runs never write one checkpoint together. */
@@ -317,8 +422,11 @@ int checkpoint_write(const char *path, mz_sim *sim, const mz_ckpt *info)
         else
             close(fd);
         str_free(&tmp);
+        if (sim->slabs)
+            write_state(path, -1, sim);
         return -1;
     }
+    bool state_done = false;
     /* HDF5's own lock would collide with the one just taken. */
     hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
     hid_t file = fapl >= 0 && MZ_FILE_LOCKING_OFF(fapl) >= 0
@@ -339,7 +447,7 @@ int checkpoint_write(const char *path, mz_sim *sim, const mz_ckpt *info)
     rec.dt_max = sim->dt_max;
     rec.frame_steps = sim->frame_steps;
     rec.frame_time = sim->frame_time;
-    rec.particles = sim->n;
+    rec.particles = sim->n_total;
     rec.solver = (char *)mz_solver_names[scene_solver(sim->scene)];
     rec.device = sim->cl->device_name;
     rec.inputs = input_digests(sim->scene, &rec.n_inputs);
@@ -351,6 +459,7 @@ int checkpoint_write(const char *path, mz_sim *sim, const mz_ckpt *info)
         H5Fclose(file);
         goto out;
     }
+    state_done = true;
     if (write_state(path, file, sim) != 0) {
         H5Fclose(file);
         goto out;
@@ -366,10 +475,37 @@ int checkpoint_write(const char *path, mz_sim *sim, const mz_ckpt *info)
     sync_path(path, 1);
     rc = 0;
 out:
+    if (!state_done && sim->slabs)
+        write_state(path, -1, sim);
     if (rc != 0)
         remove(tmp.s);
     close(fd);
     str_free(&tmp);
+    return rc;
+}
+
+int checkpoint_write(const char *path, mz_sim *sim, const mz_ckpt *info)
+{
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    if (!cl_ok(clFinish(sim->cl->queue), "clFinish(checkpoint)")) {
+        if (sim->slabs)
+            dist_abort(MZ_EXIT_RUNTIME);
+        return -1;
+    }
+    if (!sim->slabs)
+        return write_file(path, sim, info);
+    /* Distributed: rank 0 writes what every rank sends it; its result is every rank's. */
+    int rc = 0;
+    if (dist_rank() == 0) {
+        rc = write_file(path, sim, info);
+    } else {
+        size_t begin, end;
+        sim_owned(sim, &begin, &end);
+        uint64_t own = end - begin;
+        dist_gather_bytes(&own, sizeof own, NULL);
+        send_owned_parts(sim);
+    }
+    dist_bcast(&rc, sizeof rc);
     return rc;
 }
 
@@ -497,7 +633,6 @@ int checkpoint_read(const char *path, mz_ckpt *ck)
     }
     return 0;
 }
-
 /* The common parts a kernel indexes with: ids a permutation of 0..n-1, body indices of the
  * scene's bodies. NULL when the part is sound, else what is wrong. */
 static const char *check_indices(const mz_sim *sim, const char *name, const char *buf,
@@ -524,14 +659,148 @@ static const char *check_indices(const mz_sim *sim, const char *name, const char
     return NULL;
 }
 
+/* Distributed, rank 0: every part read in pieces of 64 MiB, its size, the ids (a permutation,
+ * tracked in a bitmap of n bits), body indices and the state's digest checked; nothing is kept.
+ * 0, or -1 after reporting. */
+#define PIECE ((size_t)64 << 20)
+static int verify_state(const char *path, hid_t file, mz_sim *sim, mz_state_part *parts,
+                        size_t np)
+{
+    size_t n = sim->n_total;
+    uint64_t h = DIGEST_START, digest = 0;
+    hid_t g = H5Gopen2(file, "/state", H5P_DEFAULT);
+    bool ok = g >= 0 && get_attr(g, "digest", H5T_NATIVE_UINT64, &digest) == 0;
+    if (g >= 0)
+        H5Gclose(g);
+    if (!ok) {
+        damaged(path, "the state has no checksum");
+        return -1;
+    }
+    unsigned char *seen = xcalloc(n / 8 + 1, 1), *buf = xmalloc(PIECE);
+    uint32_t bodies = (uint32_t)(sim->scene->n_fluids + bodies_count(sim->scene));
+    const char *why = NULL;
+    int rc = 0;
+    for (size_t i = 0; i < np && rc == 0; i++) {
+        char name[96];
+        snprintf(name, sizeof name, "/state/%s", parts[i].name);
+        size_t want = parts[i].elem ? parts[i].elem * n : parts[i].bytes, got = 0;
+        hid_t d = H5Lexists(file, name, H5P_DEFAULT) > 0 ? H5Dopen2(file, name, H5P_DEFAULT) : -1;
+        hid_t sp = d < 0 ? -1 : H5Dget_space(d);
+        hssize_t pts = sp < 0 ? -1 : H5Sget_simple_extent_npoints(sp);
+        if (sp >= 0)
+            H5Sclose(sp);
+        got = pts < 0 ? 0 : (size_t)pts;
+        if (d < 0 || got != want) {
+            mz_error("checkpoint %s: %s %s (%zu bytes; this scene needs %zu): the checkpoint "
+                     "was written by another scene or mizu version, or is damaged",
+                     path, name, d >= 0 ? "has another size" : "cannot be read", got, want);
+            rc = -1;
+        }
+        h = digest_text(h, parts[i].name);
+        bool ids = !strcmp(parts[i].name, "id"), body = !strcmp(parts[i].name, "body");
+        for (size_t at = 0; rc == 0 && at < want; at += PIECE) {
+            size_t m = want - at < PIECE ? want - at : PIECE;
+            if (bytes_at(d, at, m, buf, false) != 0) {
+                ckpt_fail(path, name);
+                rc = -1;
+                break;
+            }
+            h = digest_add(h, buf, m);
+            for (size_t k = 0; (ids || body) && k + 4 <= m && !why; k += 4) {
+                uint32_t v;
+                memcpy(&v, buf + k, 4);
+                if (body && v >= bodies)
+                    why = "a body index is out of range";
+                else if (ids && (v >= n || (seen[v / 8] >> (v % 8) & 1)))
+                    why = "the particle ids are not a permutation";
+                else if (ids)
+                    seen[v / 8] |= (unsigned char)(1u << (v % 8));
+            }
+        }
+        if (d >= 0)
+            H5Dclose(d);
+    }
+    free(seen);
+    free(buf);
+    if (rc == 0 && (why || h != digest)) {
+        damaged(path, why ? why : "the state does not match its checksum");
+        rc = -1;
+    }
+    return rc;
+}
+
+/* Distributed: after rank 0 checked the whole state, rank r takes the r-th equal stretch of
+ * the one-process device order of every per-particle part as its owned particles (any split
+ * into stretches in rank order is one the next exchange turns into the slabs' windows, with the
+ * one-process order kept: docs/distributed.md), and every host part whole. */
+static int restore_share(const char *path, hid_t file, mz_sim *sim)
+{
+    mz_state_part parts[MZ_MAX_STATE_PARTS];
+    size_t np = sim_state_parts(sim, parts, MZ_MAX_STATE_PARTS);
+    int rc = dist_rank() == 0 ? verify_state(path, file, sim, parts, np) : 0;
+    dist_bcast(&rc, sizeof rc);
+    if (rc != 0)
+        return -1;
+    size_t first = id_block_first(sim->n_total, dist_rank());
+    size_t count = id_block_first(sim->n_total, dist_rank() + 1) - first;
+    if (slabs_reserve(sim->slabs, count) != 0)
+        return -1;
+    /* Reserving may have replaced the buffers: the parts again. */
+    np = sim_state_parts(sim, parts, MZ_MAX_STATE_PARTS);
+    for (size_t i = 0; i < np && rc == 0; i++) {
+        char name[96];
+        snprintf(name, sizeof name, "/state/%s", parts[i].name);
+        size_t bytes = parts[i].elem ? parts[i].elem * count : parts[i].bytes;
+        void *buf = parts[i].elem ? xmalloc(bytes ? bytes : 1) : parts[i].host;
+        hid_t d = H5Dopen2(file, name, H5P_DEFAULT);
+        if (d < 0 || bytes_at(d, parts[i].elem * first, bytes, buf, false) != 0) {
+            ckpt_fail(path, name);
+            rc = -1;
+        } else if (parts[i].elem && bytes > 0 &&
+                   !cl_ok(clEnqueueWriteBuffer(sim->cl->queue, *parts[i].mem, CL_TRUE, 0, bytes,
+                                               buf, 0, NULL, NULL),
+                          "clEnqueueWriteBuffer(checkpoint)")) {
+            rc = -1;
+        }
+        if (d >= 0)
+            H5Dclose(d);
+        if (parts[i].elem)
+            free(buf);
+    }
+    if (rc == 0 && slabs_own_all(sim->slabs, count) != 0)
+        rc = -1;
+    if (rc == 0)
+        sim_set_count(sim, count);
+    return rc;
+}
+
+static void set_counters(mz_sim *sim, const mz_ckpt *ck)
+{
+    sim->step = ck->step;
+    sim->time = ck->time;
+    sim->dt_min = ck->dt_min;
+    sim->dt_max = ck->dt_max;
+    sim->frame_steps = ck->frame_steps;
+    sim->frame_time = ck->frame_time;
+}
+
 int checkpoint_restore(const char *path, const mz_ckpt *ck, mz_sim *sim)
 {
     hid_t file = open_checkpoint(path);
     int rc = file < 0 ? -1 : 0;
-    if (rc == 0 && ck->particles != sim->n) {
+    if (rc == 0 && ck->particles != sim->n_total) {
         mz_error("checkpoint %s holds %zu particles; the scene makes %zu", path, ck->particles,
-                 sim->n);
+                 sim->n_total);
         rc = -1;
+    }
+    if (sim->slabs) { /* every rank opened it (each reports its own failure) */
+        rc = dist_max_int(rc) ? -1 : restore_share(path, file, sim);
+        if (file >= 0)
+            H5Fclose(file);
+        if (dist_max_int(rc != 0))
+            return -1;
+        set_counters(sim, ck);
+        return 0;
     }
     mz_state_part parts[MZ_MAX_STATE_PARTS];
     size_t np = rc ? 0 : sim_state_parts(sim, parts, MZ_MAX_STATE_PARTS);
@@ -581,14 +850,8 @@ int checkpoint_restore(const char *path, const mz_ckpt *ck, mz_sim *sim)
     }
     if (file >= 0)
         H5Fclose(file);
-    if (rc == 0) {
-        sim->step = ck->step;
-        sim->time = ck->time;
-        sim->dt_min = ck->dt_min;
-        sim->dt_max = ck->dt_max;
-        sim->frame_steps = ck->frame_steps;
-        sim->frame_time = ck->frame_time;
-    }
+    if (rc == 0)
+        set_counters(sim, ck);
     return rc;
 }
 

@@ -20,7 +20,12 @@
  * The scene is reloaded from its text and overrides exactly as the first run loaded it, and
  * the buffers are restored byte for byte in device order, so the run goes on bit-identically.
  * A checkpoint is written to PATH.tmp, synced, and renamed over PATH: a run killed while
- * writing one leaves the previous checkpoint whole. */
+ * writing one leaves the previous checkpoint whole.
+ *
+ * Distributed runs (sim->slabs; both calls collective): rank 0 writes the file from every
+ * rank's owned stretch of each per-particle part (mz_state_part.elem), in rank order: the
+ * one-process device order, so the checkpoint is a single run's. A restore checks the whole
+ * state on rank 0, then gives rank r the r-th equal stretch (docs/distributed.md). */
 #ifndef MZ_CHECKPOINT_H
 #define MZ_CHECKPOINT_H
 #include "solvers/sim.h"

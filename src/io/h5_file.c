@@ -207,6 +207,7 @@ int h5_out_close(mz_h5_out *o, bool complete, const char *status)
     if (!o)
         return 0;
     int rc = 0;
+    h5_out_abort_frame(o); /* a frame begun and never committed is not kept */
     /* Without room the record is left as it is (complete 0), rather than risk the file. */
     if (h5_file_reserve(o, 0, "the run's end record") ||
         h5_put_int_attr(o, "/parameters/run", "complete", complete ? 1 : 0) ||

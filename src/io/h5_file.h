@@ -38,6 +38,7 @@ struct mz_h5_out {
     int fd;            /* the .h5 again, locked (one writer) and for reserving disk space */
     int owned;         /* this run created or truncated the file: a failed create removes it */
     long frames;       /* complete frames in the file */
+    bool in_frame;     /* a frame begun (series one row longer), not yet committed */
     mz_xdmf *xdmf;     /* the sidecar */
 };
 

@@ -4,25 +4,45 @@
 
 #include <string.h>
 
-/* Grow series d by one row and write row `row` from v. */
-static int append_row(const mz_h5_out *o, hid_t d, const char *name, hid_t mtype,
-                      const void *v)
+/* Grow series d by one row (no data written yet). */
+static int grow_row(const mz_h5_out *o, hid_t d, const char *name)
 {
-    hsize_t dims[3], start[3] = {0}, count[3];
-    hid_t fs = H5Dget_space(d), ms = -1;
+    hsize_t dims[3];
+    hid_t fs = H5Dget_space(d);
     int rank = fs < 0 ? -1 : H5Sget_simple_extent_dims(fs, dims, NULL);
     h5_close_id(fs);
-    fs = -1;
+    if (rank < 1 || rank > 3 || dims[0] != (hsize_t)o->frames) {
+        h5_fail(o->path, "growing %s for frame %ld", name, o->frames);
+        return -1;
+    }
+    dims[0]++;
+    if (H5Dset_extent(d, dims) < 0) {
+        h5_fail(o->path, "growing %s for frame %ld", name, o->frames);
+        return -1;
+    }
+    return 0;
+}
+
+/* Write rows [first, first + count) of the new frame (row o->frames) of series d from v; a
+ * series of one value per frame takes first 0, count 1. */
+static int write_rows(const mz_h5_out *o, hid_t d, const char *name, hid_t mtype, size_t first,
+                      size_t count, const void *v)
+{
+    hsize_t dims[3], start[3] = {0}, cnt[3];
+    hid_t fs = H5Dget_space(d), ms = -1;
+    int rank = fs < 0 ? -1 : H5Sget_simple_extent_dims(fs, dims, NULL);
     if (rank < 1 || rank > 3)
         goto fail;
     for (int k = 0; k < rank; k++)
-        count[k] = dims[k];
-    start[0] = dims[0];
-    count[0] = 1;
-    dims[0]++;
-    if (H5Dset_extent(d, dims) < 0 || (fs = H5Dget_space(d)) < 0 ||
-        H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL) < 0 ||
-        (ms = H5Screate_simple(rank, count, NULL)) < 0 ||
+        cnt[k] = dims[k];
+    start[0] = (hsize_t)o->frames;
+    cnt[0] = 1;
+    if (rank > 1) {
+        start[1] = first;
+        cnt[1] = count;
+    }
+    if (H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, cnt, NULL) < 0 ||
+        (ms = H5Screate_simple(rank, cnt, NULL)) < 0 ||
         H5Dwrite(d, mtype, ms, fs, H5P_DEFAULT, v) < 0)
         goto fail;
     h5_close_id(ms);
@@ -59,51 +79,93 @@ static void roll_back(mz_h5_out *o)
         H5Awrite(a, H5T_NATIVE_INT64, &fw);
     h5_close_id(a);
     H5Fflush(o->file, H5F_SCOPE_GLOBAL);
+    h5_file_trim(o);
+    o->in_frame = false;
 }
 
-int h5_out_write_frame(mz_h5_out *o, long step, double time,
-                       const float *const data[MZ_FIELD_COUNT], const float *rigid_pose)
+static const char *field_value_name(int f, char name[96])
 {
-    unsigned long long bytes = 0;
+    snprintf(name, 96, "/particles/all/%s/value", mz_field_infos[f].name);
+    return name;
+}
+
+int h5_out_begin_frame(mz_h5_out *o)
+{
+    unsigned long long bytes = 4ull * 7 * o->n_rigids;
+    for (int f = 0; f < MZ_FIELD_COUNT; f++)
+        if (o->fields & MZ_FIELD_BIT(f))
+            bytes += 4ull * (unsigned)mz_field_infos[f].components * o->n;
+    char what[64], name[96];
+    snprintf(what, sizeof what, "frame %ld", o->frames);
+    if (h5_file_reserve(o, bytes, what))
+        return -1;
+    o->in_frame = true;
+    for (int f = 0; f < MZ_FIELD_COUNT; f++)
+        if ((o->fields & MZ_FIELD_BIT(f)) && grow_row(o, o->value[f], field_value_name(f, name)))
+            goto fail;
+    if ((o->n_rigids > 0 && (grow_row(o, o->rigid_com, RIGID "/center_of_mass/value") ||
+                             grow_row(o, o->rigid_quat, RIGID "/orientation/value"))) ||
+        grow_row(o, o->step, "/particles/all/position/step") ||
+        grow_row(o, o->time, "/particles/all/position/time"))
+        goto fail;
+    return 0;
+fail:
+    roll_back(o);
+    return -1;
+}
+
+int h5_out_write_rows(mz_h5_out *o, size_t first, size_t count,
+                      const float *const data[MZ_FIELD_COUNT])
+{
+    char name[96];
+    if (!o->in_frame || first > o->n || count > o->n - first) {
+        mz_error("writing %s: rows %zu to %zu of frame %ld (the file has %zu particles)", o->path,
+                 first, first + count, o->frames, o->n);
+        if (o->in_frame)
+            roll_back(o);
+        return -1;
+    }
     for (int f = 0; f < MZ_FIELD_COUNT; f++) {
         if (!(o->fields & MZ_FIELD_BIT(f)))
             continue;
         if (!data[f]) {
             mz_error("writing %s: frame %ld has no %s data", o->path, o->frames,
                      mz_field_infos[f].name);
-            return -1;
+            goto fail;
         }
-        bytes += 4ull * (unsigned)mz_field_infos[f].components * o->n;
-    }
-    if (o->n_rigids > 0 && !rigid_pose) {
-        mz_error("writing %s: frame %ld has no rigid body poses", o->path, o->frames);
-        return -1;
-    }
-    bytes += 4ull * 7 * o->n_rigids;
-    char what[64];
-    snprintf(what, sizeof what, "frame %ld", o->frames);
-    if (h5_file_reserve(o, bytes, what))
-        return -1;
-    int64_t step64 = step;
-    for (int f = 0; f < MZ_FIELD_COUNT; f++) {
-        char name[96];
-        snprintf(name, sizeof name, "/particles/all/%s/value", mz_field_infos[f].name);
-        if ((o->fields & MZ_FIELD_BIT(f)) &&
-            append_row(o, o->value[f], name, H5T_NATIVE_FLOAT, data[f]))
+        if (count > 0 && write_rows(o, o->value[f], field_value_name(f, name), H5T_NATIVE_FLOAT,
+                                    first, count, data[f]))
             goto fail;
     }
+    return 0;
+fail:
+    roll_back(o);
+    return -1;
+}
+
+int h5_out_commit_frame(mz_h5_out *o, long step, double time, const float *rigid_pose)
+{
+    if (!o->in_frame)
+        return -1;
+    if (o->n_rigids > 0 && !rigid_pose) {
+        mz_error("writing %s: frame %ld has no rigid body poses", o->path, o->frames);
+        goto fail;
+    }
+    int64_t step64 = step;
     if (o->n_rigids > 0) {
         float *com = o->rigid_buf, *quat = o->rigid_buf + 3 * o->n_rigids;
         for (size_t b = 0; b < o->n_rigids; b++) {
             memcpy(com + 3 * b, rigid_pose + 8 * b, 3 * sizeof *com);
             memcpy(quat + 4 * b, rigid_pose + 8 * b + 4, 4 * sizeof *quat);
         }
-        if (append_row(o, o->rigid_com, RIGID "/center_of_mass/value", H5T_NATIVE_FLOAT, com) ||
-            append_row(o, o->rigid_quat, RIGID "/orientation/value", H5T_NATIVE_FLOAT, quat))
+        if (write_rows(o, o->rigid_com, RIGID "/center_of_mass/value", H5T_NATIVE_FLOAT, 0,
+                       o->n_rigids, com) ||
+            write_rows(o, o->rigid_quat, RIGID "/orientation/value", H5T_NATIVE_FLOAT, 0,
+                       o->n_rigids, quat))
             goto fail;
     }
-    if (append_row(o, o->step, "/particles/all/position/step", H5T_NATIVE_INT64, &step64) ||
-        append_row(o, o->time, "/particles/all/position/time", H5T_NATIVE_DOUBLE, &time) ||
+    if (write_rows(o, o->step, "/particles/all/position/step", H5T_NATIVE_INT64, 0, 1, &step64) ||
+        write_rows(o, o->time, "/particles/all/position/time", H5T_NATIVE_DOUBLE, 0, 1, &time) ||
         h5_put_int_attr(o, "/parameters/run", "frames_written", o->frames + 1))
         goto fail;
     /* The flush makes the frame durable: a killed run keeps every frame before it. */
@@ -112,11 +174,25 @@ int h5_out_write_frame(mz_h5_out *o, long step, double time,
         goto fail;
     }
     h5_file_trim(o);
+    o->in_frame = false;
     o->frames++;
     /* The sidecar only ever names frames already on disk. */
     return xdmf_append_frame(o->xdmf, o->frames - 1, step, time);
 fail:
     roll_back(o);
-    h5_file_trim(o);
     return -1;
+}
+
+void h5_out_abort_frame(mz_h5_out *o)
+{
+    if (o->in_frame)
+        roll_back(o);
+}
+
+int h5_out_write_frame(mz_h5_out *o, long step, double time,
+                       const float *const data[MZ_FIELD_COUNT], const float *rigid_pose)
+{
+    if (h5_out_begin_frame(o) || h5_out_write_rows(o, 0, o->n, data))
+        return -1;
+    return h5_out_commit_frame(o, step, time, rigid_pose);
 }

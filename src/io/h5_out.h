@@ -97,6 +97,17 @@ mz_h5_out *h5_out_reopen(const char *path, size_t n, unsigned fields, size_t n_r
 int h5_out_write_frame(mz_h5_out *o, long step, double time,
                        const float *const data[MZ_FIELD_COUNT], const float *rigid_pose);
 
+/* The same in pieces, for rows that arrive a block at a time (a distributed run's ranks):
+ * begin grows every series by the frame's row; write_rows writes rows [first, first + count)
+ * of each field (data[f]: components × count floats); commit writes the step, time and poses,
+ * flushes and updates the sidecar. A failure rolls the frame back (as does abort_frame), and
+ * rows never written read as zeros until commit. Each 0, or -1 after reporting. */
+int h5_out_begin_frame(mz_h5_out *o);
+int h5_out_write_rows(mz_h5_out *o, size_t first, size_t count,
+                      const float *const data[MZ_FIELD_COUNT]);
+int h5_out_commit_frame(mz_h5_out *o, long step, double time, const float *rigid_pose);
+void h5_out_abort_frame(mz_h5_out *o);
+
 long h5_out_frames(const mz_h5_out *o);
 const char *h5_out_path(const mz_h5_out *o);
 

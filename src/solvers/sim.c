@@ -97,23 +97,41 @@ cl_program sim_build_kernels(mz_sim *sim, const char *file, const char *const *n
     return p;
 }
 
-int sim_create(mz_sim *sim, mz_cl *cl, const mz_scene *scene, const mz_particles *p)
+/* A buffer of cap elements of `elem` bytes holding the first n from host. */
+static cl_mem upload(mz_cl *cl, size_t elem, size_t cap, size_t n, const void *host,
+                     const char *what)
+{
+    if (cap == n)
+        return mz_cl_buffer(cl, CL_MEM_READ_WRITE, elem * n, (void *)host, what);
+    cl_mem b = mz_cl_buffer(cl, CL_MEM_READ_WRITE, elem * cap, NULL, what);
+    if (b && n > 0 &&
+        !cl_ok(clEnqueueWriteBuffer(cl->queue, b, CL_TRUE, 0, elem * n, host, 0, NULL, NULL),
+               what)) {
+        clReleaseMemObject(b);
+        return NULL;
+    }
+    return b;
+}
+
+int sim_create_share(mz_sim *sim, mz_cl *cl, const mz_scene *scene, const mz_particles *p,
+                     const struct mz_slab_plan *plan)
 {
     memset(sim, 0, sizeof *sim);
     sim->cl = cl;
     sim->scene = scene;
     sim->solver = sim_solver_for(scene);
-    sim->slabs_wanted = dist_active();
-    sim->n = p->n;
-    sim->n_u = (cl_uint)p->n;
-    cl_mem_flags rw = CL_MEM_READ_WRITE;
-    size_t n = p->n;
-    sim->pos = mz_cl_buffer(cl, rw, 16 * n, p->pos, "clCreateBuffer(position)");
-    sim->pred = mz_cl_buffer(cl, rw, 16 * n, p->pos, "clCreateBuffer(predicted position)");
-    sim->vel = mz_cl_buffer(cl, rw, 16 * n, p->vel, "clCreateBuffer(velocity)");
-    sim->inv_mass = mz_cl_buffer(cl, rw, 4 * n, p->inv_mass, "clCreateBuffer(inverse mass)");
-    sim->id = mz_cl_buffer(cl, rw, 4 * n, p->id, "clCreateBuffer(id)");
-    sim->body = mz_cl_buffer(cl, rw, 4 * n, p->body, "clCreateBuffer(body)");
+    sim->plan = plan;
+    size_t n = p->n, cap = plan && plan->cap > n ? plan->cap : n;
+    sim->n = n;
+    sim->n_u = (cl_uint)n;
+    sim->cap = cap;
+    sim->n_total = p->n_total;
+    sim->pos = upload(cl, 16, cap, n, p->pos, "clCreateBuffer(position)");
+    sim->pred = upload(cl, 16, cap, n, p->pos, "clCreateBuffer(predicted position)");
+    sim->vel = upload(cl, 16, cap, n, p->vel, "clCreateBuffer(velocity)");
+    sim->inv_mass = upload(cl, 4, cap, n, p->inv_mass, "clCreateBuffer(inverse mass)");
+    sim->id = upload(cl, 4, cap, n, p->id, "clCreateBuffer(id)");
+    sim->body = upload(cl, 4, cap, n, p->body, "clCreateBuffer(body)");
     if (!sim->pos || !sim->pred || !sim->vel || !sim->inv_mass || !sim->id || !sim->body)
         return -1;
     sim->field[MZ_FIELD_POSITION] = &sim->pos;
@@ -121,7 +139,26 @@ int sim_create(mz_sim *sim, mz_cl *cl, const mz_scene *scene, const mz_particles
     sim->parts = p;
     int rc = sim->solver->init(sim);
     sim->parts = NULL;
+    sim->plan = NULL;
     return rc;
+}
+
+int sim_create(mz_sim *sim, mz_cl *cl, const mz_scene *scene, const mz_particles *p)
+{
+    return sim_create_share(sim, cl, scene, p, NULL);
+}
+
+int sim_plan_slabs(const mz_scene *scene, struct mz_slab_plan *plan)
+{
+    const mz_solver *sv = sim_solver_for(scene);
+    double h;
+    int halo;
+    if (!sv->slab_geometry) {
+        mz_error("the %s solver does not run distributed", sv->name);
+        return -1;
+    }
+    sv->slab_geometry(scene, &h, &halo);
+    return slabs_plan(plan, scene, h, halo);
 }
 
 void sim_count_step(mz_sim *sim, double dt)

@@ -31,6 +31,9 @@ typedef struct mz_state_part {
     cl_mem *mem;      /* the variable holding the buffer (handles may be swapped), or NULL */
     void *host;       /* or host memory */
     size_t bytes;
+    /* A buffer of one element per particle in device order: its bytes per particle (a
+     * distributed rank saves and restores its owned stretch of it). 0 for anything else. */
+    size_t elem;
 } mz_state_part;
 
 #define MZ_MAX_STATE_PARTS 48
@@ -55,6 +58,9 @@ typedef struct mz_solver {
      * reads that this step wrote (e.g. last step's density, multipliers for a warm start, a
      * time-step controller, buffers kept in the particles' device order). */
     size_t (*state)(mz_sim *sim, mz_state_part *parts, size_t max);
+    /* Distributed runs (dist/slabs.h): the cell size of the grid init builds and the halo
+     * layers a step reads beyond the owned ones; NULL when the solver does not run distributed. */
+    void (*slab_geometry)(const mz_scene *scene, double *h, int *halo);
 } mz_solver;
 
 /* The domain walls as kernels take them (layout of mz_walls in kernels/common/walls.clh). */
@@ -75,12 +81,15 @@ struct mz_sim {
     void *state; /* the solver's own */
     size_t n;
     cl_uint n_u; /* n as a kernel argument */
+    size_t cap;  /* particles the buffers have room for: n in one process */
+    size_t n_total; /* particles of the whole run: n in one process */
     /* A distributed run (dist/slabs.h; NULL in one process): the slabs of the solver's grid.
      * Then n is this rank's window (owned particles and halo copies), which changes every
      * step; the owned ones are slots ring_begin[0] .. ring_end[0]. */
     struct mz_slabs *slabs;
-    bool slabs_wanted; /* under mpirun (sim_create sets it): the solver makes the slabs; every
-                        * rank uploads all particles and keeps its window */
+    /* Under mpirun, for the solver's init: the plan this rank's share was built from; the
+     * solver makes the slabs from it. NULL in one process. */
+    const struct mz_slab_plan *plan;
     cl_mem pos, pred, vel, inv_mass, id, body;
     const mz_particles *parts; /* what sim_create uploaded: for the solver's init only */
     /* Rigid bodies (rigids[], in scene order; their body index in /particles/all/body is
@@ -120,6 +129,13 @@ int sim_check_fits(const mz_cl *cl, const mz_scene *scene, size_t n);
 
 /* Upload the particles and build the solver's kernels. 0, or -1 after reporting. */
 int sim_create(mz_sim *sim, mz_cl *cl, const mz_scene *scene, const mz_particles *p);
+/* Distributed (under mpirun): plan the slabs of the scene's solver (slabs_plan; plan->cap is
+ * this rank's room, slabs_plan_build its share). 0, or -1 after reporting (also when the
+ * solver does not run distributed). */
+int sim_plan_slabs(const mz_scene *scene, struct mz_slab_plan *plan);
+/* sim_create for this rank's share of the particles, buffers with room for plan->cap. */
+int sim_create_share(mz_sim *sim, mz_cl *cl, const mz_scene *scene, const mz_particles *p,
+                     const struct mz_slab_plan *plan);
 /* One frame, or what is left of it: the solver's own steps, or simulation.substeps steps of
  * frame_dt / substeps. 0 when the frame is done; 1 when pace.stop_requested stopped it between
  * two steps (frame_steps and frame_time say where); -1 on failure, after reporting. */

@@ -64,35 +64,6 @@ static void test_resume_every_solver(void **state)
     check_resume("flip (warm-started pressure)", "scenes/flip_dam_break_2d.json", "", 8, 3);
 }
 
-/* Start mizu in the background with stderr to a file; its pid. */
-/* Wait until the file at path contains text (the progress lines), at most 120 s. */
-static bool wait_for_text(const char *path, const char *text, pid_t pid)
-{
-    for (int i = 0; i < 2400; i++) {
-        FILE *f = fopen(path, "rb");
-        if (f) {
-            char buf[8192] = {0};
-            size_t n = fread(buf, 1, sizeof buf - 1, f);
-            fclose(f);
-            buf[n] = 0;
-            if (strstr(buf, text))
-                return true;
-        }
-        if (waitpid(pid, NULL, WNOHANG) == pid)
-            return false;
-        struct timespec ts = {0, 50 * 1000 * 1000};
-        nanosleep(&ts, NULL);
-    }
-    return false;
-}
-
-static int exit_status(pid_t pid)
-{
-    int st = 0;
-    assert_int_equal(waitpid(pid, &st, 0), pid);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 /* SIGTERM mid-run: the run stops at the next step (tests/cli/test_stops.c has long frames), a
  * checkpoint is written, the output is closed readable (incomplete), exit 143; the resumed run
  * completes it bit-identically. */

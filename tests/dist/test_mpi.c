@@ -8,15 +8,15 @@
 #include "test_files.h"
 
 #include <hdf5.h>
+#include <signal.h>
 
-/* `mpirun -np N mizu ARGS` (oversubscribed: this machine may have fewer cores than ranks), with
- * stderr into *err as run_mizu does. */
-static int run_mpi(int np, const char *args, char **err)
+/* Point run_mizu and spawn_mizu at mpirun with np ranks (oversubscribed: this machine may have
+ * fewer cores than ranks) for one call: cmd gets the arguments that follow the launcher; the
+ * previous MIZU_BIN is returned (malloc'd, or NULL) for mpi_done. */
+static char *mpi_launcher(int np, const char *args, char *cmd, size_t size)
 {
-    char cmd[3072];
-    snprintf(cmd, sizeof cmd, "--oversubscribe %s-np %d %.512s %.2048s",
+    snprintf(cmd, size, "--oversubscribe %s-np %d %.512s %.2048s",
              getuid() == 0 ? "--allow-run-as-root " : "", np, mizu_bin(), args);
-    /* run_mizu runs mizu_bin(): point it at mpirun for this call. */
     const char *saved = getenv("MIZU_BIN");
     char *keep = saved ? strdup(saved) : NULL;
     /* Under `make sanitize`: Open MPI leaves its own allocations at exit, through frames LSan
@@ -25,17 +25,31 @@ static int run_mpi(int np, const char *args, char **err)
     const char *asan = getenv("ASAN_OPTIONS");
     char launcher[1024];
     if (asan)
-        snprintf(launcher, sizeof launcher, "ASAN_OPTIONS='%.900s:detect_leaks=0' mpirun", asan);
+        snprintf(launcher, sizeof launcher, "env ASAN_OPTIONS='%.900s:detect_leaks=0' mpirun",
+                 asan);
     else
         snprintf(launcher, sizeof launcher, "mpirun");
     setenv("MIZU_BIN", launcher, 1);
-    int rc = run_mizu(cmd, err);
+    return keep;
+}
+
+static void mpi_done(char *keep)
+{
     if (keep) {
         setenv("MIZU_BIN", keep, 1);
         free(keep);
     } else {
         unsetenv("MIZU_BIN");
     }
+}
+
+/* `mpirun -np N mizu ARGS`, with stderr into *err as run_mizu does. */
+static int run_mpi(int np, const char *args, char **err)
+{
+    char cmd[3072];
+    char *keep = mpi_launcher(np, args, cmd, sizeof cmd);
+    int rc = run_mizu(cmd, err);
+    mpi_done(keep);
     return rc;
 }
 
@@ -149,6 +163,144 @@ static void test_ranks_without_particles(void **state)
     assert_ranks_match("empty ranks", args, 2);
 }
 
+/* A block falls through the slab boundary within one frame (no rebalance before the frame
+ * ends): rank 0's window outgrows the room it was planned with, its buffers grow mid-run, and
+ * the output is still the one process's. */
+static void test_buffers_grow(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_MPI();
+    const char *scene = test_path("fall.json");
+    write_text(scene,
+               "{\"mizu_scene\": 1, \"simulation\": {\"fps\": 8, \"frames\": 1, "
+               "\"dimensions\": 2, \"adaptive\": true},"
+               "\"domain\": {\"min\": [0, 0, 0], \"max\": [0.2, 0.4, 0]},"
+               "\"fluids\": [{\"solver\": \"wcsph\", \"box\": {\"min\": [0, 0.25, 0], "
+               "\"max\": [0.2, 0.35, 0]}, \"spacing\": 0.0025}]}");
+    char args[1200], *err = NULL;
+    const char *one = test_path("fall1.h5"), *two = test_path("fall2.h5");
+    snprintf(args, sizeof args, "run %s -q -o %s", scene, one);
+    int rc = run_mizu(args, &err);
+    if (rc != 0)
+        fail_msg("one process: exit %d: %s", rc, err ? err : "");
+    free(err);
+    snprintf(args, sizeof args, "run %s -o %s", scene, two); /* the summary says it grew */
+    rc = run_mpi(2, args, &err);
+    unsigned long long grew = 0;
+    const char *at = err ? strstr(err, "its buffers grew ") : NULL;
+    if (rc != 0 || !at || sscanf(at, "its buffers grew %llu", &grew) != 1 || grew == 0)
+        fail_msg("2 ranks: exit %d, no growth reported: %s", rc, err ? err : "");
+    free(err);
+    assert_same_frames(one, two, 2);
+}
+
+/* Checkpoints under mpirun hold one process's state: 2 ranks write the same checkpoint bytes as
+ * one process, and resuming it with 3 ranks, or in one process, finishes the run bit-identical
+ * to one uninterrupted process. */
+static void test_checkpoint_resume(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_MPI();
+    char args[2048], *err = NULL;
+    const char *ref = test_path("ref.h5"), *one = test_path("ck1.h5"), *two = test_path("ck2.h5");
+    const char *scene = "scenes/dam_break_2d.json";
+    snprintf(args, sizeof args, "run %s --frames 6 -q -o %s", scene, ref);
+    int rc = run_mizu(args, &err);
+    if (rc != 0)
+        fail_msg("reference: exit %d: %s", rc, err ? err : "");
+    free(err);
+    /* the same first 3 frames, checkpointed: one process, then 2 ranks */
+    snprintf(args, sizeof args, "run %s --frames 3 --checkpoint-every 3 -q -o %s", scene, one);
+    rc = run_mizu(args, &err);
+    if (rc != 0)
+        fail_msg("one process, checkpointed: exit %d: %s", rc, err ? err : "");
+    free(err);
+    snprintf(args, sizeof args, "run %s --frames 3 --checkpoint-every 3 -q -o %s", scene, two);
+    rc = run_mpi(2, args, &err);
+    if (rc != 0)
+        fail_msg("2 ranks, checkpointed: exit %d: %s", rc, err ? err : "");
+    free(err);
+    char ck1[600], ck2[600], cmd[1400];
+    snprintf(ck1, sizeof ck1, "%s", test_path("ck1.ckpt.h5"));
+    snprintf(ck2, sizeof ck2, "%s", test_path("ck2.ckpt.h5"));
+    /* the run record names its output file: compare the state, which is all per particle */
+    snprintf(cmd, sizeof cmd, "h5diff %s %s /state /state >/dev/null 2>&1", ck1, ck2);
+    if (system(cmd) != 0)
+        fail_msg("the 2-rank checkpoint's state differs from one process's");
+    /* resumed with 3 ranks; then the same checkpoint again in one process (the output is cut
+     * back to the checkpoint's frames and written again) */
+    snprintf(args, sizeof args, "run --resume %s --frames 6 -q", ck2);
+    rc = run_mpi(3, args, &err);
+    if (rc != 0)
+        fail_msg("resumed with 3 ranks: exit %d: %s", rc, err ? err : "");
+    free(err);
+    assert_same_frames(ref, two, 7);
+    snprintf(args, sizeof args, "run --resume %s --frames 6 -q", ck2);
+    rc = run_mizu(args, &err);
+    if (rc != 0)
+        fail_msg("one process resuming the 2-rank checkpoint: exit %d: %s", rc, err ? err : "");
+    free(err);
+    assert_same_frames(ref, two, 7);
+    /* one byte of the state changed: rank 0's check refuses it before any rank restores */
+    hid_t f = H5Fopen(ck2, H5F_ACC_RDONLY, H5P_DEFAULT);
+    hid_t d = f < 0 ? -1 : H5Dopen2(f, "/state/velocity", H5P_DEFAULT);
+    haddr_t at = d < 0 ? HADDR_UNDEF : H5Dget_offset(d);
+    if (d >= 0)
+        H5Dclose(d);
+    if (f >= 0)
+        H5Fclose(f);
+    assert_true(at != HADDR_UNDEF);
+    FILE *fp = fopen(ck2, "r+b");
+    assert_non_null(fp);
+    int c;
+    assert_int_equal(fseek(fp, (long)at + 1001, SEEK_SET), 0);
+    assert_true((c = fgetc(fp)) != EOF);
+    assert_int_equal(fseek(fp, (long)at + 1001, SEEK_SET), 0);
+    fputc(c ^ 0x10, fp);
+    fclose(fp);
+    rc = run_mpi(2, args, &err);
+    if (rc != 1 || !err || !strstr(err, "does not match its checksum"))
+        fail_msg("a changed byte, 2 ranks: exit %d: %s", rc, err ? err : "");
+    free(err);
+}
+
+/* SIGTERM to mpirun (as a batch system's time limit sends it): every rank stops after the same
+ * step, rank 0 says so once and leaves a checkpoint; 3 ranks resume it and finish the run
+ * bit-identical to one uninterrupted process. */
+static void test_sigterm_checkpoint(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_MPI();
+    const char *out = test_path("sig.h5"), *full = test_path("sigfull.h5");
+    const char *errpath = test_path("sig.err"), *ckpt = test_path("sig.ckpt.h5");
+    char args[1024], cmd[3072], *err = NULL;
+    snprintf(args, sizeof args, "run scenes/dam_break_2d.json --frames 30 -o %s", out);
+    char *keep = mpi_launcher(2, args, cmd, sizeof cmd);
+    pid_t pid = spawn_mizu(cmd, errpath);
+    mpi_done(keep);
+    assert_true(wait_for_text(errpath, "frame 6/30", pid));
+    kill(pid, SIGTERM);
+    int rc = exit_status(pid);
+    char *msg = read_file_text(errpath);
+    if (rc == 0 || !strstr(msg, "stopped by SIGTERM") || !strstr(msg, "resume with") ||
+        !exists(ckpt))
+        fail_msg("SIGTERM under mpirun: exit %d, checkpoint %s: %s", rc,
+                 exists(ckpt) ? "written" : "missing", msg);
+    const char *first = strstr(msg, "stopping at the next step");
+    if (!first || strstr(first + 1, "stopping at the next step"))
+        fail_msg("the stop should be announced once (rank 0): %s", msg);
+    free(msg);
+    snprintf(args, sizeof args, "run --resume %s -q", ckpt);
+    if ((rc = run_mpi(3, args, &err)) != 0)
+        fail_msg("resumed with 3 ranks: exit %d: %s", rc, err ? err : "");
+    free(err);
+    snprintf(args, sizeof args, "run scenes/dam_break_2d.json --frames 30 -q -o %s", full);
+    if ((rc = run_mizu(args, &err)) != 0)
+        fail_msg("one process: exit %d: %s", rc, err ? err : "");
+    free(err);
+    assert_same_frames(full, out, 31);
+}
+
 static void test_refusals(void **state)
 {
     (void)state;
@@ -160,7 +312,6 @@ static void test_refusals(void **state)
     } cases[] = {
         {"scenes/flip_dam_break_2d.json", "FLIP is not distributed yet"},
         {"scenes/pbf_dam_break.json", "position-based solvers"},
-        {"scenes/dam_break_2d.json --checkpoint-every 1", "--checkpoint-every is not supported"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         snprintf(args, sizeof args, "run %s --frames 1 -q -o %s", cases[i].args, out);
@@ -193,6 +344,9 @@ int main(void)
         cmocka_unit_test(test_collapsed_penalty_fixed),
         cmocka_unit_test(test_continuity_density),
         cmocka_unit_test(test_ranks_without_particles),
+        cmocka_unit_test(test_buffers_grow),
+        cmocka_unit_test(test_checkpoint_resume),
+        cmocka_unit_test(test_sigterm_checkpoint),
         cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, setup, NULL);

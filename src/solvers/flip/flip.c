@@ -447,7 +447,7 @@ static size_t flip_state_parts(mz_sim *sim, mz_state_part *parts, size_t max)
     flip_state *st = sim->state;
     if (max < 1)
         return 0;
-    parts[0] = (mz_state_part){"flip_pressure", &st->pressure, NULL, 0};
+    parts[0] = (mz_state_part){"flip_pressure", &st->pressure, NULL, 0, 0};
     return 1;
 }
 

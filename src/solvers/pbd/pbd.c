@@ -321,10 +321,10 @@ static size_t pbd_state_parts(mz_sim *sim, mz_state_part *parts, size_t max)
 {
     pbd_state *st = sim->state;
     const mz_state_part all[] = {
-        {"pbf_lambda", &st->fluid.lambda, NULL, 0},
-        {"pbf_lambda_change", &st->fluid.lambda_s, NULL, 0},
-        {"pbf_density", &st->fluid.density, NULL, 0},
-        {"rigid_bodies", &st->rigid.bodies, NULL, 0},
+        {"pbf_lambda", &st->fluid.lambda, NULL, 0, 0},
+        {"pbf_lambda_change", &st->fluid.lambda_s, NULL, 0, 0},
+        {"pbf_density", &st->fluid.density, NULL, 0, 0},
+        {"rigid_bodies", &st->rigid.bodies, NULL, 0, 0},
     };
     return sim_state_existing(all, sizeof all / sizeof *all, parts, max);
 }

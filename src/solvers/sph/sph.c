@@ -154,6 +154,40 @@ static int init_boundary(mz_sim *sim, sph_state *st)
     return grid_build(&st->bgrid, st->bpos);
 }
 
+/* A buffer replaced by an empty one of `bytes` (what it held is not needed: scratch). */
+static bool renew(mz_sim *sim, cl_mem *b, size_t bytes, const char *what)
+{
+    if (!*b)
+        return true;
+    cl_mem nb = sph_buffer(sim, bytes, what);
+    if (!nb)
+        return false;
+    clReleaseMemObject(*b);
+    *b = nb;
+    return true;
+}
+
+/* Distributed: room for cap particles (slabs.h's grow), between two steps. The grid keeps the
+ * buffers that travel with the particles; the rest is rewritten by every step before it is
+ * read. */
+static int sph_grow(void *ctx, size_t cap)
+{
+    mz_sim *sim = ctx;
+    sph_state *st = sim->state;
+    if (grid_reserve(&st->grid, cap) != 0)
+        return -1;
+    cl_mem *scratch4[] = {&st->p, &st->a2, &st->drho, &st->rho_next,
+                          st->P.continuity ? NULL : &st->rho}; /* continuity's travels */
+    bool ok = renew(sim, &sim->pred, 16 * cap, "clCreateBuffer(predicted position)") &&
+              renew(sim, &st->vel_out, 16 * cap, "clCreateBuffer(new velocity)");
+    for (size_t i = 0; ok && i < sizeof scratch4 / sizeof *scratch4; i++)
+        ok = !scratch4[i] || renew(sim, scratch4[i], 4 * cap, "clCreateBuffer(SPH scratch)");
+    if (!ok)
+        return -1;
+    sim->cap = cap;
+    return 0;
+}
+
 static int sph_init(mz_sim *sim)
 {
     const mz_scene *s = sim->scene;
@@ -182,7 +216,7 @@ static int sph_init(mz_sim *sim)
     if (!st->program)
         return -1;
 
-    size_t n = sim->n;
+    size_t n = sim->cap; /* room: more than the particles on a rank of a distributed run */
     st->vel_out = sph_buffer(sim, 16 * n, "clCreateBuffer(new velocity)");
     st->rho = sph_buffer(sim, 4 * n, "clCreateBuffer(density)");
     st->p = sph_buffer(sim, 4 * n, "clCreateBuffer(pressure)");
@@ -213,10 +247,13 @@ static int sph_init(mz_sim *sim)
     if (!st->partial)
         return -1;
 
+    /* Distributed: the plan found the whole run's grid dense (slabs.h); a rank's is the same. */
     if (grid_create(&st->grid, sim->cl, n, st->P.h, s->sim.dimensions, s->domain.min,
-                    s->domain.max, MZ_GRID_AUTO) != 0)
+                    s->domain.max, sim->plan ? MZ_GRID_DENSE : MZ_GRID_AUTO) != 0)
         return -1;
     st->grid_made = true;
+    if (grid_set_count(&st->grid, sim->n) != 0)
+        return -1;
     cl_mem *moved4[] = {&sim->inv_mass, &sim->id, &sim->body, &st->rho_prev, &st->drho_prev};
     if (grid_register(&st->grid, &sim->pos, 16) || grid_register(&st->grid, &sim->vel, 16))
         return -1;
@@ -236,13 +273,13 @@ static int sph_init(mz_sim *sim)
     }
     if (s->domain.boundary.type == MZ_BOUNDARY_PARTICLES && init_boundary(sim, st) != 0)
         return -1;
-    /* Distributed: keep this rank's window of the particles. Halo layers: WCSPH's forces read
-     * densities of the layer next to the owned ones, which read one layer further; collapsed
-     * SPH's one pass reads one layer. */
-    if (sim->slabs_wanted) {
-        if (slabs_create(&st->slabs, &st->grid, st->collapsed ? 1 : 2, sim->pos) != 0)
+    /* Distributed: keep this rank's window of its share (halo layers: sph_slab_geometry). */
+    if (sim->plan) {
+        if (slabs_create(&st->slabs, &st->grid, sim->plan, sim->pos) != 0)
             return -1;
         st->slabs_made = true;
+        st->slabs.grow = sph_grow;
+        st->slabs.grow_ctx = sim;
         sim->slabs = &st->slabs;
         sim_set_count(sim, st->grid.n);
     }
@@ -510,11 +547,13 @@ static size_t sph_state_parts(mz_sim *sim, mz_state_part *parts, size_t max)
 {
     sph_state *st = sim->state;
     const mz_state_part all[] = {
-        {"sph_density", &st->rho, NULL, 0},        {"sph_pressure", &st->p, NULL, 0},
-        {"sph_last_density", &st->rho_prev, NULL, 0}, {"sph_density_rate", &st->drho, NULL, 0},
-        {"sph_last_density_rate", &st->drho_prev, NULL, 0},
-        {"sph_lag", NULL, &st->lag, sizeof st->lag},
-        {"sph_next_dt", NULL, &st->next_dt, sizeof st->next_dt},
+        {"sph_density", &st->rho, NULL, 0, 4},
+        {"sph_pressure", &st->p, NULL, 0, 4},
+        {"sph_last_density", &st->rho_prev, NULL, 0, 4},
+        {"sph_density_rate", &st->drho, NULL, 0, 4},
+        {"sph_last_density_rate", &st->drho_prev, NULL, 0, 4},
+        {"sph_lag", NULL, &st->lag, sizeof st->lag, 0},
+        {"sph_next_dt", NULL, &st->next_dt, sizeof st->next_dt, 0},
     };
     return sim_state_existing(all, sizeof all / sizeof *all, parts, max);
 }
@@ -532,6 +571,14 @@ static size_t sph_device_bytes(const mz_scene *s, size_t n)
     return bytes + sim_grid_bytes(s, n, scene_support_radius(s));
 }
 
+static void sph_slab_geometry(const mz_scene *s, double *h, int *halo)
+{
+    *h = sph_params_for(s).h; /* the grid's cell, as sph_init makes it */
+    /* WCSPH's forces read densities of the layer next to the owned ones, which read one layer
+     * further; collapsed SPH's one pass reads one layer. */
+    *halo = scene_solver(s) == MZ_SOLVER_COLLAPSED_SPH ? 1 : 2;
+}
+
 const mz_solver mz_solver_sph = {
     .name = "SPH",
     .stages = sph_stages,
@@ -541,4 +588,5 @@ const mz_solver mz_solver_sph = {
     .advance = sph_advance,
     .release = sph_release,
     .state = sph_state_parts,
+    .slab_geometry = sph_slab_geometry,
 };
