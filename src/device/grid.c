@@ -235,6 +235,7 @@ static int choose_layout(mz_grid *g, size_t n, double h, int dim, const double d
     }
     bool fits = dense_cells <= MAX_DENSE_CELLS && widest <= MAX_AXIS_CELLS, dense;
     switch (mode) {
+    case MZ_GRID_SLABS:
     case MZ_GRID_DENSE:
         if (!fits) {
             mz_error("neighbour grid: a dense grid of this domain needs %.3g cells (%.3g along "
@@ -313,10 +314,10 @@ static int create(mz_grid *g, mz_cl *cl, size_t n, double h, int dim, const doub
     size_t block = geo.gs * geo.items;
     g->groups = n ? (n + block - 1) / block : 1;
 
-    char defines[160];
+    char defines[192];
     snprintf(defines, sizeof defines,
-             "-DMZ_DIM=%d -DMZ_SORT_GS=%zu -DMZ_SORT_ITEMS=%zu -DMZ_RADIX_BITS=%d", dim, geo.gs,
-             geo.items, geo.bits);
+             "-DMZ_DIM=%d -DMZ_SORT_GS=%zu -DMZ_SORT_ITEMS=%zu -DMZ_RADIX_BITS=%d -DMZ_SLABS=%d",
+             dim, geo.gs, geo.items, geo.bits, mode == MZ_GRID_SLABS);
     g->program = cl_prog_build(cl, "grid/grid.cl", defines);
     if (!g->program)
         return -1;

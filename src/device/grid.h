@@ -25,6 +25,10 @@ typedef enum mz_grid_mode {
     MZ_GRID_AUTO,   /* dense if it needs at most max(8 n, 2^22) cells, else hashed */
     MZ_GRID_DENSE,
     MZ_GRID_HASHED,
+    /* Dense, for a rank of a distributed run: its table holds a window of layers (slab_lo,
+     * slab_hi), and its kernels, and the solver's (MZ_SLABS=1), key and bound cells by it. The
+     * other modes build kernels without that work, so a single run pays nothing for it. */
+    MZ_GRID_SLABS,
 } mz_grid_mode;
 
 #define MZ_GRID_MAX_REGISTERED 16

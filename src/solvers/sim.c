@@ -84,8 +84,10 @@ int sim_check_fits(const mz_cl *cl, const mz_scene *scene, size_t n)
 cl_program sim_build_kernels(mz_sim *sim, const char *file, const char *const *names,
                              cl_kernel *const *out)
 {
-    char defines[32];
-    snprintf(defines, sizeof defines, "-DMZ_DIM=%d", sim->scene->sim.dimensions);
+    char defines[48];
+    /* A distributed rank's grid holds a window of layers: its solver kernels query it so. */
+    snprintf(defines, sizeof defines, "-DMZ_DIM=%d -DMZ_SLABS=%d", sim->scene->sim.dimensions,
+             sim->plan != NULL);
     cl_program p = cl_prog_build(sim->cl, file, defines);
     bool ok = p != NULL;
     for (size_t i = 0; ok && names[i]; i++)

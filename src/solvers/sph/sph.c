@@ -249,7 +249,7 @@ static int sph_init(mz_sim *sim)
 
     /* Distributed: the plan found the whole run's grid dense (slabs.h); a rank's is the same. */
     if (grid_create(&st->grid, sim->cl, n, st->P.h, s->sim.dimensions, s->domain.min,
-                    s->domain.max, sim->plan ? MZ_GRID_DENSE : MZ_GRID_AUTO) != 0)
+                    s->domain.max, sim->plan ? MZ_GRID_SLABS : MZ_GRID_AUTO) != 0)
         return -1;
     st->grid_made = true;
     if (grid_set_count(&st->grid, sim->n) != 0)
