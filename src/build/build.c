@@ -108,13 +108,15 @@ static size_t fluid_count(const mz_scene *s, const mz_fluid *f, size_t d[3])
     return d[0] * d[1] * d[2];
 }
 
-void build_body_of_ids(const mz_scene *s, uint32_t *body)
+void build_body_of_ids(const mz_scene *s, size_t first, size_t count, uint32_t *body)
 {
     assert(bodies_count(s) == 0);
-    size_t id = 0, d[3];
-    for (size_t b = 0; b < s->n_fluids; b++)
-        for (size_t k = 0, n = fluid_count(s, &s->fluids[b], d); k < n; k++)
-            body[id++] = (uint32_t)b;
+    size_t end = 0, d[3], i = 0;
+    for (size_t b = 0; b < s->n_fluids && i < count; b++) {
+        end += fluid_count(s, &s->fluids[b], d); /* this fluid's ids end here */
+        for (; i < count && first + i < end; i++)
+            body[i] = (uint32_t)b;
+    }
 }
 
 /* The fluids' particles, ids from 0, those keep takes (all without keep) from slot 0 on, the

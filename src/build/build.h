@@ -69,9 +69,9 @@ void build_particles(const mz_scene *s, mz_particles *p);
  * meshes, whose constraints name particle ids as slots). */
 typedef bool (*build_keep_fn)(void *ctx, const float x[3]);
 void build_particles_where(const mz_scene *s, mz_particles *p, build_keep_fn keep, void *ctx);
-/* The body index of every particle id (as mz_particles.body), without building them; scenes
- * of fluids only. */
-void build_body_of_ids(const mz_scene *s, uint32_t *body);
+/* The body indices (as mz_particles.body) of ids [first, first + count), without building the
+ * particles; scenes of fluids only. */
+void build_body_of_ids(const mz_scene *s, size_t first, size_t count, uint32_t *body);
 /* Host bytes build_particles and the solvers' set-up take for the scene's n particles: the
  * particle and constraint arrays, the positions and pairs of bodies still kept as lattices,
  * and SPH wall and collider particles. */

@@ -472,6 +472,11 @@ static int check_resume(const run_ctx *r)
     return 0;
 }
 
+static void body_of_ids(const void *scene, size_t first, size_t count, uint32_t *out)
+{
+    build_body_of_ids(scene, first, count, out);
+}
+
 /* A new output file, or for --resume the one the checkpoint names, cut back to its frames. */
 static int open_output(run_ctx *r)
 {
@@ -500,19 +505,16 @@ static int open_output(run_ctx *r)
     mz_h5_static st = {.body = r->parts.body, .phase = r->parts.phase,
                        .triangles = r->parts.triangles, .n_triangles = r->parts.n_triangles,
                        .n_rigids = r->sim.n_rigids, .rigid_body = rigid_body};
-    /* Under mpirun rank 0 holds only its share: the bodies of all ids from the scene (fluids
-     * only: phase 0 for all). */
-    uint32_t *body = NULL;
+    /* Under mpirun rank 0 holds only its share: the bodies of ids from the scene, a block at a
+     * time (fluids only: phase 0 for all). */
     if (dist_active()) {
-        body = xmalloc((r->parts.n_total ? r->parts.n_total : 1) * sizeof *body);
-        build_body_of_ids(s, body);
-        st.body = body;
-        st.phase = NULL;
+        st.body = st.phase = NULL;
+        st.body_of = body_of_ids;
+        st.body_ctx = s;
     }
     r->out = h5_out_create(r->path, r->parts.n_total, r->fields,
                            s->output.compression == MZ_COMPRESSION_GZIP ? s->output.level : 0,
                            &meta, &st);
-    free(body);
     free(rigid_body);
     return r->out ? 0 : -1;
 }

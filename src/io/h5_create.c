@@ -129,13 +129,52 @@ static int write_h5md(const mz_h5_out *o)
                : 0;
 }
 
-/* [n] int32 from n uint32 values, or zeros for NULL. */
-static int put_per_particle(const mz_h5_out *o, const char *name, const uint32_t *v)
+/* Fills out[0 .. count) with the column's values of rows first .. first + count. */
+typedef void (*column_fn)(const void *ctx, size_t first, size_t count, uint32_t *out);
+
+static void column_ids(const void *ctx, size_t first, size_t count, uint32_t *out)
 {
-    uint32_t *zeros = v ? NULL : xcalloc(o->n, sizeof *zeros);
-    int rc = put_dataset(o, name, H5T_STD_I32LE, H5T_NATIVE_UINT32, 0, o->n, v ? v : zeros);
-    free(zeros);
-    return rc;
+    (void)ctx;
+    for (size_t i = 0; i < count; i++)
+        out[i] = (uint32_t)(first + i);
+}
+
+static void column_array(const void *ctx, size_t first, size_t count, uint32_t *out)
+{
+    if (ctx)
+        memcpy(out, (const uint32_t *)ctx + first, count * sizeof *out);
+    else
+        memset(out, 0, count * sizeof *out);
+}
+
+/* A [n] int32 column written a million rows at a time, so that no caller needs all n values
+ * at once (a distributed run's rank 0 holds only its share). Contiguous: the same bytes as one
+ * write. */
+static int put_column(const mz_h5_out *o, const char *name, column_fn fill, const void *ctx)
+{
+    enum { ROWS = 1 << 20 };
+    hsize_t dims[1] = {o->n};
+    hid_t space = H5Screate_simple(1, dims, NULL);
+    hid_t dcpl = untimed_plist(H5P_DATASET_CREATE), d = -1;
+    if (space >= 0 && dcpl >= 0)
+        d = H5Dcreate2(o->file, name, H5T_STD_I32LE, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    uint32_t *buf = xmalloc((o->n < ROWS ? o->n + 1 : ROWS) * sizeof *buf);
+    bool ok = d >= 0;
+    for (size_t first = 0; ok && first < o->n; first += ROWS) {
+        hsize_t start[1] = {first}, count[1] = {o->n - first < ROWS ? o->n - first : ROWS};
+        fill(ctx, first, (size_t)count[0], buf);
+        hid_t ms = H5Screate_simple(1, count, NULL);
+        ok = ms >= 0 && H5Sselect_hyperslab(space, H5S_SELECT_SET, start, NULL, count, NULL) >= 0 &&
+             H5Dwrite(d, H5T_NATIVE_UINT32, ms, space, H5P_DEFAULT, buf) >= 0;
+        h5_close_id(ms);
+    }
+    if (!ok)
+        h5_fail(o->path, "writing %s", name);
+    free(buf);
+    h5_close_id(d);
+    h5_close_id(dcpl);
+    h5_close_id(space);
+    return ok ? 0 : -1;
 }
 
 static int write_particles(const mz_h5_out *o, const mz_h5_meta *m, const mz_h5_static *st)
@@ -156,15 +195,10 @@ static int write_particles(const mz_h5_out *o, const mz_h5_meta *m, const mz_h5_
     if (rc)
         return -1;
     /* Rows are in id order, so id is 0..n-1; it is written for H5MD readers that look for it. */
-    int32_t *id = xmalloc(o->n * sizeof *id);
-    for (size_t i = 0; i < o->n; i++)
-        id[i] = (int32_t)i;
-    rc = put_dataset(o, "/particles/all/id", H5T_STD_I32LE, H5T_NATIVE_INT32, 0, o->n, id);
-    free(id);
-    if (rc)
-        return -1;
-    return put_per_particle(o, "/particles/all/body", st->body) ||
-                   put_per_particle(o, "/particles/all/phase", st->phase)
+    return put_column(o, "/particles/all/id", column_ids, NULL) ||
+                   (st->body_of ? put_column(o, "/particles/all/body", st->body_of, st->body_ctx)
+                                : put_column(o, "/particles/all/body", column_array, st->body)) ||
+                   put_column(o, "/particles/all/phase", column_array, st->phase)
                ? -1
                : 0;
 }

@@ -64,7 +64,11 @@ typedef struct mz_h5_meta {
 
 /* What does not change over the run, per particle and between particles. */
 typedef struct mz_h5_static {
-    const uint32_t *body;      /* n body indices in id order, or NULL: all 0 */
+    const uint32_t *body;      /* n body indices in id order, or NULL: all 0 (or body_of) */
+    /* Or, without body: the body indices of ids [first, first + count) into out, asked for a
+     * block at a time (a distributed run's rank 0 holds no array of all of them). */
+    void (*body_of)(const void *ctx, size_t first, size_t count, uint32_t *out);
+    const void *body_ctx;
     const uint32_t *phase;     /* n MZ_PHASE_* values, or NULL: all 0 */
     const uint32_t *triangles; /* 3 particle ids per triangle (cloth surfaces), or NULL */
     size_t n_triangles;        /* 0: no connectivity */

@@ -99,8 +99,21 @@ static void assert_ranks_match(const char *name, const char *scene_args, long fr
             fail_msg("%s, %d ranks: exit %d: %s", name, np, rc, err ? err : "");
         free(err);
         assert_same_frames(one, path, frames + 1);
+        /* the per-particle columns written once (rank 0 writes them a block at a time) */
+        hid_t f1 = H5Fopen(one, H5F_ACC_RDONLY, H5P_DEFAULT);
         hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-        assert_true(f >= 0);
+        assert_true(f1 >= 0 && f >= 0);
+        static const char *const columns[] = {"/particles/all/id", "/particles/all/body",
+                                              "/particles/all/phase"};
+        for (int c = 0; c < 3; c++) {
+            size_t na = 0, nb = 0;
+            unsigned char *x = read_all(f1, columns[c], &na), *y = read_all(f, columns[c], &nb);
+            if (!x || !y || na != nb || memcmp(x, y, na) != 0)
+                fail_msg("%s, %d ranks: %s differs", name, np, columns[c]);
+            free(x);
+            free(y);
+        }
+        H5Fclose(f1);
         hid_t a = H5Aopen_by_name(f, "/parameters/build", "ranks", H5P_DEFAULT, H5P_DEFAULT);
         long long ranks = 0;
         assert_true(a >= 0 && H5Aread(a, H5T_NATIVE_LLONG, &ranks) >= 0);
@@ -161,6 +174,25 @@ static void test_ranks_without_particles(void **state)
     char args[600];
     snprintf(args, sizeof args, "%s", scene);
     assert_ranks_match("empty ranks", args, 2);
+}
+
+static void test_two_fluids(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_MPI();
+    /* two bodies of water: each particle's body index from the scene, by id block */
+    const char *scene = test_path("two.json");
+    write_text(scene,
+               "{\"mizu_scene\": 1, \"simulation\": {\"fps\": 100, \"frames\": 2, "
+               "\"dimensions\": 2, \"adaptive\": true},"
+               "\"domain\": {\"min\": [0, 0, 0], \"max\": [0.2, 0.2, 0]},"
+               "\"fluids\": [{\"solver\": \"wcsph\", \"box\": {\"min\": [0, 0, 0], "
+               "\"max\": [0.05, 0.1, 0]}, \"spacing\": 0.004},"
+               "{\"solver\": \"wcsph\", \"box\": {\"min\": [0.15, 0, 0], "
+               "\"max\": [0.2, 0.06, 0]}, \"spacing\": 0.004}]}");
+    char args[600];
+    snprintf(args, sizeof args, "%s", scene);
+    assert_ranks_match("two fluids", args, 2);
 }
 
 /* A block falls through the slab boundary within one frame (no rebalance before the frame
@@ -344,6 +376,7 @@ int main(void)
         cmocka_unit_test(test_collapsed_penalty_fixed),
         cmocka_unit_test(test_continuity_density),
         cmocka_unit_test(test_ranks_without_particles),
+        cmocka_unit_test(test_two_fluids),
         cmocka_unit_test(test_buffers_grow),
         cmocka_unit_test(test_checkpoint_resume),
         cmocka_unit_test(test_sigterm_checkpoint),
