@@ -15,6 +15,7 @@
 #include "cli/paths.h"
 #include "cli/progress.h"
 #include "cli/signals.h"
+#include "cli/writer.h"
 #include "device/cl_prog.h"
 #include "dist/dist.h"
 #include "dist/id_blocks.h"
@@ -150,6 +151,9 @@ typedef struct run_ctx {
     readback rb[2];
     float *ordered[MZ_FIELD_COUNT]; /* in id order: all rows, or under mpirun this rank's block */
     float *block_raw[MZ_FIELD_COUNT]; /* under mpirun: the block as the device lays it out */
+    /* One process: frames are put in id order and written on this thread while the main one
+     * drives the next frame (writer.h). Not under mpirun. */
+    mz_writer writer;
     double write_s;
     long checkpoints; /* written by this run */
     long ckpt_failed; /* the frame whose checkpoint could not be written; -1: the last one was */
@@ -290,10 +294,12 @@ static int write_blocks(run_ctx *r, readback *rb)
     return rc ? rc : h5_out_commit_frame(r->out, rb->step, rb->time, rb->rigid_pose);
 }
 
-/* Wait for a readback, put it in id order, append it to the file. */
-static int finish_readback(run_ctx *r, readback *rb)
+/* Wait for a readback, put it in id order, append it to the file (the writer thread's job in
+ * one process). */
+static int write_readback(void *ctx, void *job)
 {
-    rb->pending = false;
+    run_ctx *r = ctx;
+    readback *rb = job;
     bool ok = cl_ok(clWaitForEvents(1, &rb->done), "clWaitForEvents(readback)");
     clReleaseEvent(rb->done);
     if (!ok) {
@@ -321,8 +327,21 @@ static int finish_readback(run_ctx *r, readback *rb)
     }
     signals_writing(false);
     r->write_s += now_seconds() - t0;
-    return dist_max_int(rc != 0) ? -1 : 0;
+    return rc;
 }
+
+/* Hand a queued readback on: to the writer thread in one process (it writes while the next
+ * frame runs; a failure of an earlier write shows here), written at once under mpirun. */
+static int finish_readback(run_ctx *r, readback *rb)
+{
+    rb->pending = false;
+    if (r->writer.started)
+        return writer_submit(&r->writer, rb);
+    return dist_max_int(write_readback(r, rb) != 0) ? -1 : 0;
+}
+
+/* Every frame handed to the writer is on disk: 0, or -1 when one failed. */
+static int writes_done(run_ctx *r) { return writer_wait(&r->writer); }
 
 static void print_summary(const run_ctx *r, long frames_written, double setup_s, double run_s)
 {
@@ -601,6 +620,8 @@ static int set_up(run_ctx *r)
     if (dist_max_int(open_output(r) != 0))
         return MZ_EXIT_RUNTIME;
     alloc_readbacks(r);
+    if (!dist_active() && writer_start(&r->writer, write_readback, r) != 0)
+        return MZ_EXIT_RUNTIME;
     r->sim.pace.stop_requested = stop_requested;
     warn_disk_space(r, r->resumed ? r->ck.frame + 1 : 0);
     return 0;
@@ -618,7 +639,7 @@ static int drain(run_ctx *r)
     for (int b = 0; b < 2; b++)
         if (r->rb[b].pending && finish_readback(r, &r->rb[b]) != 0)
             return -1;
-    return 0;
+    return writes_done(r);
 }
 
 static const char *drain_failure(int d)
@@ -691,6 +712,12 @@ static loop_end frame_loop(run_ctx *r, long first, long *last_frame, const char 
             end = LOOP_BLOWN_UP;
             break;
         }
+        /* cur held frame f - 2, which the writer may still be writing */
+        if (writes_done(r) != 0) {
+            *why = "writing the output failed";
+            end = LOOP_FAILED;
+            break;
+        }
         if (!health_enqueue(&r->health, &r->sim, f) ||
             (f % every == 0 && !enqueue_readback(&r->sim, r->fields, cur))) {
             *why = "a device failure";
@@ -730,6 +757,12 @@ static loop_end frame_loop(run_ctx *r, long first, long *last_frame, const char 
         *why = drain_failure(d);
         end = d > 0 ? LOOP_BLOWN_UP : LOOP_FAILED;
     }
+    /* Whatever ended the loop, the writer finishes the frames it was given before the file is
+     * closed. */
+    if (writes_done(r) != 0 && (end == LOOP_DONE || end == LOOP_SIGNALLED)) {
+        *why = "writing the output failed";
+        end = LOOP_FAILED;
+    }
     if (end == LOOP_DONE && !cl_ok(clFinish(r->cl.queue), "clFinish")) {
         *why = "a device failure";
         end = LOOP_FAILED;
@@ -740,6 +773,7 @@ static loop_end frame_loop(run_ctx *r, long first, long *last_frame, const char 
 
 static void release_run(run_ctx *r)
 {
+    writer_stop(&r->writer);
     /* A failed run can leave readbacks queued into rb[]: let the device finish before freeing. */
     if (r->cl.queue)
         clFinish(r->cl.queue);
