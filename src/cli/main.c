@@ -1,4 +1,6 @@
-/* mizu: command line. Exit codes: 0 ok, 1 runtime failure, 2 usage or scene error. */
+/* mizu: command line. Exit codes: 0 ok, 1 runtime failure, 2 usage or scene error (compare:
+ * 0 match, 1 differs, 2 not comparable). */
+#include "cli/compare.h"
 #include "cli/info.h"
 #include "cli/run.h"
 #include "dist/dist.h"
@@ -9,6 +11,7 @@
 #include "util/err.h"
 
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +24,8 @@ static const char usage_text[] =
     "       mizu check SCENE.json [--set PATH=VALUE]...\n"
     "       mizu devices\n"
     "       mizu info OUT.h5\n"
+    "       mizu compare A.h5 B.h5 [--fields F,...] [--rtol R] [--atol A] [--frames K[:L]]\n"
+    "                              [--json]\n"
     "       mizu keys\n"
     "       mizu --help | --version\n";
 
@@ -34,6 +39,7 @@ static const char help_text[] =
     "  check SCENE     validate the scene; print particle counts and the memory estimate\n"
     "  devices         list OpenCL platforms and devices with their P:D numbers\n"
     "  info OUT.h5     summarise an output file\n"
+    "  compare A B     whether two output files hold the same frames (CI regression runs)\n"
     "  keys            list every scene key with its type, default, unit and meaning\n"
     "\n"
     "options for run and check:\n"
@@ -53,12 +59,19 @@ static const char help_text[] =
     "                             is cut back to the checkpoint's frames and continued; the\n"
     "                             frames are bit-identical to an uninterrupted run on the same\n"
     "                             device. --frames N extends the run.\n"
+    "options for compare (default: every field both files hold, all frames, identical bits):\n"
+    "      --fields F,...     compare these fields only (position, velocity, ...)\n"
+    "      --rtol R, --atol A a value a matches b when |a - b| <= A + R |b|\n"
+    "      --frames K[:L]     frame records K..L (both included, from 0), or K to the end\n"
+    "      --json             the results as one JSON object\n"
+    "\n"
     "SIGINT/SIGTERM stop after the current frame with a checkpoint (exit 128+signal); a second\n"
     "signal aborts at once, keeping the frames written. A blow-up (NaN, Inf, or a speed beyond\n"
     "simulation.max_speed) stops the run with exit 1, naming the particle.\n"
     "\n"
     "exit status: 0 success, 1 runtime failure (device, I/O, blow-up, too big for the device),\n"
-    "2 usage or scene error, 128+N stopped by signal N.\n"
+    "2 usage or scene error, 128+N stopped by signal N. compare: 0 match, 1 differs, 2 not\n"
+    "comparable (or a usage error).\n"
     "See mizu(1) and docs/scene.md.\n";
 
 static int usage_error(const char *fmt, const char *arg)
@@ -69,7 +82,10 @@ static int usage_error(const char *fmt, const char *arg)
     return MZ_EXIT_USAGE;
 }
 
-enum { OPT_KERNEL_DIR = 1000, OPT_CHECKPOINT_EVERY, OPT_CHECKPOINT, OPT_RESUME };
+enum {
+    OPT_KERNEL_DIR = 1000, OPT_CHECKPOINT_EVERY, OPT_CHECKPOINT, OPT_RESUME,
+    OPT_FIELDS, OPT_RTOL, OPT_ATOL, OPT_JSON
+};
 
 /* A whole number in [lo, hi] from an option's value, or -1. */
 static long whole_number(const char *s, long lo, long hi)
@@ -148,6 +164,73 @@ static int scene_command(const char *cmd, int argc, char **argv)
     return rc;
 }
 
+/* A tolerance: a finite number >= 0, or -1. */
+static double tolerance(const char *s)
+{
+    char *end;
+    double v = strtod(s, &end);
+    return *end || end == s || !isfinite(v) || v < 0 ? -1 : v;
+}
+
+/* compare's --frames K, K:L or K: (K to the end) into o->first, o->last; -1 when malformed. */
+static int frame_records(const char *s, mz_compare_opts *o)
+{
+    const char *colon = strchr(s, ':');
+    char first[32];
+    if (!colon)
+        return (o->first = o->last = whole_number(s, 0, 1000000000L)) < 0 ? -1 : 0;
+    if ((size_t)(colon - s) >= sizeof first)
+        return -1;
+    memcpy(first, s, (size_t)(colon - s));
+    first[colon - s] = '\0';
+    o->first = whole_number(first, 0, 1000000000L);
+    o->last = colon[1] ? whole_number(colon + 1, 0, 1000000000L) : -1;
+    return o->first < 0 || (colon[1] && (o->last < 0 || o->last < o->first)) ? -1 : 0;
+}
+
+static int compare_command(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"fields", required_argument, 0, OPT_FIELDS}, {"rtol", required_argument, 0, OPT_RTOL},
+        {"atol", required_argument, 0, OPT_ATOL},     {"frames", required_argument, 0, 'n'},
+        {"json", no_argument, 0, OPT_JSON},           {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0}};
+    mz_compare_opts o = {.last = -1};
+    int c;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        switch (c) {
+        case OPT_FIELDS: o.fields = optarg; break;
+        case OPT_JSON: o.json = true; break;
+        case 'h': fputs(usage_text, stdout); fputs(help_text, stdout); return MZ_EXIT_OK;
+        case OPT_RTOL:
+        case OPT_ATOL: {
+            double v = tolerance(optarg);
+            if (v < 0)
+                return usage_error(c == OPT_RTOL ? "--rtol wants a number >= 0 (got '%s')"
+                                                 : "--atol wants a number >= 0 (got '%s')",
+                                   optarg);
+            *(c == OPT_RTOL ? &o.rtol : &o.atol) = v;
+            o.tolerance = true; /* the other stays 0 */
+            break;
+        }
+        case 'n':
+            if (frame_records(optarg, &o) < 0)
+                return usage_error("--frames wants K, K:L (K <= L) or K: with K and L frame "
+                                   "numbers from 0 (got '%s')", optarg);
+            break;
+        case ':': return usage_error("option %s needs a value", argv[optind - 1]);
+        default: return usage_error("unknown option %s", argv[optind - 1]);
+        }
+    }
+    if (argc - optind != 2)
+        return usage_error("%s", "compare takes two output files");
+    o.path[0] = argv[optind];
+    o.path[1] = argv[optind + 1];
+    return compare_files(&o, stdout);
+}
+
 static int command(int argc, char **argv)
 {
     if (argc < 2)
@@ -175,6 +258,8 @@ static int command(int argc, char **argv)
             return usage_error("%s", "info takes one output file");
         return info_print(argv[2], stdout);
     }
+    if (!strcmp(cmd, "compare"))
+        return compare_command(argc - 1, argv + 1);
     return usage_error("unknown command '%s'", cmd);
 }
 

@@ -13,12 +13,13 @@
 #define MAN_PAGE "man/mizu.1"
 #define MAIN_C "src/cli/main.c"
 
-static const char *const commands[] = {"run", "check", "devices", "info", "keys", NULL};
+static const char *const commands[] = {"run", "check", "devices", "info", "compare", "keys",
+                                       NULL};
 static const char *const long_options[] = {"--output",  "--frames", "--device",
                                            "--set",     "--quiet",  "--profile",
                                            "--kernel-dir", "--help", "--version",
                                            "--checkpoint-every", "--checkpoint", "--resume",
-                                           NULL};
+                                           "--fields", "--rtol", "--atol", "--json", NULL};
 
 static char *slurp(const char *path)
 {
