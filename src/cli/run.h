@@ -1,6 +1,7 @@
-/* cli/: the mizu command: arguments (main.c), `mizu run` with its frame loop (run.c), `mizu
- * check` (check.c), `mizu info` (info.c), `mizu compare` (compare.c), progress lines and
- * signals. May include every layer below: io/, solvers/, build/, device/, scene/, util/.
+/* cli/: the mizu command: arguments (main.c), `mizu run` with its frame loop (run.c) and its
+ * writer thread (writer.c), `mizu check` (check.c), `mizu info` (info.c), `mizu compare`
+ * (compare.c), progress lines and signals. May include every layer below: io/, solvers/,
+ * dist/, build/, device/, scene/, util/.
  *
  * The commands that take a scene: `mizu run` (the frame loop) and `mizu check`. */
 #ifndef MZ_RUN_H
