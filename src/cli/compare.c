@@ -7,6 +7,7 @@
  * tolerance, a pair whose bits differ may still match. compare_report.c prints the result. */
 #include "cli/compare.h"
 #include "cli/compare_result.h"
+#include "io/h5_read.h"
 #include "scene/fields.h"
 #include "util/err.h"
 
@@ -19,13 +20,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-
-/* H5Pset_file_locking came with HDF5 1.10.7 and 1.12.1. */
-#if (H5_VERSION_GE(1, 10, 7) && !H5_VERSION_GE(1, 11, 0)) || H5_VERSION_GE(1, 12, 1)
-#define MZ_FILE_LOCKING_OFF(fapl) H5Pset_file_locking(fapl, 0, 1)
-#else
-#define MZ_FILE_LOCKING_OFF(fapl) 0
-#endif
 
 #define PARTICLES "/particles/all"
 #define RIGID "/observables/rigid"
@@ -122,26 +116,6 @@ static void sort_fields(mz_names *l)
 
 /* ---- the files ---- */
 
-/* Whether PATH (absolute) names an object, checking each level: H5Lexists fails, rather than
- * saying no, when a parent is missing. */
-static bool exists(hid_t file, const char *path)
-{
-    char buf[256];
-    snprintf(buf, sizeof buf, "%s", path);
-    for (char *p = buf + 1;; p++) {
-        if (*p != '/' && *p != '\0')
-            continue;
-        char ch = *p;
-        *p = '\0';
-        bool ok = H5Lexists(file, buf, H5P_DEFAULT) > 0;
-        *p = ch;
-        if (!ok)
-            return false;
-        if (ch == '\0')
-            return true;
-    }
-}
-
 static herr_t add_series(hid_t group, const char *name, const H5L_info_t *info, void *data)
 {
     (void)info;
@@ -156,7 +130,7 @@ static herr_t add_series(hid_t group, const char *name, const H5L_info_t *info, 
 /* The names of GROUP's children that hold a value dataset, by name. */
 static void list_series(hid_t file, const char *group, mz_names *out)
 {
-    if (!exists(file, group))
+    if (!h5_exists(file, group))
         return;
     hid_t g = H5Gopen2(file, group, H5P_DEFAULT);
     if (g >= 0) {
@@ -176,17 +150,13 @@ static int open_output(cmp *c, int k)
     if (H5Fis_hdf5(path) <= 0)
         return not_comparable(c, "%s: not a mizu output file: not an HDF5 file", path);
     /* No lock: the file may be one that a run is still writing. */
-    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
-    if (fapl >= 0 && MZ_FILE_LOCKING_OFF(fapl) >= 0)
-        c->h[k] = H5Fopen(path, H5F_ACC_RDONLY, fapl);
-    if (fapl >= 0)
-        H5Pclose(fapl);
+    c->h[k] = h5_open_unlocked(path);
     if (c->h[k] < 0)
         return not_comparable(c, "cannot open %s: HDF5 could not open it (damaged or "
                                  "truncated?)", path);
-    if (!exists(c->h[k], "/h5md"))
+    if (!h5_exists(c->h[k], "/h5md"))
         return not_comparable(c, "%s: not a mizu output file: /h5md missing", path);
-    if (!exists(c->h[k], PARTICLES "/id"))
+    if (!h5_exists(c->h[k], PARTICLES "/id"))
         return not_comparable(c, "%s: not a mizu output file: " PARTICLES "/id missing", path);
     list_series(c->h[k], PARTICLES, &c->fields[k]);
     sort_fields(&c->fields[k]);
@@ -244,7 +214,7 @@ static int same_ints(cmp *c, const char *name, const char *what, const char *who
     hsize_t n[2][3] = {{0}};
     int rc = 0;
     for (int k = 0; k < 2 && !rc; k++) {
-        d[k] = exists(c->h[k], name) ? H5Dopen2(c->h[k], name, H5P_DEFAULT) : -1;
+        d[k] = h5_exists(c->h[k], name) ? H5Dopen2(c->h[k], name, H5P_DEFAULT) : -1;
         hid_t t = d[k] < 0 ? -1 : H5Dget_type(d[k]);
         if (d[k] < 0 || dims_of(d[k], n[k]) != 1 || H5Tget_class(t) != H5T_INTEGER)
             rc = not_comparable(c, "%s: not a mizu output file: %s %s", c->r.o->path[k], name,
@@ -588,7 +558,7 @@ static int compare_counters(cmp *c)
         for (int j = 0; j < 2 && !rc; j++) {
             char name[200];
             snprintf(name, sizeof name, "%s/%s", c->src[0].group, j ? "time" : "step");
-            hid_t d = exists(c->h[k], name) ? H5Dopen2(c->h[k], name, H5P_DEFAULT) : -1;
+            hid_t d = h5_exists(c->h[k], name) ? H5Dopen2(c->h[k], name, H5P_DEFAULT) : -1;
             hsize_t dims[3];
             if (d < 0 || dims_of(d, dims) != 1 || dims[0] < (hsize_t)c->r.last + 1)
                 rc = not_comparable(c, "%s: not a mizu output file: %s %s", c->r.o->path[k],

@@ -1,6 +1,7 @@
 /* `mizu info OUT.h5`. Reads only what io/ writes (io/h5_out.h), tolerating absent pieces (shown
  * as "?") so that files from older versions and half-written files still get a summary. */
 #include "cli/info.h"
+#include "io/h5_read.h"
 #include "scene/fields.h"
 #include "util/err.h"
 
@@ -13,34 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-/* H5Pset_file_locking came with HDF5 1.10.7 and 1.12.1. */
-#if (H5_VERSION_GE(1, 10, 7) && !H5_VERSION_GE(1, 11, 0)) || H5_VERSION_GE(1, 12, 1)
-#define MZ_FILE_LOCKING_OFF(fapl) H5Pset_file_locking(fapl, 0, 1)
-#else
-#define MZ_FILE_LOCKING_OFF(fapl) 0
-#endif
-
 #define BBOX_ROWS 65536 /* particles read at a time for the bounding box */
-
-/* Whether PATH (absolute) names an object, checking each level: H5Lexists fails, rather than
- * saying no, when a parent is missing. */
-static int exists(hid_t file, const char *path)
-{
-    char buf[256];
-    snprintf(buf, sizeof buf, "%s", path);
-    for (char *p = buf + 1;; p++) {
-        if (*p != '/' && *p != '\0')
-            continue;
-        char c = *p;
-        *p = '\0';
-        int ok = H5Lexists(file, buf, H5P_DEFAULT) > 0;
-        *p = c;
-        if (!ok)
-            return 0;
-        if (c == '\0')
-            return 1;
-    }
-}
 
 /* A scalar string attribute or dataset (fixed or variable length): malloc'd, or NULL. */
 static char *read_string(hid_t id, int is_attr)
@@ -84,7 +58,7 @@ done:
 
 static char *str_dataset(hid_t file, const char *name)
 {
-    if (!exists(file, name))
+    if (!h5_exists(file, name))
         return NULL;
     hid_t d = H5Dopen2(file, name, H5P_DEFAULT);
     char *s = d < 0 ? NULL : read_string(d, 0);
@@ -95,7 +69,7 @@ static char *str_dataset(hid_t file, const char *name)
 
 static char *str_attr(hid_t file, const char *obj, const char *name)
 {
-    if (!exists(file, obj) || H5Aexists_by_name(file, obj, name, H5P_DEFAULT) <= 0)
+    if (!h5_exists(file, obj) || H5Aexists_by_name(file, obj, name, H5P_DEFAULT) <= 0)
         return NULL;
     hid_t a = H5Aopen_by_name(file, obj, name, H5P_DEFAULT, H5P_DEFAULT);
     char *s = a < 0 ? NULL : read_string(a, 1);
@@ -107,7 +81,7 @@ static char *str_attr(hid_t file, const char *obj, const char *name)
 /* A scalar integer attribute; 0 when it is absent. */
 static int int_attr(hid_t file, const char *obj, const char *name, long long *v)
 {
-    if (!exists(file, obj) || H5Aexists_by_name(file, obj, name, H5P_DEFAULT) <= 0)
+    if (!h5_exists(file, obj) || H5Aexists_by_name(file, obj, name, H5P_DEFAULT) <= 0)
         return 0;
     hid_t a = H5Aopen_by_name(file, obj, name, H5P_DEFAULT, H5P_DEFAULT);
     int ok = a >= 0 && H5Aread(a, H5T_NATIVE_LLONG, v) >= 0;
@@ -119,7 +93,7 @@ static int int_attr(hid_t file, const char *obj, const char *name, long long *v)
 /* Dimensions of dataset NAME; its rank, or -1. */
 static int dataset_dims(hid_t file, const char *name, hsize_t dims[3])
 {
-    if (!exists(file, name))
+    if (!h5_exists(file, name))
         return -1;
     hid_t d = H5Dopen2(file, name, H5P_DEFAULT);
     hid_t s = d < 0 ? -1 : H5Dget_space(d);
@@ -136,7 +110,7 @@ static int dataset_dims(hid_t file, const char *name, hsize_t dims[3])
 /* Element i of a 1-D dataset as a double (step or time). */
 static int read_element(hid_t file, const char *name, hsize_t i, double *v)
 {
-    hid_t d = exists(file, name) ? H5Dopen2(file, name, H5P_DEFAULT) : -1;
+    hid_t d = h5_exists(file, name) ? H5Dopen2(file, name, H5P_DEFAULT) : -1;
     hid_t fs = d < 0 ? -1 : H5Dget_space(d);
     hsize_t one = 1;
     hid_t ms = H5Screate_simple(1, &one, NULL);
@@ -213,7 +187,7 @@ static void print_rigids(FILE *out, hid_t file)
     static const char *const series[] = {"center_of_mass", "orientation"};
     hsize_t dims[3];
     int rank = dataset_dims(file, "/observables/rigid/body", dims);
-    if (rank < 0 && !exists(file, "/observables/rigid"))
+    if (rank < 0 && !h5_exists(file, "/observables/rigid"))
         return;
     if (rank == 1)
         fprintf(out, "  %-10s %llu rigid bod%s in /observables/rigid:", "rigids",
@@ -371,21 +345,16 @@ int info_print(const char *path, FILE *out)
         return 1;
     }
     /* No lock: the file may be one a run is still writing. */
-    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
-    hid_t file = -1;
-    if (fapl >= 0 && MZ_FILE_LOCKING_OFF(fapl) >= 0)
-        file = H5Fopen(path, H5F_ACC_RDONLY, fapl);
-    if (fapl >= 0)
-        H5Pclose(fapl);
+    hid_t file = h5_open_unlocked(path);
     if (file < 0) {
         mz_error("cannot open %s: HDF5 could not open it (damaged or truncated?)", path);
         return 1;
     }
     int rc = 0;
-    if (!exists(file, "/h5md")) {
+    if (!h5_exists(file, "/h5md")) {
         mz_error("%s: not a mizu output file: /h5md missing", path);
         rc = 1;
-    } else if (!exists(file, "/particles/all/position/value")) {
+    } else if (!h5_exists(file, "/particles/all/position/value")) {
         mz_error("%s: not a mizu output file: /particles/all/position/value missing", path);
         rc = 1;
     } else {

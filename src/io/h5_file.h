@@ -4,17 +4,12 @@
 #ifndef MZ_H5_FILE_H
 #define MZ_H5_FILE_H
 #include "io/h5_out.h"
+#include "io/h5_read.h"
 #include "io/xdmf.h"
 #include "util/err.h"
 
 #include <hdf5.h>
 
-/* H5Pset_file_locking came with HDF5 1.10.7 and 1.12.1. */
-#if (H5_VERSION_GE(1, 10, 7) && !H5_VERSION_GE(1, 11, 0)) || H5_VERSION_GE(1, 12, 1)
-#define MZ_FILE_LOCKING_OFF(fapl) H5Pset_file_locking(fapl, 0, 1)
-#else
-#define MZ_FILE_LOCKING_OFF(fapl) 0
-#endif
 
 #define RESERVE_MARGIN (1u << 20)   /* room reserved beyond a frame's data, for metadata */
 
