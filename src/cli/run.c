@@ -122,8 +122,9 @@ static char *output_path(const mz_run_opts *o, const mz_scene *s)
  * (8 floats each, as sim->rigid_pose holds them; NULL without rigid bodies), and the event that
  * says the copies are done. */
 typedef struct readback {
-    float *raw[MZ_FIELD_COUNT];
+    float *raw[MZ_FIELD_COUNT]; /* pinned host memory (mz_cl_pinned) */
     uint32_t *id;
+    cl_mem pin_raw[MZ_FIELD_COUNT], pin_id; /* what holds them pinned */
     float *rigid_pose;
     cl_event done;
     long step;
@@ -183,16 +184,28 @@ static void warn_disk_space(const run_ctx *r, long first_frame)
 static int device_components(mz_field f) { return mz_field_infos[f].components == 3 ? 4 : 1; }
 
 /* Room for n particles in a readback (its contents are not kept). */
-static void size_readback(readback *rb, unsigned fields, size_t n)
+static void free_readback(mz_cl *cl, readback *rb)
 {
-    rb->cap = n;
-    free(rb->id);
-    rb->id = xmalloc(4 * (n ? n : 1));
+    if (rb->id)
+        mz_cl_unpin(cl, rb->pin_id, rb->id);
+    rb->id = NULL;
     for (int f = 0; f < MZ_FIELD_COUNT; f++)
-        if (fields & MZ_FIELD_BIT(f)) {
-            free(rb->raw[f]);
-            rb->raw[f] = xmalloc(4 * (size_t)device_components(f) * (n ? n : 1));
-        }
+        if (rb->raw[f])
+            mz_cl_unpin(cl, rb->pin_raw[f], rb->raw[f]);
+    memset(rb->raw, 0, sizeof rb->raw);
+}
+
+/* Room for n particles in a readback (its contents are not kept), in pinned memory: the
+ * device copies a frame out by DMA instead of staging it (the copy sits on the in-order queue,
+ * before the next frame's steps). */
+static void size_readback(mz_cl *cl, readback *rb, unsigned fields, size_t n)
+{
+    free_readback(cl, rb);
+    rb->cap = n;
+    rb->id = mz_cl_pinned(cl, 4 * n, &rb->pin_id);
+    for (int f = 0; f < MZ_FIELD_COUNT; f++)
+        if (fields & MZ_FIELD_BIT(f))
+            rb->raw[f] = mz_cl_pinned(cl, 4 * (size_t)device_components(f) * n, &rb->pin_raw[f]);
 }
 
 static bool enqueue_readback(mz_sim *sim, unsigned fields, readback *rb)
@@ -201,7 +214,7 @@ static bool enqueue_readback(mz_sim *sim, unsigned fields, readback *rb)
     sim_owned(sim, &begin, &end);
     size_t n = end - begin;
     if (n > rb->cap) /* a distributed rank's share grew */
-        size_readback(rb, fields, n + n / 4);
+        size_readback(sim->cl, rb, fields, n + n / 4);
     rb->count = n;
     cl_command_queue q = sim->cl->queue;
     bool ok = cl_ok(clEnqueueReadBuffer(q, sim->id, CL_FALSE, 4 * begin, 4 * n, rb->id, 0, NULL,
@@ -410,7 +423,7 @@ static int load_run_scene(run_ctx *r)
 static void alloc_readbacks(run_ctx *r)
 {
     for (int b = 0; b < 2; b++) {
-        size_readback(&r->rb[b], r->fields, r->sim.cap);
+        size_readback(&r->cl, &r->rb[b], r->fields, r->sim.cap);
         if (r->sim.n_rigids > 0)
             r->rb[b].rigid_pose = xmalloc(8 * sizeof(cl_float) * r->sim.n_rigids);
     }
@@ -780,10 +793,8 @@ static void release_run(run_ctx *r)
     for (int b = 0; b < 2; b++) {
         if (r->rb[b].pending)
             clReleaseEvent(r->rb[b].done);
-        free(r->rb[b].id);
+        free_readback(&r->cl, &r->rb[b]);
         free(r->rb[b].rigid_pose);
-        for (int f = 0; f < MZ_FIELD_COUNT; f++)
-            free(r->rb[b].raw[f]);
     }
     for (int f = 0; f < MZ_FIELD_COUNT; f++) {
         free(r->ordered[f]);

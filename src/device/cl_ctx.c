@@ -298,6 +298,38 @@ cl_mem mz_cl_buffer(mz_cl *cl, cl_mem_flags flags, size_t bytes, void *host, con
     return m;
 }
 
+void *mz_cl_pinned(mz_cl *cl, size_t bytes, cl_mem *holder)
+{
+    cl_int st;
+    bytes = bytes ? bytes : 16;
+    *holder = clCreateBuffer(cl->ctx, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, bytes, NULL, &st);
+    void *p = st == CL_SUCCESS ? clEnqueueMapBuffer(cl->queue, *holder, CL_TRUE,
+                                                    CL_MAP_READ | CL_MAP_WRITE, 0, bytes, 0,
+                                                    NULL, NULL, &st)
+                               : NULL;
+    if (!p || st != CL_SUCCESS) { /* not fatal: pageable memory copies too, only slower */
+        if (*holder)
+            clReleaseMemObject(*holder);
+        *holder = NULL;
+        return xmalloc(bytes);
+    }
+    return p;
+}
+
+void mz_cl_unpin(mz_cl *cl, cl_mem holder, void *p)
+{
+    if (!holder) {
+        free(p);
+        return;
+    }
+    cl_event ev = NULL;
+    if (clEnqueueUnmapMemObject(cl->queue, holder, p, 0, NULL, &ev) == CL_SUCCESS && ev) {
+        clWaitForEvents(1, &ev);
+        clReleaseEvent(ev);
+    }
+    clReleaseMemObject(holder);
+}
+
 void mz_cl_release_kernels(const cl_kernel *k, size_t n)
 {
     for (size_t i = 0; i < n; i++)

@@ -60,4 +60,11 @@ cl_mem mz_cl_buffer(mz_cl *cl, cl_mem_flags flags, size_t bytes, void *host, con
 void mz_cl_release_kernels(const cl_kernel *k, size_t n);
 void mz_cl_release_mems(const cl_mem *m, size_t n);
 
+/* Host memory the device copies to and from directly (pinned: a buffer made with
+ * CL_MEM_ALLOC_HOST_PTR and mapped once, as NVIDIA's OpenCL guide advises; plain host memory on
+ * PoCL). A pinned block of `bytes`, or plain malloc'd memory when the driver refuses (*holder
+ * NULL then). Freed by mz_cl_unpin. */
+void *mz_cl_pinned(mz_cl *cl, size_t bytes, cl_mem *holder);
+void mz_cl_unpin(mz_cl *cl, cl_mem holder, void *p);
+
 #endif
