@@ -4,6 +4,7 @@
 
 #include "build/build.h"
 #include "scene/bodies.h"
+#include "scene/fields.h"
 #include "scene/scene.h"
 #include "solvers/sim.h"
 #include "util/err.h"
@@ -20,7 +21,10 @@ int cmd_check(const mz_run_opts *o)
     int dim = s.sim.dimensions;
     size_t n = scene_particle_count(&s);
     printf("%s: ok (scene format %d)\n", o->scene_path, s.version);
-    printf("  %d dimensions, %d frames at %g fps, ", dim, s.sim.frames, s.sim.fps);
+    printf("  %d dimensions, %d frames at %g fps", dim, s.sim.frames, s.sim.fps);
+    if (s.sim.duration > 0)
+        printf(" (until %g s)", s.sim.duration);
+    printf(", ");
     if (s.sim.adaptive)
         printf("adaptive steps (cfl %g)", scene_cfl(&s));
     else
@@ -78,8 +82,13 @@ int cmd_check(const mz_run_opts *o)
     printf("  host memory about %.1f MB beside the device's (%s: %.1f MB)\n",
            run_host_bytes(&s, n) / 1e6, limit.what, limit.bytes / 1e6);
     long written = s.sim.frames / s.output.every + 1;
-    printf("  output: %ld frames, about %.1f MB uncompressed\n", written,
-           run_output_bytes(&s, n, s.n_rigids, 0) / 1e6);
+    printf("  output: %ld frames (", written);
+    printf(s.output.every == 1 ? "every frame" : "one frame in %d", s.output.every);
+    printf("), fields");
+    for (int f = 0, k = 0; f < MZ_FIELD_COUNT; f++)
+        if (s.output.fields & MZ_FIELD_BIT(f))
+            printf("%s %s", k++ ? "," : "", mz_field_names[f]);
+    printf(", about %.1f MB uncompressed\n", run_output_bytes(&s, n, s.n_rigids, 0) / 1e6);
     /* Against the device the run would get, when there is one. */
     mz_cl cl;
     int opened = mz_cl_open(&cl, o->device, false);

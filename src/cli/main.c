@@ -17,11 +17,14 @@
 #include <string.h>
 
 static const char usage_text[] =
-    "usage: mizu run SCENE.json [-o OUT.h5] [--frames N] [--device cpu|gpu|P:D]\n"
+    "usage: mizu run SCENE.json [-o OUT.h5] [--frames N | --until SECONDS] [--every N]\n"
+    "                           [--fields F,...] [--device cpu|gpu|P:D]\n"
     "                           [--set PATH=VALUE]... [--quiet] [--profile] [--kernel-dir DIR]\n"
     "                           [--checkpoint-every N] [--checkpoint CKPT.h5]\n"
-    "       mizu run --resume CKPT.h5 [-o OUT.h5] [--frames N] [--device ...] [--checkpoint-every N]\n"
-    "       mizu check SCENE.json [--set PATH=VALUE]...\n"
+    "       mizu run --resume CKPT.h5 [-o OUT.h5] [--frames N | --until SECONDS] [--device ...]\n"
+    "                                 [--checkpoint-every N]\n"
+    "       mizu check SCENE.json [--frames N | --until SECONDS] [--every N] [--fields F,...]\n"
+    "                             [--set PATH=VALUE]...\n"
     "       mizu devices\n"
     "       mizu info OUT.h5\n"
     "       mizu compare A.h5 B.h5 [--fields F,...] [--rtol R] [--atol A] [--frames K[:L]]\n"
@@ -44,7 +47,11 @@ static const char help_text[] =
     "\n"
     "options for run and check:\n"
     "  -o, --output OUT.h5   output file (default: output.path, else SCENE's name with .h5)\n"
-    "  -n, --frames N        simulate N frames (overrides simulation.frames)\n"
+    "  -n, --frames N        simulate N frames (overrides simulation.frames and .duration)\n"
+    "      --until SECONDS   simulate until this time (simulation.duration): the frames that\n"
+    "                        reach it at the scene's fps\n"
+    "      --every N         write every N-th frame (output.every)\n"
+    "      --fields F,...    the fields to write, e.g. position,velocity (output.fields)\n"
     "  -d, --device SPEC     cpu, gpu, or P:D from `mizu devices`; default $MIZU_DEVICE,\n"
     "                        then the first GPU, then the first CPU\n"
     "  -s, --set PATH=VALUE  override a scene key, e.g. --set fluids[0].spacing=0.02\n"
@@ -84,7 +91,7 @@ static int usage_error(const char *fmt, const char *arg)
 
 enum {
     OPT_KERNEL_DIR = 1000, OPT_CHECKPOINT_EVERY, OPT_CHECKPOINT, OPT_RESUME,
-    OPT_FIELDS, OPT_RTOL, OPT_ATOL, OPT_JSON
+    OPT_FIELDS, OPT_RTOL, OPT_ATOL, OPT_JSON, OPT_UNTIL, OPT_EVERY
 };
 
 /* A whole number in [lo, hi] from an option's value, or -1. */
@@ -105,6 +112,9 @@ static int scene_command(const char *cmd, int argc, char **argv)
         {"checkpoint-every", required_argument, 0, OPT_CHECKPOINT_EVERY},
         {"checkpoint", required_argument, 0, OPT_CHECKPOINT},
         {"resume", required_argument, 0, OPT_RESUME},
+        {"until", required_argument, 0, OPT_UNTIL},
+        {"every", required_argument, 0, OPT_EVERY},
+        {"fields", required_argument, 0, OPT_FIELDS},
         {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
     mz_run_opts o = {0};
     const char **sets = xcalloc((size_t)argc, sizeof *sets);
@@ -130,6 +140,18 @@ static int scene_command(const char *cmd, int argc, char **argv)
                 rc = usage_error("--checkpoint-every wants a whole number of frames >= 1 (got "
                                  "'%s')", optarg);
             break;
+        case OPT_UNTIL: {
+            char *end;
+            o.until = strtod(optarg, &end);
+            if (*end || end == optarg || !isfinite(o.until) || o.until <= 0)
+                rc = usage_error("--until wants a time in seconds > 0 (got '%s')", optarg);
+            break;
+        }
+        case OPT_EVERY:
+            if ((o.every = whole_number(optarg, 1, 1000000000L)) < 0)
+                rc = usage_error("--every wants a whole number of frames >= 1 (got '%s')", optarg);
+            break;
+        case OPT_FIELDS: o.fields = optarg; break;
         case OPT_CHECKPOINT: o.checkpoint_path = optarg; break;
         case OPT_RESUME: o.resume_path = optarg; break;
         case ':': rc = usage_error("option %s needs a value", argv[optind - 1]); break;
@@ -139,6 +161,11 @@ static int scene_command(const char *cmd, int argc, char **argv)
     bool run = !strcmp(cmd, "run");
     if (rc < 0 && !run && (o.checkpoint_every || o.checkpoint_path || o.resume_path))
         rc = usage_error("%s", "--checkpoint-every, --checkpoint and --resume are for mizu run");
+    if (rc < 0 && o.frames > 0 && o.until > 0)
+        rc = usage_error("%s", "--frames and --until both say when to stop: give one");
+    if (rc < 0 && o.resume_path && (o.every || o.fields))
+        rc = usage_error("%s", "--every and --fields would change a resumed run's output: they "
+                               "are for a new run");
     if (rc < 0 && o.resume_path) {
         if (optind != argc)
             rc = usage_error("--resume takes the scene from the checkpoint; drop '%s'",

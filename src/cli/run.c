@@ -39,19 +39,43 @@
 int run_load_scene(const mz_run_opts *o, mz_scene *s)
 {
     size_t n = o->n_overrides;
-    const char **ov = xcalloc(n + 1, sizeof *ov);
+    const char **ov = xcalloc(n + 5, sizeof *ov);
     for (size_t i = 0; i < n; i++)
         ov[i] = o->overrides[i];
-    char frames[64];
+    /* The command line's shorthands are overrides after the --set ones, so they win; the
+     * scene's effective JSON records what they resolved to. --frames clears a duration. */
+    char frames[64], until[64], every[64];
+    mz_str fields = {0};
     if (o->frames > 0) {
         snprintf(frames, sizeof frames, "simulation.frames=%ld", o->frames);
         ov[n++] = frames;
+        ov[n++] = "simulation.duration=0";
+    }
+    if (o->until > 0) {
+        snprintf(until, sizeof until, "simulation.duration=%.17g", o->until);
+        ov[n++] = until;
+    }
+    if (o->every > 0) {
+        snprintf(every, sizeof every, "output.every=%ld", o->every);
+        ov[n++] = every;
+    }
+    if (o->fields) { /* a,b,c as a JSON list: the scene's validation names a bad one */
+        str_addf(&fields, "output.fields=[");
+        for (const char *p = o->fields; *p;) {
+            size_t len = strcspn(p, ",");
+            str_addf(&fields, "%s\"%.*s\"", fields.s[fields.len - 1] == '[' ? "" : ",", (int)len,
+                     p);
+            p += len + (p[len] == ',');
+        }
+        str_addf(&fields, "]");
+        ov[n++] = fields.s;
     }
     mz_diag d = {0};
     int rc = o->scene_text ? scene_load_text(o->scene_text, strlen(o->scene_text), o->scene_path,
                                              ov, n, s, &d)
                            : scene_load(o->scene_path, ov, n, s, &d);
     free(ov);
+    str_free(&fields);
     if (rc != 0) {
         diag_print(&d, o->scene_path);
         diag_free(&d);

@@ -14,6 +14,9 @@ typedef struct mz_run_opts {
     const char *scene_text; /* the scene's text when it does not come from scene_path's file */
     const char *out_path;   /* -o; NULL: output.path, then the scene's name with .h5 */
     long frames;            /* --frames; 0: the scene's simulation.frames */
+    double until;           /* --until SECONDS; 0: the scene's duration or frames */
+    long every;             /* --every N: output.every; 0: the scene's */
+    const char *fields;     /* --fields a,b,c: output.fields; NULL: the scene's */
     const char *device;     /* --device; NULL: $MIZU_DEVICE, first GPU, first CPU */
     const char *const *overrides; /* --set PATH=VALUE, in order */
     size_t n_overrides;

@@ -28,6 +28,10 @@ static const mz_key simulation_keys[] = {
     {.name = "frames", .type = K_INT, .offset = OFF(mz_simulation, frames), .def = "240",
      .flags = K_MIN | K_MAX, .min = 1, .max = 1e9,
      .doc = "frames to simulate after the initial state (--frames overrides)"},
+    {.name = "duration", .type = K_NUMBER, .offset = OFF(mz_simulation, duration), .def = "0",
+     .flags = K_MIN | K_MAX, .min = 0, .max = 1e12, .unit = "s",
+     .doc = "simulated seconds instead of frames: frames = duration x fps, rounded up (0: "
+            "frames decides; --until overrides, --frames clears it)"},
     {.name = "substeps", .type = K_INT, .offset = OFF(mz_simulation, substeps), .def = "4",
      .flags = K_MIN | K_MAX, .min = 1, .max = 100000, .doc = "solver steps per frame"},
     {.name = "iterations", .type = K_INT, .offset = OFF(mz_simulation, iterations), .def = "2",

@@ -160,6 +160,22 @@ static void syntax_error(const char *text, size_t len, size_t off, mz_diag *d)
     diag_add(d, "%d:%d: invalid JSON near '%s'", line, col, near);
 }
 
+/* simulation.duration, when given, decides simulation.frames: the frames that reach it, a
+ * product within a billionth of a whole number taken as that number (1.5 s at 100 fps is 150
+ * frames, not 151 because 1.5 × 100 rounds above 150). */
+static void frames_from_duration(mz_scene *s, mz_diag *d)
+{
+    if (s->sim.duration <= 0)
+        return;
+    double f = s->sim.duration * s->sim.fps, n = ceil(f - 1e-9 * f);
+    if (n > 1e9) {
+        diag_add(d, "simulation.duration: %g s at %g fps is %.3g frames (at most 10^9)",
+                 s->sim.duration, s->sim.fps, n);
+        return;
+    }
+    s->sim.frames = n < 1 ? 1 : (int)n;
+}
+
 int scene_load_text(const char *text, size_t len, const char *name,
                     const char *const *overrides, size_t n_overrides, mz_scene *s, mz_diag *d)
 {
@@ -220,6 +236,8 @@ int scene_load_text(const char *text, size_t len, const char *name,
     if (!d->count)
         schema_read(&mz_scene_schema, root, s, "", d);
     cJSON_Delete(root);
+    if (!d->count)
+        frames_from_duration(s, d);
     if (!d->count)
         scene_validate(s, d);
     if (d->count) {

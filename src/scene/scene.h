@@ -55,7 +55,8 @@ typedef struct mz_points {
 
 typedef struct mz_simulation {
     double fps;        /* output frames per simulated second */
-    int frames;
+    int frames;        /* set from duration when that is given */
+    double duration;   /* simulated seconds; 0: frames decides */
     int substeps;      /* solver steps per frame */
     int iterations;    /* constraint iterations per substep (position-based solvers) */
     double gravity[3];

@@ -241,6 +241,14 @@ static void test_usage_errors(void **state)
          "fluids[0].speed_of_sound must be >= 0 and <= 100000 (got 1e+39)", 2},
         {"check scenes/obstacles_2d.json --set colliders[0].sphere.radius=0.0005",
          "colliders[0] gets no boundary particle at spacing 0.004", 2},
+        {"run scenes/falling_block.json --frames 3 --until 1", "--frames and --until both", 2},
+        {"run scenes/falling_block.json --until -1", "--until wants a time in seconds > 0", 2},
+        {"run scenes/falling_block.json --every 0", "--every wants a whole number", 2},
+        {"run --resume x.ckpt.h5 --every 2", "--every and --fields would change", 2},
+        {"check scenes/dam_break_2d.json --fields position,speed",
+         "output.fields[1] must be one of", 2},
+        {"check scenes/dam_break_2d.json --set simulation.duration=2e9",
+         "is 2e+11 frames (at most 10^9)", 2},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         char *err;
@@ -250,6 +258,50 @@ static void test_usage_errors(void **state)
                      err);
         free(err);
     }
+}
+
+/* --until, --every and --fields: what check says they resolve to, and what run writes. */
+static void test_until_every_fields(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *args, *says;
+    } cases[] = {
+        /* 1.5 x 100 is a hair above 150 in floating point: still 150 frames */
+        {"--until 1.5 --every 5 --fields position,velocity",
+         "150 frames at 100 fps (until 1.5 s)"},
+        {"--until 1.5 --every 5 --fields position,velocity",
+         "output: 31 frames (one frame in 5), fields position, velocity,"},
+        {"--until 0.123", "13 frames at 100 fps (until 0.123 s)"},
+        {"--set simulation.duration=0.05", "5 frames at 100 fps (until 0.05 s)"},
+        {"--set simulation.duration=0.05 --frames 7", "7 frames at 100 fps,"},
+    };
+    char cmd[1024];
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        snprintf(cmd, sizeof cmd, "%s check scenes/dam_break_2d.json %s > %s", mizu_bin(),
+                 cases[i].args, test_path("check.txt"));
+        assert_int_equal(system(cmd), 0);
+        size_t len;
+        char *text = slurp(test_path("check.txt"), &len);
+        if (!strstr(text, cases[i].says))
+            fail_msg("mizu check %s: no \"%s\" in:\n%s", cases[i].args, cases[i].says, text);
+        free(text);
+    }
+    const char *out = test_path("until.h5");
+    char args[700], *err = NULL;
+    snprintf(args, sizeof args,
+             "run scenes/dam_break_2d.json --until 0.05 --every 2 --fields position -q -o %s", out);
+    if (run_mizu(args, &err) != 0)
+        fail_msg("%s: %s", args, err);
+    free(err);
+    hid_t f = H5Fopen(out, H5F_ACC_RDONLY, H5P_DEFAULT);
+    assert_true(f >= 0);
+    size_t bytes = 0;
+    unsigned char *steps = read_all(f, "/particles/all/position/step", &bytes);
+    assert_int_equal(bytes / 8, 3); /* frames 0, 2, 4 of 5 */
+    free(steps);
+    assert_int_equal(H5Lexists(f, "/particles/all/velocity", H5P_DEFAULT), 0);
+    H5Fclose(f);
 }
 
 static void test_check_info_keys_devices(void **state)
@@ -293,6 +345,7 @@ int main(void)
         cmocka_unit_test(test_blow_up_is_reported),
         cmocka_unit_test(test_collapsed_step_warns),
         cmocka_unit_test(test_check_info_keys_devices),
+        cmocka_unit_test(test_until_every_fields),
     };
     return cmocka_run_group_tests_name("cli", tests, NULL, NULL);
 }

@@ -19,7 +19,8 @@ static const char *const long_options[] = {"--output",  "--frames", "--device",
                                            "--set",     "--quiet",  "--profile",
                                            "--kernel-dir", "--help", "--version",
                                            "--checkpoint-every", "--checkpoint", "--resume",
-                                           "--fields", "--rtol", "--atol", "--json", NULL};
+                                           "--fields", "--rtol", "--atol", "--json", "--until",
+                                           "--every", NULL};
 
 static char *slurp(const char *path)
 {

@@ -41,7 +41,7 @@ static const struct bad_case {
                              "simulation.gravity[1] must be a number (got \"-Infinity\")"},
     {"bad_huge_number.json", "simulation.fps must be a finite number (got inf)"},
     {"bad_unknown_key.json", "simulation.fpz: unknown key (expected one of: fps, frames, "
-                             "substeps, iterations, gravity, dimensions, adaptive, cfl, damping, relaxation, "
+                             "duration, substeps, iterations, gravity, dimensions, adaptive, cfl, damping, relaxation, "
                              "max_speed, pressure_solver, pressure_iterations, "
                              "pressure_tolerance)"},
     {"bad_duplicate_key.json", "simulation.fps: duplicate key (given 2 times)"},
@@ -142,7 +142,7 @@ static void test_bad_overrides(void **state)
         {"fluids[3].spacing=1", "--set fluids[3].spacing: fluids has 1 element"},
         {"fluids[0].spacing=-1", "fluids[0].spacing must be > 0 (got -1)"},
         {"simulation.fpz=1", "simulation.fpz: unknown key (expected one of: fps, frames, "
-                             "substeps, iterations, gravity, dimensions, adaptive, cfl, damping, relaxation, "
+                             "duration, substeps, iterations, gravity, dimensions, adaptive, cfl, damping, relaxation, "
                              "max_speed, pressure_solver, pressure_iterations, "
                              "pressure_tolerance)"},
         {"nothing", "--set nothing: expected PATH=VALUE, e.g. fluids[0].spacing=0.02"},
