@@ -32,9 +32,17 @@ def front(x, spacing):
 
 
 def run_curve(path):
-    f = h5py.File(path, "r")
-    scene = json.loads(f["parameters/scene/effective"][()])
-    fluid = scene["fluids"][0]
+    try:
+        f = h5py.File(path, "r")
+        scene = json.loads(f["parameters/scene/effective"][()])
+    except (OSError, KeyError) as e:
+        sys.exit("dam_break_plot: %s: not a mizu output (%s)" % (path, e))
+    fluids = scene.get("fluids") or []
+    if not fluids or "box" not in fluids[0] or "position" not in f.get("particles/all", {}):
+        sys.exit("dam_break_plot: %s: no fluid column to follow (its scene has %s): the plot "
+                 "wants a dam break, a fluid box in a tank" % (
+                     path, "no fluids" if not fluids else "fluids[0] without a box, or no positions"))
+    fluid = fluids[0]
     a = fluid["box"]["max"][0] - fluid["box"]["min"][0]
     g = -scene["simulation"]["gravity"][1]
     pos = f["particles/all/position/value"]

@@ -4,7 +4,7 @@
 set -eu
 PKGS="make gcc pkg-config ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd clinfo
       libcjson-dev libhdf5-dev hdf5-tools libcmocka-dev python3-h5py python3-numpy
-      openmpi-bin libopenmpi-dev libhdf5-openmpi-dev"
+      python3-matplotlib openmpi-bin libopenmpi-dev libhdf5-openmpi-dev"
 # For `make sanitize`, `make fuzz` and `make valgrind` (docs/testing.md): clang with its sanitizer
 # and libFuzzer runtimes (Debian 12 packs them in libclang-rt-dev), llvm-symbolizer (in llvm:
 # sanitizer stacks with file and line) and valgrind. A distribution that names them otherwise
