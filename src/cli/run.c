@@ -232,7 +232,9 @@ static void size_readback(mz_cl *cl, readback *rb, unsigned fields, size_t n)
             rb->raw[f] = mz_cl_pinned(cl, 4 * (size_t)device_components(f) * n, &rb->pin_raw[f]);
 }
 
-static bool enqueue_readback(mz_sim *sim, unsigned fields, readback *rb)
+/* The frame's state queued for the file; time: the frame's nominal time, frame / fps (the
+ * steps' sum can be a rounding away: 2.99999999999999 s for frame 300 at 100 fps). */
+static bool enqueue_readback(mz_sim *sim, unsigned fields, double time, readback *rb)
 {
     size_t begin, end; /* this rank's particles (all of them in one process) */
     sim_owned(sim, &begin, &end);
@@ -264,7 +266,7 @@ static bool enqueue_readback(mz_sim *sim, unsigned fields, readback *rb)
     ok = ok && cl_ok(clEnqueueMarkerWithWaitList(q, 0, NULL, &rb->done), "clEnqueueMarkerWithWaitList") &&
          cl_ok(clFlush(q), "clFlush");
     rb->step = sim->step;
-    rb->time = sim->time;
+    rb->time = time;
     rb->pending = ok;
     return ok;
 }
@@ -756,7 +758,8 @@ static loop_end frame_loop(run_ctx *r, long first, long *last_frame, const char 
             break;
         }
         if (!health_enqueue(&r->health, &r->sim, f) ||
-            (f % every == 0 && !enqueue_readback(&r->sim, r->fields, cur))) {
+            (f % every == 0 && !enqueue_readback(&r->sim, r->fields, (double)f / s->sim.fps,
+                                                  cur))) {
             *why = "a device failure";
             end = LOOP_FAILED;
             break;

@@ -190,7 +190,8 @@ static int write_particles(const mz_h5_out *o, const mz_h5_meta *m, const mz_h5_
              h5_put_int_attr(o, "/particles/all/box", "dimension", 3) ||
              h5_put_attr(o, "/particles/all/box", "boundary", t, t, 3, boundary) ||
              put_dataset(o, "/particles/all/box/edges", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 0,
-                         3, edges);
+                         3, edges) ||
+             h5_put_str_attr(o, "/particles/all/box/edges", "unit", "m");
     h5_close_id(t);
     if (rc)
         return -1;

@@ -7,11 +7,13 @@
  *
  *   /h5md                       attrs version=[1,1]; groups author (name), creator (name, version)
  *   /particles/all/box          attrs dimension=3, boundary=["none","none","none"]; edges [3]
+ *                               (attr unit "m")
  *   /particles/all/id           [N] int32, particle ids (output rows are in id order: row i = id i)
  *   /particles/all/body         [N] int32, index of the scene body that made each particle
  *   /particles/all/phase        [N] int32, MZ_PHASE_* of each particle (0 fluid, 1 cloth,
  *                               2 softbody, 3 rigid)
- *   /particles/all/<field>/     step [F] int64, time [F] float64,
+ *   /particles/all/<field>/     step [F] int64, time [F] float64 (frame / fps: the frame's
+ *                               nominal time, not the steps' rounded sum),
  *                               value [F, N, 3] or [F, N] float32, extendible along F,
  *                               one chunk per frame, attr unit
  *   /connectivity/triangles     [M, 3] int32, particle ids (= rows) of the cloth surfaces'

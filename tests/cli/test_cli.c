@@ -304,6 +304,40 @@ static void test_until_every_fields(void **state)
     H5Fclose(f);
 }
 
+/* A frame's time is frame / fps, not the steps' sum (which is 2.99999999999999 s after 1200
+ * steps of 2.5 ms); the box edges carry their unit. */
+static void test_frame_times_exact(void **state)
+{
+    (void)state;
+    const char *out = test_path("times.h5");
+    char args[700], *err = NULL;
+    snprintf(args, sizeof args,
+             "run scenes/falling_block.json --set simulation.fps=100 --frames 300 --every 300 "
+             "-q -o %s", out);
+    if (run_mizu(args, &err) != 0)
+        fail_msg("%s: %s", args, err);
+    free(err);
+    hid_t f = H5Fopen(out, H5F_ACC_RDONLY, H5P_DEFAULT);
+    assert_true(f >= 0);
+    size_t bytes = 0;
+    double *t = (double *)read_all(f, "/particles/all/position/time", &bytes);
+    assert_int_equal(bytes, 2 * sizeof *t);
+    if (t[0] != 0.0 || t[1] != 3.0)
+        fail_msg("frame times %.17g, %.17g (want 0 and 3 exactly)", t[0], t[1]);
+    free(t);
+    hid_t a = H5Aopen_by_name(f, "/particles/all/box/edges", "unit", H5P_DEFAULT, H5P_DEFAULT);
+    assert_true(a >= 0);
+    char unit[8] = {0};
+    hid_t mt = H5Tcopy(H5T_C_S1);
+    H5Tset_size(mt, sizeof unit);
+    H5Tset_cset(mt, H5T_CSET_UTF8);
+    assert_true(H5Aread(a, mt, unit) >= 0);
+    assert_string_equal(unit, "m");
+    H5Tclose(mt);
+    H5Aclose(a);
+    H5Fclose(f);
+}
+
 static void test_check_info_keys_devices(void **state)
 {
     (void)state;
@@ -346,6 +380,7 @@ int main(void)
         cmocka_unit_test(test_collapsed_step_warns),
         cmocka_unit_test(test_check_info_keys_devices),
         cmocka_unit_test(test_until_every_fields),
+        cmocka_unit_test(test_frame_times_exact),
     };
     return cmocka_run_group_tests_name("cli", tests, NULL, NULL);
 }
