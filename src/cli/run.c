@@ -15,7 +15,7 @@
 #include "cli/paths.h"
 #include "cli/progress.h"
 #include "cli/signals.h"
-#include "cli/writer.h"
+#include "cli/frames.h"
 #include "device/cl_prog.h"
 #include "dist/dist.h"
 #include "dist/id_blocks.h"
@@ -142,21 +142,6 @@ static char *output_path(const mz_run_opts *o, const mz_scene *s)
     return p.s;
 }
 
-/* One frame in flight from the device: raw arrays in device order, the rigid bodies' poses
- * (8 floats each, as sim->rigid_pose holds them; NULL without rigid bodies), and the event that
- * says the copies are done. */
-typedef struct readback {
-    float *raw[MZ_FIELD_COUNT]; /* pinned host memory (mz_cl_pinned) */
-    uint32_t *id;
-    cl_mem pin_raw[MZ_FIELD_COUNT], pin_id; /* what holds them pinned */
-    float *rigid_pose;
-    cl_event done;
-    long step;
-    double time;
-    size_t count, cap; /* particles read, room for */
-    bool pending;
-} readback;
-
 /* Everything a run holds. */
 typedef struct run_ctx {
     const mz_run_opts *o;
@@ -173,13 +158,7 @@ typedef struct run_ctx {
     mz_health health;
     mz_h5_out *out;
     unsigned fields;
-    readback rb[2];
-    float *ordered[MZ_FIELD_COUNT]; /* in id order: all rows, or under mpirun this rank's block */
-    float *block_raw[MZ_FIELD_COUNT]; /* under mpirun: the block as the device lays it out */
-    /* One process: frames are put in id order and written on this thread while the main one
-     * drives the next frame (writer.h). Not under mpirun. */
-    mz_writer writer;
-    double write_s;
+    mz_frames frames; /* on their way to out (frames.h) */
     long checkpoints; /* written by this run */
     long ckpt_failed; /* the frame whose checkpoint could not be written; -1: the last one was */
 } run_ctx;
@@ -205,183 +184,6 @@ static void warn_disk_space(const run_ctx *r, long first_frame)
     free(dir);
 }
 
-static int device_components(mz_field f) { return mz_field_infos[f].components == 3 ? 4 : 1; }
-
-/* Room for n particles in a readback (its contents are not kept). */
-static void free_readback(mz_cl *cl, readback *rb)
-{
-    if (rb->id)
-        mz_cl_unpin(cl, rb->pin_id, rb->id);
-    rb->id = NULL;
-    for (int f = 0; f < MZ_FIELD_COUNT; f++)
-        if (rb->raw[f])
-            mz_cl_unpin(cl, rb->pin_raw[f], rb->raw[f]);
-    memset(rb->raw, 0, sizeof rb->raw);
-}
-
-/* Room for n particles in a readback (its contents are not kept), in pinned memory: the
- * device copies a frame out by DMA instead of staging it (the copy sits on the in-order queue,
- * before the next frame's steps). */
-static void size_readback(mz_cl *cl, readback *rb, unsigned fields, size_t n)
-{
-    free_readback(cl, rb);
-    rb->cap = n;
-    rb->id = mz_cl_pinned(cl, 4 * n, &rb->pin_id);
-    for (int f = 0; f < MZ_FIELD_COUNT; f++)
-        if (fields & MZ_FIELD_BIT(f))
-            rb->raw[f] = mz_cl_pinned(cl, 4 * (size_t)device_components(f) * n, &rb->pin_raw[f]);
-}
-
-/* The frame's state queued for the file; time: the frame's nominal time, frame / fps (the
- * steps' sum can be a rounding away: 2.99999999999999 s for frame 300 at 100 fps). */
-static bool enqueue_readback(mz_sim *sim, unsigned fields, double time, readback *rb)
-{
-    size_t begin, end; /* this rank's particles (all of them in one process) */
-    sim_owned(sim, &begin, &end);
-    size_t n = end - begin;
-    if (n > rb->cap) /* a distributed rank's share grew */
-        size_readback(sim->cl, rb, fields, n + n / 4);
-    rb->count = n;
-    cl_command_queue q = sim->cl->queue;
-    bool ok = cl_ok(clEnqueueReadBuffer(q, sim->id, CL_FALSE, 4 * begin, 4 * n, rb->id, 0, NULL,
-                                        NULL),
-                    "clEnqueueReadBuffer(id)");
-    for (int f = 0; ok && f < MZ_FIELD_COUNT; f++) {
-        if (!(fields & MZ_FIELD_BIT(f)))
-            continue;
-        size_t elem = 4 * (size_t)device_components(f), bytes = elem * n;
-        char what[64];
-        snprintf(what, sizeof what, "clEnqueueReadBuffer(%s)", mz_field_infos[f].name);
-        ok = cl_ok(clEnqueueReadBuffer(q, *sim->field[f], CL_FALSE, elem * begin, bytes,
-                                       rb->raw[f], 0, NULL, NULL),
-                   what);
-    }
-    /* The poses of the same instant as the particles: queued with them, never read later. */
-    if (ok && sim->n_rigids > 0)
-        ok = cl_ok(clEnqueueReadBuffer(q, sim->rigid_pose, CL_FALSE, 0,
-                                       8 * sizeof(cl_float) * sim->n_rigids, rb->rigid_pose, 0,
-                                       NULL, NULL),
-                   "clEnqueueReadBuffer(rigid_pose)");
-    /* In-order queue: a marker completes after every copy above. */
-    ok = ok && cl_ok(clEnqueueMarkerWithWaitList(q, 0, NULL, &rb->done), "clEnqueueMarkerWithWaitList") &&
-         cl_ok(clFlush(q), "clFlush");
-    rb->step = sim->step;
-    rb->time = time;
-    rb->pending = ok;
-    return ok;
-}
-
-/* Forget a queued readback (its frame is not to be written). */
-static void drop_readback(readback *rb)
-{
-    if (rb->pending) {
-        clWaitForEvents(1, &rb->done);
-        clReleaseEvent(rb->done);
-    }
-    rb->pending = false;
-}
-
-/* Device layout (vec3 as 4 floats) to output rows (3). */
-static void to_rows(int f, const float *raw, size_t n, float *rows)
-{
-    int cd = device_components(f), co = mz_field_infos[f].components;
-    for (size_t i = 0; i < n; i++)
-        for (int k = 0; k < co; k++)
-            rows[i * co + k] = raw[i * cd + k];
-}
-
-/* Under mpirun: every rank's particles to the rank of their id block, then rank 0 writes the
- * blocks one after another (rank 0 receives each in turn into its own rows: no rank holds more
- * than a block). Collective. */
-static int write_blocks(run_ctx *r, readback *rb)
-{
-    size_t N = r->parts.n_total;
-    const void *src[MZ_FIELD_COUNT];
-    void *dst[MZ_FIELD_COUNT];
-    size_t elem[MZ_FIELD_COUNT];
-    int k = 0;
-    for (int f = 0; f < MZ_FIELD_COUNT; f++)
-        if (r->fields & MZ_FIELD_BIT(f)) {
-            src[k] = rb->raw[f];
-            dst[k] = r->block_raw[f];
-            elem[k++] = 4 * (size_t)device_components(f);
-        }
-    id_blocks_exchange(N, rb->count, rb->id, k, src, elem, dst);
-    int me = dist_rank(), P = dist_size();
-    size_t rows = id_block_first(N, me + 1) - id_block_first(N, me);
-    const float *data[MZ_FIELD_COUNT] = {0};
-    for (int f = 0; f < MZ_FIELD_COUNT; f++)
-        if (r->fields & MZ_FIELD_BIT(f)) {
-            to_rows(f, r->block_raw[f], rows, r->ordered[f]);
-            data[f] = r->ordered[f];
-        }
-    if (me != 0) {
-        for (int f = 0; f < MZ_FIELD_COUNT; f++)
-            if (data[f])
-                dist_send_bytes(0, data[f], 4 * (size_t)mz_field_infos[f].components * rows);
-        return 0;
-    }
-    int rc = h5_out_begin_frame(r->out);
-    for (int q = 0; q < P; q++) {
-        size_t first = id_block_first(N, q), count = id_block_first(N, q + 1) - first;
-        for (int f = 0; q > 0 && f < MZ_FIELD_COUNT; f++) /* received even after a failure */
-            if (data[f])
-                dist_recv_bytes(q, r->ordered[f],
-                                4 * (size_t)mz_field_infos[f].components * count);
-        rc = rc ? rc : h5_out_write_rows(r->out, first, count, data);
-    }
-    return rc ? rc : h5_out_commit_frame(r->out, rb->step, rb->time, rb->rigid_pose);
-}
-
-/* Wait for a readback, put it in id order, append it to the file (the writer thread's job in
- * one process). */
-static int write_readback(void *ctx, void *job)
-{
-    run_ctx *r = ctx;
-    readback *rb = job;
-    bool ok = cl_ok(clWaitForEvents(1, &rb->done), "clWaitForEvents(readback)");
-    clReleaseEvent(rb->done);
-    if (!ok) {
-        if (dist_active()) /* the other ranks wait in the exchange */
-            dist_abort(MZ_EXIT_RUNTIME);
-        return -1;
-    }
-    double t0 = now_seconds();
-    int rc = 0;
-    signals_writing(true);
-    if (dist_active()) {
-        rc = write_blocks(r, rb);
-    } else {
-        const float *data[MZ_FIELD_COUNT] = {0};
-        for (int f = 0; f < MZ_FIELD_COUNT; f++) {
-            if (!(r->fields & MZ_FIELD_BIT(f)))
-                continue;
-            int cd = device_components(f), co = mz_field_infos[f].components;
-            for (size_t i = 0; i < rb->count; i++)
-                for (int k = 0; k < co; k++)
-                    r->ordered[f][(size_t)rb->id[i] * co + k] = rb->raw[f][i * cd + k];
-            data[f] = r->ordered[f];
-        }
-        rc = h5_out_write_frame(r->out, rb->step, rb->time, data, rb->rigid_pose);
-    }
-    signals_writing(false);
-    r->write_s += now_seconds() - t0;
-    return rc;
-}
-
-/* Hand a queued readback on: to the writer thread in one process (it writes while the next
- * frame runs; a failure of an earlier write shows here), written at once under mpirun. */
-static int finish_readback(run_ctx *r, readback *rb)
-{
-    rb->pending = false;
-    if (r->writer.started)
-        return writer_submit(&r->writer, rb);
-    return dist_max_int(write_readback(r, rb) != 0) ? -1 : 0;
-}
-
-/* Every frame handed to the writer is on disk: 0, or -1 when one failed. */
-static int writes_done(run_ctx *r) { return writer_wait(&r->writer); }
-
 static void print_summary(const run_ctx *r, long frames_written, double setup_s, double run_s)
 {
     const mz_sim *sim = &r->sim;
@@ -400,8 +202,8 @@ static void print_summary(const run_ctx *r, long frames_written, double setup_s,
     char *xdmf = h5_out_xdmf_path(r->path);
     fprintf(stderr, "  output %s (%ld frames, %.1f MB) and %s; writing took %.3f s (%.1f%% of "
                     "the frame loop)\n",
-            r->path, frames_written, mb, xdmf, r->write_s,
-            run_s > 0 ? 100.0 * r->write_s / run_s : 0.0);
+            r->path, frames_written, mb, xdmf, r->frames.write_s,
+            run_s > 0 ? 100.0 * r->frames.write_s / run_s : 0.0);
     free(xdmf);
     if (r->checkpoints > 0)
         fprintf(stderr, "  %ld checkpoints written to %s\n", r->checkpoints, r->ckpt_path);
@@ -442,26 +244,6 @@ static int load_run_scene(run_ctx *r)
     ro.overrides = (const char *const *)r->ck.overrides;
     ro.n_overrides = r->ck.n_overrides;
     return run_load_scene(&ro, &r->scene);
-}
-
-/* Readbacks with room for the particles a rank's device holds; rows in id order for the whole
- * run, or under mpirun for this rank's block of ids. */
-static void alloc_readbacks(run_ctx *r)
-{
-    for (int b = 0; b < 2; b++) {
-        size_readback(&r->cl, &r->rb[b], r->fields, r->sim.cap);
-        if (r->sim.n_rigids > 0)
-            r->rb[b].rigid_pose = xmalloc(8 * sizeof(cl_float) * r->sim.n_rigids);
-    }
-    size_t n = r->parts.n_total;
-    if (dist_active()) /* blocks differ by one at most: rank 0 takes each in turn */
-        n = n / (size_t)dist_size() + 1;
-    for (int f = 0; f < MZ_FIELD_COUNT; f++)
-        if (r->fields & MZ_FIELD_BIT(f)) {
-            r->ordered[f] = xmalloc(4 * (size_t)mz_field_infos[f].components * (n ? n : 1));
-            if (dist_active())
-                r->block_raw[f] = xmalloc(4 * (size_t)device_components(f) * (n ? n : 1));
-        }
 }
 
 /* Output rows a run has written once frame `last` is done (every output.every-th frame from 0). */
@@ -658,8 +440,7 @@ static int set_up(run_ctx *r)
     r->fields = r->scene.output.fields;
     if (dist_max_int(open_output(r) != 0))
         return MZ_EXIT_RUNTIME;
-    alloc_readbacks(r);
-    if (!dist_active() && writer_start(&r->writer, write_readback, r) != 0)
+    if (frames_start(&r->frames, &r->cl, &r->sim, r->fields, r->parts.n_total, r->out) != 0)
         return MZ_EXIT_RUNTIME;
     r->sim.pace.stop_requested = stop_requested;
     warn_disk_space(r, r->resumed ? r->ck.frame + 1 : 0);
@@ -672,13 +453,13 @@ static int drain(run_ctx *r)
 {
     if (health_result(&r->health, &r->sim) != 0) {
         for (int b = 0; b < 2; b++)
-            drop_readback(&r->rb[b]);
+            frames_drop(&r->frames, b);
         return 1;
     }
     for (int b = 0; b < 2; b++)
-        if (r->rb[b].pending && finish_readback(r, &r->rb[b]) != 0)
+        if (r->frames.slot[b].pending && frames_finish(&r->frames, b) != 0)
             return -1;
-    return writes_done(r);
+    return frames_wait(&r->frames);
 }
 
 static const char *drain_failure(int d)
@@ -722,7 +503,7 @@ static loop_end frame_loop(run_ctx *r, long first, long *last_frame, const char 
     loop_end end = LOOP_DONE;
     *last_frame = first - 1;
     for (long f = first; f <= frames; f++) {
-        readback *cur = &r->rb[f & 1], *prev = &r->rb[(f + 1) & 1];
+        int cur = (int)(f & 1), prev = 1 - cur; /* frame slots: this one, the one before */
         int advanced = f > 0 ? sim_advance_frame(&r->sim, frame_dt) : 0;
         if (advanced < 0) {
             /* The frame before is whole (its readback was queued before the failing step): keep
@@ -746,25 +527,25 @@ static loop_end frame_loop(run_ctx *r, long first, long *last_frame, const char 
         }
         /* The check of the frame before waits only for that frame, not for this one. */
         if (health_result(&r->health, &r->sim) != 0) {
-            drop_readback(prev);
+            frames_drop(&r->frames, prev);
             *why = "the simulation blew up";
             end = LOOP_BLOWN_UP;
             break;
         }
         /* cur held frame f - 2, which the writer may still be writing */
-        if (writes_done(r) != 0) {
+        if (frames_wait(&r->frames) != 0) {
             *why = "writing the output failed";
             end = LOOP_FAILED;
             break;
         }
         if (!health_enqueue(&r->health, &r->sim, f) ||
-            (f % every == 0 && !enqueue_readback(&r->sim, r->fields, (double)f / s->sim.fps,
-                                                  cur))) {
+            (f % every == 0 &&
+             !frames_enqueue(&r->frames, &r->sim, cur, (double)f / s->sim.fps))) {
             *why = "a device failure";
             end = LOOP_FAILED;
             break;
         }
-        if (prev->pending && finish_readback(r, prev) != 0) {
+        if (r->frames.slot[prev].pending && frames_finish(&r->frames, prev) != 0) {
             *why = "writing the output failed";
             end = LOOP_FAILED;
             break;
@@ -799,7 +580,7 @@ static loop_end frame_loop(run_ctx *r, long first, long *last_frame, const char 
     }
     /* Whatever ended the loop, the writer finishes the frames it was given before the file is
      * closed. */
-    if (writes_done(r) != 0 && (end == LOOP_DONE || end == LOOP_SIGNALLED)) {
+    if (frames_wait(&r->frames) != 0 && (end == LOOP_DONE || end == LOOP_SIGNALLED)) {
         *why = "writing the output failed";
         end = LOOP_FAILED;
     }
@@ -813,20 +594,7 @@ static loop_end frame_loop(run_ctx *r, long first, long *last_frame, const char 
 
 static void release_run(run_ctx *r)
 {
-    writer_stop(&r->writer);
-    /* A failed run can leave readbacks queued into rb[]: let the device finish before freeing. */
-    if (r->cl.queue)
-        clFinish(r->cl.queue);
-    for (int b = 0; b < 2; b++) {
-        if (r->rb[b].pending)
-            clReleaseEvent(r->rb[b].done);
-        free_readback(&r->cl, &r->rb[b]);
-        free(r->rb[b].rigid_pose);
-    }
-    for (int f = 0; f < MZ_FIELD_COUNT; f++) {
-        free(r->ordered[f]);
-        free(r->block_raw[f]);
-    }
+    frames_release(&r->frames); /* the writer first: it may be writing to r->out */
     slabs_plan_release(&r->plan);
     if (r->out)
         h5_out_close(r->out, false, "aborted");

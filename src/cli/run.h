@@ -1,5 +1,5 @@
-/* cli/: the mizu command: arguments (main.c), `mizu run` with its frame loop (run.c) and its
- * writer thread (writer.c), `mizu check` (check.c), `mizu info` (info.c), `mizu compare`
+/* cli/: the mizu command: arguments (main.c), `mizu run` with its frame loop (run.c), the
+ * frames' way to the file (frames.c) and its writer thread (writer.c), `mizu check` (check.c), `mizu info` (info.c), `mizu compare`
  * (compare.c), progress lines and signals. May include every layer below: io/, solvers/,
  * dist/, build/, device/, scene/, util/.
  *

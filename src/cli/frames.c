@@ -1,0 +1,226 @@
+/* The frames on their way to the output file (frames.h). */
+#include "cli/frames.h"
+
+#include "cli/signals.h"
+#include "dist/dist.h"
+#include "dist/id_blocks.h"
+#include "util/clock.h"
+#include "util/err.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int device_components(mz_field f) { return mz_field_infos[f].components == 3 ? 4 : 1; }
+
+static void free_slot(mz_cl *cl, mz_readback *rb)
+{
+    if (rb->id)
+        mz_cl_unpin(cl, rb->pin_id, rb->id);
+    rb->id = NULL;
+    for (int f = 0; f < MZ_FIELD_COUNT; f++)
+        if (rb->raw[f])
+            mz_cl_unpin(cl, rb->pin_raw[f], rb->raw[f]);
+    memset(rb->raw, 0, sizeof rb->raw);
+}
+
+/* Room for n particles in a readback (its contents are not kept), in pinned memory: the
+ * device copies a frame out by DMA instead of staging it (the copy sits on the in-order queue,
+ * before the next frame's steps). */
+static void size_slot(mz_cl *cl, mz_readback *rb, unsigned fields, size_t n)
+{
+    free_slot(cl, rb);
+    rb->cap = n;
+    rb->id = mz_cl_pinned(cl, 4 * n, &rb->pin_id);
+    for (int f = 0; f < MZ_FIELD_COUNT; f++)
+        if (fields & MZ_FIELD_BIT(f))
+            rb->raw[f] = mz_cl_pinned(cl, 4 * (size_t)device_components(f) * n, &rb->pin_raw[f]);
+}
+
+bool frames_enqueue(mz_frames *fr, mz_sim *sim, int k, double time)
+{
+    mz_readback *rb = &fr->slot[k];
+    unsigned fields = fr->fields;
+    size_t begin, end; /* this rank's particles (all of them in one process) */
+    sim_owned(sim, &begin, &end);
+    size_t n = end - begin;
+    if (n > rb->cap) /* a distributed rank's share grew */
+        size_slot(sim->cl, rb, fields, n + n / 4);
+    rb->count = n;
+    cl_command_queue q = sim->cl->queue;
+    bool ok = cl_ok(clEnqueueReadBuffer(q, sim->id, CL_FALSE, 4 * begin, 4 * n, rb->id, 0, NULL,
+                                        NULL),
+                    "clEnqueueReadBuffer(id)");
+    for (int f = 0; ok && f < MZ_FIELD_COUNT; f++) {
+        if (!(fields & MZ_FIELD_BIT(f)))
+            continue;
+        size_t elem = 4 * (size_t)device_components(f), bytes = elem * n;
+        char what[64];
+        snprintf(what, sizeof what, "clEnqueueReadBuffer(%s)", mz_field_infos[f].name);
+        ok = cl_ok(clEnqueueReadBuffer(q, *sim->field[f], CL_FALSE, elem * begin, bytes,
+                                       rb->raw[f], 0, NULL, NULL),
+                   what);
+    }
+    /* The poses of the same instant as the particles: queued with them, never read later. */
+    if (ok && sim->n_rigids > 0)
+        ok = cl_ok(clEnqueueReadBuffer(q, sim->rigid_pose, CL_FALSE, 0,
+                                       8 * sizeof(cl_float) * sim->n_rigids, rb->rigid_pose, 0,
+                                       NULL, NULL),
+                   "clEnqueueReadBuffer(rigid_pose)");
+    /* In-order queue: a marker completes after every copy above. */
+    ok = ok && cl_ok(clEnqueueMarkerWithWaitList(q, 0, NULL, &rb->done), "clEnqueueMarkerWithWaitList") &&
+         cl_ok(clFlush(q), "clFlush");
+    rb->step = sim->step;
+    rb->time = time;
+    rb->pending = ok;
+    return ok;
+}
+
+void frames_drop(mz_frames *fr, int k)
+{
+    mz_readback *rb = &fr->slot[k];
+    if (rb->pending) {
+        clWaitForEvents(1, &rb->done);
+        clReleaseEvent(rb->done);
+    }
+    rb->pending = false;
+}
+
+/* Device layout (vec3 as 4 floats) to output rows (3). */
+static void to_rows(int f, const float *raw, size_t n, float *rows)
+{
+    int cd = device_components(f), co = mz_field_infos[f].components;
+    for (size_t i = 0; i < n; i++)
+        for (int k = 0; k < co; k++)
+            rows[i * co + k] = raw[i * cd + k];
+}
+
+/* Under mpirun: every rank's particles to the rank of their id block, then rank 0 writes the
+ * blocks one after another (rank 0 receives each in turn into its own rows: no rank holds more
+ * than a block). Collective. */
+static int write_blocks(mz_frames *r, mz_readback *rb)
+{
+    size_t N = r->n_total;
+    const void *src[MZ_FIELD_COUNT];
+    void *dst[MZ_FIELD_COUNT];
+    size_t elem[MZ_FIELD_COUNT];
+    int k = 0;
+    for (int f = 0; f < MZ_FIELD_COUNT; f++)
+        if (r->fields & MZ_FIELD_BIT(f)) {
+            src[k] = rb->raw[f];
+            dst[k] = r->block_raw[f];
+            elem[k++] = 4 * (size_t)device_components(f);
+        }
+    id_blocks_exchange(N, rb->count, rb->id, k, src, elem, dst);
+    int me = dist_rank(), P = dist_size();
+    size_t rows = id_block_first(N, me + 1) - id_block_first(N, me);
+    const float *data[MZ_FIELD_COUNT] = {0};
+    for (int f = 0; f < MZ_FIELD_COUNT; f++)
+        if (r->fields & MZ_FIELD_BIT(f)) {
+            to_rows(f, r->block_raw[f], rows, r->ordered[f]);
+            data[f] = r->ordered[f];
+        }
+    if (me != 0) {
+        for (int f = 0; f < MZ_FIELD_COUNT; f++)
+            if (data[f])
+                dist_send_bytes(0, data[f], 4 * (size_t)mz_field_infos[f].components * rows);
+        return 0;
+    }
+    int rc = h5_out_begin_frame(r->out);
+    for (int q = 0; q < P; q++) {
+        size_t first = id_block_first(N, q), count = id_block_first(N, q + 1) - first;
+        for (int f = 0; q > 0 && f < MZ_FIELD_COUNT; f++) /* received even after a failure */
+            if (data[f])
+                dist_recv_bytes(q, r->ordered[f],
+                                4 * (size_t)mz_field_infos[f].components * count);
+        rc = rc ? rc : h5_out_write_rows(r->out, first, count, data);
+    }
+    return rc ? rc : h5_out_commit_frame(r->out, rb->step, rb->time, rb->rigid_pose);
+}
+
+/* Wait for a readback, put it in id order, append it to the file (the writer thread's job in
+ * one process). */
+static int write_readback(void *ctx, void *job)
+{
+    mz_frames *r = ctx;
+    mz_readback *rb = job;
+    bool ok = cl_ok(clWaitForEvents(1, &rb->done), "clWaitForEvents(readback)");
+    clReleaseEvent(rb->done);
+    if (!ok) {
+        if (dist_active()) /* the other ranks wait in the exchange */
+            dist_abort(MZ_EXIT_RUNTIME);
+        return -1;
+    }
+    double t0 = now_seconds();
+    int rc = 0;
+    signals_writing(true);
+    if (dist_active()) {
+        rc = write_blocks(r, rb);
+    } else {
+        const float *data[MZ_FIELD_COUNT] = {0};
+        for (int f = 0; f < MZ_FIELD_COUNT; f++) {
+            if (!(r->fields & MZ_FIELD_BIT(f)))
+                continue;
+            int cd = device_components(f), co = mz_field_infos[f].components;
+            for (size_t i = 0; i < rb->count; i++)
+                for (int k = 0; k < co; k++)
+                    r->ordered[f][(size_t)rb->id[i] * co + k] = rb->raw[f][i * cd + k];
+            data[f] = r->ordered[f];
+        }
+        rc = h5_out_write_frame(r->out, rb->step, rb->time, data, rb->rigid_pose);
+    }
+    signals_writing(false);
+    r->write_s += now_seconds() - t0;
+    return rc;
+}
+
+int frames_finish(mz_frames *fr, int k)
+{
+    mz_readback *rb = &fr->slot[k];
+    rb->pending = false;
+    if (fr->writer.started)
+        return writer_submit(&fr->writer, rb);
+    return dist_max_int(write_readback(fr, rb) != 0) ? -1 : 0;
+}
+
+int frames_wait(mz_frames *fr) { return writer_wait(&fr->writer); }
+
+int frames_start(mz_frames *fr, mz_cl *cl, const mz_sim *sim, unsigned fields, size_t n_total,
+                 mz_h5_out *out)
+{
+    *fr = (mz_frames){.cl = cl, .fields = fields, .n_total = n_total, .out = out};
+    for (int b = 0; b < 2; b++) {
+        size_slot(cl, &fr->slot[b], fields, sim->cap);
+        if (sim->n_rigids > 0)
+            fr->slot[b].rigid_pose = xmalloc(8 * sizeof(cl_float) * sim->n_rigids);
+    }
+    size_t n = n_total;
+    if (dist_active()) /* blocks differ by one at most: rank 0 takes each in turn */
+        n = n / (size_t)dist_size() + 1;
+    for (int f = 0; f < MZ_FIELD_COUNT; f++)
+        if (fields & MZ_FIELD_BIT(f)) {
+            fr->ordered[f] = xmalloc(4 * (size_t)mz_field_infos[f].components * (n ? n : 1));
+            if (dist_active())
+                fr->block_raw[f] = xmalloc(4 * (size_t)device_components(f) * (n ? n : 1));
+        }
+    return dist_active() ? 0 : writer_start(&fr->writer, write_readback, fr);
+}
+
+void frames_release(mz_frames *fr)
+{
+    writer_stop(&fr->writer);
+    /* A failed run can leave frames queued into the slots: let the device finish first. */
+    if (fr->cl && fr->cl->queue)
+        clFinish(fr->cl->queue);
+    for (int b = 0; b < 2; b++) {
+        if (fr->slot[b].pending)
+            clReleaseEvent(fr->slot[b].done);
+        free_slot(fr->cl, &fr->slot[b]);
+        free(fr->slot[b].rigid_pose);
+    }
+    for (int f = 0; f < MZ_FIELD_COUNT; f++) {
+        free(fr->ordered[f]);
+        free(fr->block_raw[f]);
+    }
+    memset(fr, 0, sizeof *fr);
+}
