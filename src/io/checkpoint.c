@@ -1,9 +1,7 @@
 /* Checkpoint files (layout in checkpoint.h). */
-#include "io/checkpoint.h"
+#include "io/checkpoint_file.h"
 
 #include "dist/dist.h"
-#include "dist/id_blocks.h"
-#include "dist/slabs.h"
 #include "io/h5_file.h"
 
 #include "scene/bodies.h"
@@ -47,13 +45,13 @@ size_t sim_state_parts(mz_sim *sim, mz_state_part *parts, size_t max)
 
 /* ---- small HDF5 helpers: every failure is reported once, naming the file ---- */
 
-static void ckpt_fail(const char *path, const char *what)
+void ckpt_fail(const char *path, const char *what)
 {
     mz_error("checkpoint %s: %s failed", path, what);
 }
 
 /* An empty dataset of `bytes` bytes (written piece by piece). */
-static hid_t make_bytes(hid_t file, const char *name, size_t bytes)
+hid_t ckpt_make_bytes(hid_t file, const char *name, size_t bytes)
 {
     hsize_t dims[1] = {bytes};
     hid_t space = H5Screate_simple(1, dims, NULL);
@@ -66,7 +64,7 @@ static hid_t make_bytes(hid_t file, const char *name, size_t bytes)
 }
 
 /* Bytes [at, at + n) of dataset d written from buf (write) or read into it. 0, or -1. */
-static int bytes_at(hid_t d, size_t at, size_t n, void *buf, bool write)
+int ckpt_bytes_at(hid_t d, size_t at, size_t n, void *buf, bool write)
 {
     if (n == 0)
         return 0;
@@ -87,8 +85,8 @@ static int bytes_at(hid_t d, size_t at, size_t n, void *buf, bool write)
 
 static int put_bytes(hid_t file, const char *name, const void *data, size_t bytes)
 {
-    hid_t d = make_bytes(file, name, bytes);
-    int rc = d >= 0 && bytes_at(d, 0, bytes, (void *)data, true) == 0 ? 0 : -1;
+    hid_t d = ckpt_make_bytes(file, name, bytes);
+    int rc = d >= 0 && ckpt_bytes_at(d, 0, bytes, (void *)data, true) == 0 ? 0 : -1;
     if (d >= 0)
         H5Dclose(d);
     return rc;
@@ -153,7 +151,7 @@ static int put_text_attr(hid_t obj, const char *name, const char *s)
     return rc;
 }
 
-static int get_attr(hid_t obj, const char *name, hid_t mtype, void *v)
+int ckpt_get_attr(hid_t obj, const char *name, hid_t mtype, void *v)
 {
     if (H5Aexists(obj, name) <= 0)
         return -1;
@@ -201,7 +199,7 @@ static uint64_t *input_digests(const mz_scene *s, size_t *n)
     return d;
 }
 
-static uint64_t digest_text(uint64_t h, const char *t)
+uint64_t ckpt_digest_text(uint64_t h, const char *t)
 {
     return digest_add(h, t, strlen(t) + 1);
 }
@@ -217,9 +215,9 @@ static uint64_t record_digest(const mz_ckpt *c)
     const char *texts[] = {c->solver, c->device, c->run_id, c->scene_path, c->scene_given,
                            c->output_path};
     for (size_t i = 0; i < sizeof texts / sizeof *texts; i++)
-        h = digest_text(h, texts[i]);
+        h = ckpt_digest_text(h, texts[i]);
     for (size_t i = 0; i < c->n_overrides; i++)
-        h = digest_text(h, c->overrides[i]);
+        h = ckpt_digest_text(h, c->overrides[i]);
     return digest_add(h, c->inputs, c->n_inputs * sizeof *c->inputs);
 }
 
@@ -272,67 +270,6 @@ static size_t mem_size(cl_mem m)
     return bytes;
 }
 
-/* ---- distributed runs: a rank's owned stretch of each per-particle part ---- */
-
-/* A rank's owned stretch of a per-particle part, read from the device (malloc'd). */
-static void *read_owned(mz_sim *sim, const mz_state_part *part, size_t *bytes)
-{
-    size_t begin, end;
-    sim_owned(sim, &begin, &end);
-    *bytes = part->elem * (end - begin);
-    void *buf = xmalloc(*bytes ? *bytes : 1);
-    if (*bytes && !cl_ok(clEnqueueReadBuffer(sim->cl->queue, *part->mem, CL_TRUE,
-                                             part->elem * begin, *bytes, buf, 0, NULL, NULL),
-                         "clEnqueueReadBuffer(checkpoint)"))
-        dist_abort(MZ_EXIT_RUNTIME); /* the other ranks wait for this one's bytes */
-    return buf;
-}
-
-/* Ranks other than 0: their owned stretch of every per-particle part, in part order, to rank 0
- * (which writes them after its own, so the file holds one process's device order). */
-static void send_owned_parts(mz_sim *sim)
-{
-    mz_state_part parts[MZ_MAX_STATE_PARTS];
-    size_t np = sim_state_parts(sim, parts, MZ_MAX_STATE_PARTS);
-    for (size_t i = 0; i < np; i++) {
-        if (!parts[i].elem)
-            continue;
-        size_t bytes;
-        void *buf = read_owned(sim, &parts[i], &bytes);
-        dist_send_bytes(0, buf, bytes);
-        free(buf);
-    }
-}
-
-/* Rank 0: part i as every rank's owned stretch in rank order (counts[q] particles from rank q),
- * written as one dataset; the digest chained over the pieces. Every piece is received even
- * after a failed write, so that no rank is left waiting. */
-static int write_gathered_part(hid_t file, const char *name, mz_sim *sim,
-                               const mz_state_part *part, const uint64_t *counts, uint64_t *h)
-{
-    size_t total = part->elem * sim->n_total, at = 0, bytes;
-    hid_t d = make_bytes(file, name, total);
-    int rc = d >= 0 ? 0 : -1;
-    for (int q = 0; q < dist_size(); q++) {
-        void *buf;
-        if (q == 0) {
-            buf = read_owned(sim, part, &bytes);
-        } else {
-            bytes = part->elem * (size_t)counts[q];
-            buf = xmalloc(bytes ? bytes : 1);
-            dist_recv_bytes(q, buf, bytes);
-        }
-        if (rc == 0 && (at + bytes > total || bytes_at(d, at, bytes, buf, true) != 0))
-            rc = -1;
-        *h = digest_add(*h, buf, bytes);
-        at += bytes;
-        free(buf);
-    }
-    if (d >= 0)
-        H5Dclose(d);
-    return rc == 0 && at == total ? 0 : -1;
-}
-
 /* The state parts into /state of file. Distributed (rank 0): the per-particle parts as every
  * rank's owned stretch in rank order; with file < 0 (a failure before) the pieces are still
  * received, so that no rank waits forever. */
@@ -353,9 +290,9 @@ static int write_state(const char *path, hid_t file, mz_sim *sim)
     for (size_t i = 0; i < np; i++) {
         char name[96];
         snprintf(name, sizeof name, "/state/%s", parts[i].name);
-        h = digest_text(h, parts[i].name);
+        h = ckpt_digest_text(h, parts[i].name);
         if (sim->slabs && parts[i].elem) {
-            if (write_gathered_part(rc ? -1 : file, name, sim, &parts[i], counts, &h) != 0 &&
+            if (ckpt_write_gathered_part(rc ? -1 : file, name, sim, &parts[i], counts, &h) != 0 &&
                 rc == 0) {
                 ckpt_fail(path, name);
                 rc = -1;
@@ -503,7 +440,7 @@ int checkpoint_write(const char *path, mz_sim *sim, const mz_ckpt *info)
         sim_owned(sim, &begin, &end);
         uint64_t own = end - begin;
         dist_gather_bytes(&own, sizeof own, NULL);
-        send_owned_parts(sim);
+        ckpt_send_owned_parts(sim);
     }
     dist_bcast(&rc, sizeof rc);
     return rc;
@@ -522,7 +459,7 @@ static hid_t open_checkpoint(const char *path)
     char *format = file < 0 ? NULL : get_text_attr(file, "format");
     long version = 0;
     int64_t v = 0;
-    if (file >= 0 && get_attr(file, "format_version", H5T_NATIVE_INT64, &v) == 0)
+    if (file >= 0 && ckpt_get_attr(file, "format_version", H5T_NATIVE_INT64, &v) == 0)
         version = (long)v;
     if (file < 0 || !format || strcmp(format, CKPT_FORMAT) != 0)
         mz_error("%s is not a mizu checkpoint", path);
@@ -540,7 +477,7 @@ static hid_t open_checkpoint(const char *path)
 }
 
 /* "checkpoint damaged: ..." for a checkpoint whose values do not hold together. */
-static void damaged(const char *path, const char *what)
+void ckpt_damaged(const char *path, const char *what)
 {
     mz_error("checkpoint %s damaged: %s; it cannot be resumed (an earlier checkpoint, or a new "
              "run, can)", path, what);
@@ -573,16 +510,16 @@ int checkpoint_read(const char *path, mz_ckpt *ck)
     int64_t frame = 0, written = 0, step = 0, particles = 0, frame_steps = 0;
     uint64_t digest = 0;
     size_t len = 0, ov_len = 0, in_len = 0;
-    int bad = run < 0 || get_attr(run, "frame", H5T_NATIVE_INT64, &frame) ||
-              get_attr(run, "frames_written", H5T_NATIVE_INT64, &written) ||
-              get_attr(run, "step", H5T_NATIVE_INT64, &step) ||
-              get_attr(run, "particles", H5T_NATIVE_INT64, &particles) ||
-              get_attr(run, "time", H5T_NATIVE_DOUBLE, &ck->time) ||
-              get_attr(run, "dt_min", H5T_NATIVE_DOUBLE, &ck->dt_min) ||
-              get_attr(run, "dt_max", H5T_NATIVE_DOUBLE, &ck->dt_max) ||
-              get_attr(run, "frame_steps", H5T_NATIVE_INT64, &frame_steps) ||
-              get_attr(run, "frame_time", H5T_NATIVE_DOUBLE, &ck->frame_time) ||
-              get_attr(run, "digest", H5T_NATIVE_UINT64, &digest);
+    int bad = run < 0 || ckpt_get_attr(run, "frame", H5T_NATIVE_INT64, &frame) ||
+              ckpt_get_attr(run, "frames_written", H5T_NATIVE_INT64, &written) ||
+              ckpt_get_attr(run, "step", H5T_NATIVE_INT64, &step) ||
+              ckpt_get_attr(run, "particles", H5T_NATIVE_INT64, &particles) ||
+              ckpt_get_attr(run, "time", H5T_NATIVE_DOUBLE, &ck->time) ||
+              ckpt_get_attr(run, "dt_min", H5T_NATIVE_DOUBLE, &ck->dt_min) ||
+              ckpt_get_attr(run, "dt_max", H5T_NATIVE_DOUBLE, &ck->dt_max) ||
+              ckpt_get_attr(run, "frame_steps", H5T_NATIVE_INT64, &frame_steps) ||
+              ckpt_get_attr(run, "frame_time", H5T_NATIVE_DOUBLE, &ck->frame_time) ||
+              ckpt_get_attr(run, "digest", H5T_NATIVE_UINT64, &digest);
     if (!bad) {
         ck->solver = get_text_attr(run, "solver");
         ck->device = get_text_attr(run, "device");
@@ -627,7 +564,7 @@ int checkpoint_read(const char *path, mz_ckpt *ck)
                       : strlen(ck->run_id) == 0 ? "the run id is empty"
                                                 : NULL;
     if (why) {
-        damaged(path, why);
+        ckpt_damaged(path, why);
         checkpoint_free(ck);
         return -1;
     }
@@ -659,121 +596,6 @@ static const char *check_indices(const mz_sim *sim, const char *name, const char
     return NULL;
 }
 
-/* Distributed, rank 0: every part read in pieces of 64 MiB, its size, the ids (a permutation,
- * tracked in a bitmap of n bits), body indices and the state's digest checked; nothing is kept.
- * 0, or -1 after reporting. */
-#define PIECE ((size_t)64 << 20)
-static int verify_state(const char *path, hid_t file, mz_sim *sim, mz_state_part *parts,
-                        size_t np)
-{
-    size_t n = sim->n_total;
-    uint64_t h = DIGEST_START, digest = 0;
-    hid_t g = H5Gopen2(file, "/state", H5P_DEFAULT);
-    bool ok = g >= 0 && get_attr(g, "digest", H5T_NATIVE_UINT64, &digest) == 0;
-    if (g >= 0)
-        H5Gclose(g);
-    if (!ok) {
-        damaged(path, "the state has no checksum");
-        return -1;
-    }
-    unsigned char *seen = xcalloc(n / 8 + 1, 1), *buf = xmalloc(PIECE);
-    uint32_t bodies = (uint32_t)(sim->scene->n_fluids + bodies_count(sim->scene));
-    const char *why = NULL;
-    int rc = 0;
-    for (size_t i = 0; i < np && rc == 0; i++) {
-        char name[96];
-        snprintf(name, sizeof name, "/state/%s", parts[i].name);
-        size_t want = parts[i].elem ? parts[i].elem * n : parts[i].bytes, got = 0;
-        hid_t d = H5Lexists(file, name, H5P_DEFAULT) > 0 ? H5Dopen2(file, name, H5P_DEFAULT) : -1;
-        hid_t sp = d < 0 ? -1 : H5Dget_space(d);
-        hssize_t pts = sp < 0 ? -1 : H5Sget_simple_extent_npoints(sp);
-        if (sp >= 0)
-            H5Sclose(sp);
-        got = pts < 0 ? 0 : (size_t)pts;
-        if (d < 0 || got != want) {
-            mz_error("checkpoint %s: %s %s (%zu bytes; this scene needs %zu): the checkpoint "
-                     "was written by another scene or mizu version, or is damaged",
-                     path, name, d >= 0 ? "has another size" : "cannot be read", got, want);
-            rc = -1;
-        }
-        h = digest_text(h, parts[i].name);
-        bool ids = !strcmp(parts[i].name, "id"), body = !strcmp(parts[i].name, "body");
-        for (size_t at = 0; rc == 0 && at < want; at += PIECE) {
-            size_t m = want - at < PIECE ? want - at : PIECE;
-            if (bytes_at(d, at, m, buf, false) != 0) {
-                ckpt_fail(path, name);
-                rc = -1;
-                break;
-            }
-            h = digest_add(h, buf, m);
-            for (size_t k = 0; (ids || body) && k + 4 <= m && !why; k += 4) {
-                uint32_t v;
-                memcpy(&v, buf + k, 4);
-                if (body && v >= bodies)
-                    why = "a body index is out of range";
-                else if (ids && (v >= n || (seen[v / 8] >> (v % 8) & 1)))
-                    why = "the particle ids are not a permutation";
-                else if (ids)
-                    seen[v / 8] |= (unsigned char)(1u << (v % 8));
-            }
-        }
-        if (d >= 0)
-            H5Dclose(d);
-    }
-    free(seen);
-    free(buf);
-    if (rc == 0 && (why || h != digest)) {
-        damaged(path, why ? why : "the state does not match its checksum");
-        rc = -1;
-    }
-    return rc;
-}
-
-/* Distributed: after rank 0 checked the whole state, rank r takes the r-th equal stretch of
- * the one-process device order of every per-particle part as its owned particles (any split
- * into stretches in rank order is one the next exchange turns into the slabs' windows, with the
- * one-process order kept: docs/distributed.md), and every host part whole. */
-static int restore_share(const char *path, hid_t file, mz_sim *sim)
-{
-    mz_state_part parts[MZ_MAX_STATE_PARTS];
-    size_t np = sim_state_parts(sim, parts, MZ_MAX_STATE_PARTS);
-    int rc = dist_rank() == 0 ? verify_state(path, file, sim, parts, np) : 0;
-    dist_bcast(&rc, sizeof rc);
-    if (rc != 0)
-        return -1;
-    size_t first = id_block_first(sim->n_total, dist_rank());
-    size_t count = id_block_first(sim->n_total, dist_rank() + 1) - first;
-    if (slabs_reserve(sim->slabs, count) != 0)
-        return -1;
-    /* Reserving may have replaced the buffers: the parts again. */
-    np = sim_state_parts(sim, parts, MZ_MAX_STATE_PARTS);
-    for (size_t i = 0; i < np && rc == 0; i++) {
-        char name[96];
-        snprintf(name, sizeof name, "/state/%s", parts[i].name);
-        size_t bytes = parts[i].elem ? parts[i].elem * count : parts[i].bytes;
-        void *buf = parts[i].elem ? xmalloc(bytes ? bytes : 1) : parts[i].host;
-        hid_t d = H5Dopen2(file, name, H5P_DEFAULT);
-        if (d < 0 || bytes_at(d, parts[i].elem * first, bytes, buf, false) != 0) {
-            ckpt_fail(path, name);
-            rc = -1;
-        } else if (parts[i].elem && bytes > 0 &&
-                   !cl_ok(clEnqueueWriteBuffer(sim->cl->queue, *parts[i].mem, CL_TRUE, 0, bytes,
-                                               buf, 0, NULL, NULL),
-                          "clEnqueueWriteBuffer(checkpoint)")) {
-            rc = -1;
-        }
-        if (d >= 0)
-            H5Dclose(d);
-        if (parts[i].elem)
-            free(buf);
-    }
-    if (rc == 0 && slabs_own_all(sim->slabs, count) != 0)
-        rc = -1;
-    if (rc == 0)
-        sim_set_count(sim, count);
-    return rc;
-}
-
 static void set_counters(mz_sim *sim, const mz_ckpt *ck)
 {
     sim->step = ck->step;
@@ -794,7 +616,7 @@ int checkpoint_restore(const char *path, const mz_ckpt *ck, mz_sim *sim)
         rc = -1;
     }
     if (sim->slabs) { /* every rank opened it (each reports its own failure) */
-        rc = dist_max_int(rc) ? -1 : restore_share(path, file, sim);
+        rc = dist_max_int(rc) ? -1 : ckpt_restore_share(path, file, sim);
         if (file >= 0)
             H5Fclose(file);
         if (dist_max_int(rc != 0))
@@ -806,8 +628,8 @@ int checkpoint_restore(const char *path, const mz_ckpt *ck, mz_sim *sim)
     size_t np = rc ? 0 : sim_state_parts(sim, parts, MZ_MAX_STATE_PARTS);
     uint64_t h = DIGEST_START, digest = 0;
     hid_t g = rc ? -1 : H5Gopen2(file, "/state", H5P_DEFAULT);
-    if (rc == 0 && (g < 0 || get_attr(g, "digest", H5T_NATIVE_UINT64, &digest) != 0)) {
-        damaged(path, "the state has no checksum");
+    if (rc == 0 && (g < 0 || ckpt_get_attr(g, "digest", H5T_NATIVE_UINT64, &digest) != 0)) {
+        ckpt_damaged(path, "the state has no checksum");
         rc = -1;
     }
     if (g >= 0)
@@ -826,14 +648,14 @@ int checkpoint_restore(const char *path, const mz_ckpt *ck, mz_sim *sim)
                      path, name, got != want ? "has another size" : "cannot be read", got, want);
             rc = -1;
         } else if ((why = check_indices(sim, parts[i].name, bufs[i], want)) != NULL) {
-            damaged(path, why);
+            ckpt_damaged(path, why);
             rc = -1;
         } else {
-            h = digest_add(digest_text(h, parts[i].name), bufs[i], want);
+            h = digest_add(ckpt_digest_text(h, parts[i].name), bufs[i], want);
         }
     }
     if (rc == 0 && h != digest) {
-        damaged(path, "the state does not match its checksum");
+        ckpt_damaged(path, "the state does not match its checksum");
         rc = -1;
     }
     for (size_t i = 0; i < np; i++) {

@@ -1,7 +1,8 @@
 /* io/: files mizu writes and reads back: the H5MD output (this header; h5_create.c,
- * h5_frames.c, h5_resume.c over the shared handle of h5_file.c), its XDMF sidecar (xdmf.c) and
- * checkpoints (checkpoint.c). May include: solvers/ (the state a checkpoint saves), build/,
- * device/, scene/, util/.
+ * h5_frames.c, h5_resume.c over the shared handle of h5_file.c), its XDMF sidecar (xdmf.c),
+ * checkpoints (checkpoint.c; a distributed run's in checkpoint_ranks.c) and reading helpers
+ * (h5_read.c). May include: solvers/ (the state a checkpoint saves), dist/, build/, device/,
+ * scene/, util/.
  *
  * Output: HDF5 in the H5MD 1.1 layout, plus an XDMF sidecar for ParaView/VisIt.
  *
