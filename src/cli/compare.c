@@ -174,18 +174,6 @@ static int open_output(cmp *c, int k)
     return 0;
 }
 
-/* Dimensions of dataset NAME (rank at most 3): its rank, or -1. */
-static int dims_of(hid_t d, hsize_t dims[3])
-{
-    hid_t s = d < 0 ? -1 : H5Dget_space(d);
-    int rank = s < 0 ? -1 : H5Sget_simple_extent_ndims(s);
-    if (rank < 0 || rank > 3 || H5Sget_simple_extent_dims(s, dims, NULL) < 0)
-        rank = -1;
-    if (s >= 0)
-        H5Sclose(s);
-    return rank;
-}
-
 /* Elements [first, first + count) of a 1-D or 2-D dataset (rows of `cols`) as mtype into buf. */
 static bool read_rows(hid_t d, hid_t mtype, hsize_t first, hsize_t count, hsize_t cols,
                       void *buf)
@@ -216,7 +204,7 @@ static int same_ints(cmp *c, const char *name, const char *what, const char *who
     for (int k = 0; k < 2 && !rc; k++) {
         d[k] = h5_exists(c->h[k], name) ? H5Dopen2(c->h[k], name, H5P_DEFAULT) : -1;
         hid_t t = d[k] < 0 ? -1 : H5Dget_type(d[k]);
-        if (d[k] < 0 || dims_of(d[k], n[k]) != 1 || H5Tget_class(t) != H5T_INTEGER)
+        if (d[k] < 0 || h5_dims(d[k], n[k]) != 1 || H5Tget_class(t) != H5T_INTEGER)
             rc = not_comparable(c, "%s: not a mizu output file: %s %s", c->r.o->path[k], name,
                                 d[k] < 0 ? "missing" : "is not a list of integers");
         if (t >= 0)
@@ -358,7 +346,7 @@ static int open_series(cmp *c, size_t i)
     for (int k = 0; k < 2; k++) {
         src->d[k] = H5Dopen2(c->h[k], value, H5P_DEFAULT);
         hid_t t = src->d[k] < 0 ? -1 : H5Dget_type(src->d[k]);
-        rank[k] = dims_of(src->d[k], dims[k]);
+        rank[k] = h5_dims(src->d[k], dims[k]);
         bool is_float = t >= 0 && H5Tget_class(t) == H5T_FLOAT && H5Tget_size(t) == 4;
         if (t >= 0)
             H5Tclose(t);
@@ -560,7 +548,7 @@ static int compare_counters(cmp *c)
             snprintf(name, sizeof name, "%s/%s", c->src[0].group, j ? "time" : "step");
             hid_t d = h5_exists(c->h[k], name) ? H5Dopen2(c->h[k], name, H5P_DEFAULT) : -1;
             hsize_t dims[3];
-            if (d < 0 || dims_of(d, dims) != 1 || dims[0] < (hsize_t)c->r.last + 1)
+            if (d < 0 || h5_dims(d, dims) != 1 || dims[0] < (hsize_t)c->r.last + 1)
                 rc = not_comparable(c, "%s: not a mizu output file: %s %s", c->r.o->path[k],
                                     name, d < 0 ? "missing" : "does not have a record a frame");
             else if (!read_rows(d, j ? H5T_NATIVE_DOUBLE : H5T_NATIVE_LLONG,

@@ -96,12 +96,7 @@ static int dataset_dims(hid_t file, const char *name, hsize_t dims[3])
     if (!h5_exists(file, name))
         return -1;
     hid_t d = H5Dopen2(file, name, H5P_DEFAULT);
-    hid_t s = d < 0 ? -1 : H5Dget_space(d);
-    int rank = s < 0 ? -1 : H5Sget_simple_extent_ndims(s);
-    if (rank < 0 || rank > 3 || H5Sget_simple_extent_dims(s, dims, NULL) < 0)
-        rank = -1;
-    if (s >= 0)
-        H5Sclose(s);
+    int rank = h5_dims(d, dims);
     if (d >= 0)
         H5Dclose(d);
     return rank;

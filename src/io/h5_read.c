@@ -13,6 +13,17 @@ hid_t h5_open_unlocked(const char *path)
     return file;
 }
 
+int h5_dims(hid_t d, hsize_t dims[3])
+{
+    hid_t s = d < 0 ? -1 : H5Dget_space(d);
+    int rank = s < 0 ? -1 : H5Sget_simple_extent_ndims(s);
+    if (rank < 0 || rank > 3 || H5Sget_simple_extent_dims(s, dims, NULL) < 0)
+        rank = -1;
+    if (s >= 0)
+        H5Sclose(s);
+    return rank;
+}
+
 bool h5_exists(hid_t file, const char *path)
 {
     char buf[256];

@@ -18,5 +18,7 @@ hid_t h5_open_unlocked(const char *path);
 /* Whether the absolute PATH names an object, checking each level (H5Lexists fails, rather than
  * saying no, when a parent is missing). */
 bool h5_exists(hid_t file, const char *path);
+/* The dimensions of open dataset d (rank at most 3): its rank, or -1. */
+int h5_dims(hid_t d, hsize_t dims[3]);
 
 #endif
