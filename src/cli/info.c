@@ -16,68 +16,6 @@
 
 #define BBOX_ROWS 65536 /* particles read at a time for the bounding box */
 
-/* A scalar string attribute or dataset (fixed or variable length): malloc'd, or NULL. */
-static char *read_string(hid_t id, int is_attr)
-{
-    hid_t ft = is_attr ? H5Aget_type(id) : H5Dget_type(id);
-    hid_t sp = is_attr ? H5Aget_space(id) : H5Dget_space(id);
-    hid_t mt = H5Tcopy(H5T_C_S1);
-    char *s = NULL;
-    if (ft < 0 || sp < 0 || mt < 0 || H5Tget_class(ft) != H5T_STRING ||
-        H5Sget_simple_extent_npoints(sp) != 1)
-        goto done;
-    if (H5Tis_variable_str(ft) > 0) {
-        char *v = NULL;
-        if (H5Tset_size(mt, H5T_VARIABLE) >= 0 && H5Tset_cset(mt, H5Tget_cset(ft)) >= 0 &&
-            (is_attr ? H5Aread(id, mt, &v) : H5Dread(id, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, &v)) >=
-                0 &&
-            v) {
-            s = xstrdup(v);
-            H5free_memory(v);
-        }
-    } else {
-        size_t size = H5Tget_size(ft) + 1; /* room for a NUL that a space-padded one lacks */
-        s = xcalloc(size, 1);
-        /* HDF5 converts between string sizes but not between ASCII and UTF-8. */
-        if (H5Tset_size(mt, size) < 0 || H5Tset_cset(mt, H5Tget_cset(ft)) < 0 ||
-            (is_attr ? H5Aread(id, mt, s) : H5Dread(id, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, s)) <
-                0) {
-            free(s);
-            s = NULL;
-        }
-    }
-done:
-    if (ft >= 0)
-        H5Tclose(ft);
-    if (sp >= 0)
-        H5Sclose(sp);
-    if (mt >= 0)
-        H5Tclose(mt);
-    return s;
-}
-
-static char *str_dataset(hid_t file, const char *name)
-{
-    if (!h5_exists(file, name))
-        return NULL;
-    hid_t d = H5Dopen2(file, name, H5P_DEFAULT);
-    char *s = d < 0 ? NULL : read_string(d, 0);
-    if (d >= 0)
-        H5Dclose(d);
-    return s;
-}
-
-static char *str_attr(hid_t file, const char *obj, const char *name)
-{
-    if (!h5_exists(file, obj) || H5Aexists_by_name(file, obj, name, H5P_DEFAULT) <= 0)
-        return NULL;
-    hid_t a = H5Aopen_by_name(file, obj, name, H5P_DEFAULT, H5P_DEFAULT);
-    char *s = a < 0 ? NULL : read_string(a, 1);
-    if (a >= 0)
-        H5Aclose(a);
-    return s;
-}
-
 /* A scalar integer attribute; 0 when it is absent. */
 static int int_attr(hid_t file, const char *obj, const char *name, long long *v)
 {
@@ -151,7 +89,7 @@ static herr_t print_field(hid_t group, const char *name, const H5L_info_t *info,
     hsize_t dims[3];
     int rank = dataset_dims(file, value, dims);
     if (rank > 0) {
-        char *unit = str_attr(file, value, "unit");
+        char *unit = h5_read_str_attr(file, value, "unit");
         fprintf(out, "  %-10s %-10s [", *first ? "fields" : "", name);
         for (int k = 0; k < rank; k++)
             fprintf(out, "%s%llu", k ? ", " : "", (unsigned long long)dims[k]);
@@ -271,7 +209,7 @@ static void print_run(FILE *out, hid_t file)
 {
     long long complete = 0;
     int known = int_attr(file, "/parameters/run", "complete", &complete);
-    char *status = str_attr(file, "/parameters/run", "status");
+    char *status = h5_read_str_attr(file, "/parameters/run", "status");
     if (!known)
         fprintf(out, "  %-10s ?", "run");
     else if (complete)
@@ -295,8 +233,8 @@ static void print_summary(FILE *out, const char *path, hid_t file, long long siz
     print_size(out, size);
     fputc('\n', out);
 
-    char *name = str_attr(file, "/h5md/creator", "name");
-    char *version = str_attr(file, "/h5md/creator", "version");
+    char *name = h5_read_str_attr(file, "/h5md/creator", "name");
+    char *version = h5_read_str_attr(file, "/h5md/creator", "version");
     fprintf(out, "  %-10s %s %s\n", "creator", name ? name : "?", version ? version : "?");
     free(name);
     free(version);
@@ -305,7 +243,7 @@ static void print_summary(FILE *out, const char *path, hid_t file, long long siz
         {"platform", "/parameters/build/platform"}, {"driver", "/parameters/build/driver"},
         {"scene", "/parameters/scene/path"}};
     for (size_t i = 0; i < sizeof build / sizeof build[0]; i++) {
-        char *s = str_dataset(file, build[i][1]);
+        char *s = h5_read_str(file, build[i][1]);
         print_str(out, build[i][0], s);
         free(s);
     }
