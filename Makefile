@@ -6,13 +6,13 @@ BUILD    ?= build
 # runs under mpirun (src/dist/, docs/distributed.md); without them it is the single-process build.
 MPI      ?= $(shell command -v mpicc >/dev/null 2>&1 && pkg-config --exists hdf5-openmpi && echo 1)
 ifeq ($(MPI),1)
-PKGS      = OpenCL libcjson hdf5-openmpi
+PKGS      = OpenCL libcjson libpng hdf5-openmpi
 MPI_CFLAGS := $(shell mpicc --showme:compile) -DMZ_MPI=1
 MPI_LIBS   := $(shell mpicc --showme:link)
 else
 # Debian's hdf5.pc may point at the MPI build once libhdf5-openmpi-dev is installed: ask for the
 # serial one by name where it exists.
-PKGS      = OpenCL libcjson $(shell pkg-config --exists hdf5-serial && echo hdf5-serial || echo hdf5)
+PKGS      = OpenCL libcjson libpng $(shell pkg-config --exists hdf5-serial && echo hdf5-serial || echo hdf5)
 endif
 
 VERSION  := 0.1.0
@@ -39,7 +39,8 @@ TEST_SRCS  := $(sort $(wildcard tests/*/test_*.c))
 BENCH_SRCS := $(sort $(wildcard tests/bench/bench_*.c))
 TESTS    := $(patsubst %.c,$(BUILD)/tests/%,$(notdir $(TEST_SRCS)))
 BENCHES  := $(patsubst %.c,$(BUILD)/tests/%,$(notdir $(BENCH_SRCS)))
-TEST_HDRS := tests/test_util.h tests/test_world.h tests/test_files.h tests/bench/bench_frames.h
+TEST_HDRS := tests/test_util.h tests/test_world.h tests/test_files.h tests/bench/bench_frames.h \
+             tests/render/png_read.h
 
 .PHONY: all test bench install uninstall clean help check-deps demo fuzz sanitize valgrind
 all: check-deps $(BUILD)/mizu
@@ -87,7 +88,8 @@ bench: all $(BENCHES)
 	@if [ -n "$(MPI_LIBS)" ]; then scripts/bench-scaling.sh $(BUILD)/mizu; fi
 
 demo: all
-	$(BUILD)/mizu run scenes/falling_block.json -o /tmp/mizu-demo.h5
+	$(BUILD)/mizu run scenes/dam_break_3d.json -o /tmp/mizu-demo.h5
+	$(BUILD)/mizu render /tmp/mizu-demo.h5 -o /tmp/mizu-demo.png
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1
@@ -104,7 +106,7 @@ help:
 	@echo "make            build $(BUILD)/mizu"
 	@echo "make test       build and run every test (PoCL CPU device)"
 	@echo "make bench      benchmarks: particle-steps per second tables"
-	@echo "make demo       run the default scene to /tmp/mizu-demo.h5"
+	@echo "make demo       run the 3D dam break to /tmp/mizu-demo.h5 and draw it to .png"
 	@echo "make sanitize   build into $(SAN_BUILD) with ASan and UBSan, run every test"
 	@echo "make valgrind   every test under valgrind memcheck (VALGRIND_TESTS= picks some)"
 	@echo "make fuzz       fuzz the scene loader for FUZZ_SECONDS=$(FUZZ_SECONDS) s" \

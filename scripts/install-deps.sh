@@ -3,7 +3,7 @@
 # Runs as root, or through sudo when it is available.
 set -eu
 PKGS="make gcc pkg-config ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd clinfo
-      libcjson-dev libhdf5-dev hdf5-tools libcmocka-dev python3-h5py python3-numpy
+      libcjson-dev libhdf5-dev hdf5-tools libpng-dev libcmocka-dev python3-h5py python3-numpy
       python3-matplotlib openmpi-bin libopenmpi-dev libhdf5-openmpi-dev"
 # For `make sanitize`, `make fuzz` and `make valgrind` (docs/testing.md): clang with its sanitizer
 # and libFuzzer runtimes (Debian 12 packs them in libclang-rt-dev), llvm-symbolizer (in llvm:
