@@ -2,6 +2,7 @@
  * 0 match, 1 differs, 2 not comparable). */
 #include "cli/compare.h"
 #include "cli/info.h"
+#include "cli/render.h"
 #include "cli/run.h"
 #include "dist/dist.h"
 #include "device/cl_ctx.h"
@@ -18,17 +19,19 @@
 
 static const char usage_text[] =
     "usage: mizu run SCENE.json [-o OUT.h5] [--frames N | --until SECONDS] [--every N]\n"
-    "                           [--fields F,...] [--device cpu|gpu|P:D]\n"
+    "                           [--fields F,...] [--device cpu|gpu|P:D] [--preview]\n"
     "                           [--set PATH=VALUE]... [--quiet] [--profile] [--kernel-dir DIR]\n"
     "                           [--checkpoint-every N] [--checkpoint CKPT.h5]\n"
     "       mizu run --resume CKPT.h5 [-o OUT.h5] [--frames N | --until SECONDS] [--device ...]\n"
     "                                 [--checkpoint-every N]\n"
     "       mizu check SCENE.json [--frames N | --until SECONDS] [--every N] [--fields F,...]\n"
-    "                             [--set PATH=VALUE]...\n"
+    "                             [--set PATH=VALUE]... [--preview]\n"
     "       mizu devices\n"
     "       mizu info OUT.h5\n"
     "       mizu compare A.h5 B.h5 [--fields F,...] [--rtol R] [--atol A] [--frames K[:L]]\n"
     "                              [--json]\n"
+    "       mizu render OUT.h5 [--frame K | --every N] [-o FILE.png | -o DIR] [--field F]\n"
+    "                          [--view auto|front|side|top|iso] [--size WxH] [--range LO:HI]\n"
     "       mizu keys\n"
     "       mizu --help | --version\n";
 
@@ -43,6 +46,7 @@ static const char help_text[] =
     "  devices         list OpenCL platforms and devices with their P:D numbers\n"
     "  info OUT.h5     summarise an output file\n"
     "  compare A B     whether two output files hold the same frames (CI regression runs)\n"
+    "  render OUT.h5   draw frames to PNG: the last one, --frame K, or --every N into a folder\n"
     "  keys            list every scene key with its type, default, unit and meaning\n"
     "\n"
     "options for run and check:\n"
@@ -58,6 +62,8 @@ static const char help_text[] =
     "  -q, --quiet           no progress and no summary (errors still print)\n"
     "  -p, --profile         add device time per solver stage to the summary\n"
     "      --kernel-dir DIR  read kernel sources from DIR instead of the built-in copies\n"
+    "      --preview         draw the set-up (t = 0, coloured by kind) to OUT.preview.png\n"
+    "                        before any compute\n"
     "\n"
     "batch runs (run only):\n"
     "      --checkpoint-every N   write the whole state every N frames (atomically replaced)\n"
@@ -91,7 +97,7 @@ static int usage_error(const char *fmt, const char *arg)
 
 enum {
     OPT_KERNEL_DIR = 1000, OPT_CHECKPOINT_EVERY, OPT_CHECKPOINT, OPT_RESUME,
-    OPT_FIELDS, OPT_RTOL, OPT_ATOL, OPT_JSON, OPT_UNTIL, OPT_EVERY
+    OPT_FIELDS, OPT_RTOL, OPT_ATOL, OPT_JSON, OPT_UNTIL, OPT_EVERY, OPT_PREVIEW
 };
 
 /* A whole number in [lo, hi] from an option's value, or -1. */
@@ -115,6 +121,7 @@ static int scene_command(const char *cmd, int argc, char **argv)
         {"until", required_argument, 0, OPT_UNTIL},
         {"every", required_argument, 0, OPT_EVERY},
         {"fields", required_argument, 0, OPT_FIELDS},
+        {"preview", no_argument, 0, OPT_PREVIEW},
         {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
     mz_run_opts o = {0};
     const char **sets = xcalloc((size_t)argc, sizeof *sets);
@@ -152,6 +159,7 @@ static int scene_command(const char *cmd, int argc, char **argv)
                 rc = usage_error("--every wants a whole number of frames >= 1 (got '%s')", optarg);
             break;
         case OPT_FIELDS: o.fields = optarg; break;
+        case OPT_PREVIEW: o.preview = true; break;
         case OPT_CHECKPOINT: o.checkpoint_path = optarg; break;
         case OPT_RESUME: o.resume_path = optarg; break;
         case ':': rc = usage_error("option %s needs a value", argv[optind - 1]); break;
@@ -163,6 +171,8 @@ static int scene_command(const char *cmd, int argc, char **argv)
         rc = usage_error("%s", "--checkpoint-every, --checkpoint and --resume are for mizu run");
     if (rc < 0 && o.frames > 0 && o.until > 0)
         rc = usage_error("%s", "--frames and --until both say when to stop: give one");
+    if (rc < 0 && o.resume_path && o.preview)
+        rc = usage_error("%s", "--preview draws a new run's set-up: a resumed run has none");
     if (rc < 0 && o.resume_path && (o.every || o.fields))
         rc = usage_error("%s", "--every and --fields would change a resumed run's output: they "
                                "are for a new run");
@@ -287,6 +297,8 @@ static int command(int argc, char **argv)
     }
     if (!strcmp(cmd, "compare"))
         return compare_command(argc - 1, argv + 1);
+    if (!strcmp(cmd, "render"))
+        return render_command(argc - 1, argv + 1);
     return usage_error("unknown command '%s'", cmd);
 }
 

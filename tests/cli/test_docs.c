@@ -13,14 +13,15 @@
 #define MAN_PAGE "man/mizu.1"
 #define MAIN_C "src/cli/main.c"
 
-static const char *const commands[] = {"run", "check", "devices", "info", "compare", "keys",
-                                       NULL};
+static const char *const commands[] = {"run", "check", "devices", "info", "compare", "render",
+                                       "keys", NULL};
 static const char *const long_options[] = {"--output",  "--frames", "--device",
                                            "--set",     "--quiet",  "--profile",
                                            "--kernel-dir", "--help", "--version",
                                            "--checkpoint-every", "--checkpoint", "--resume",
                                            "--fields", "--rtol", "--atol", "--json", "--until",
-                                           "--every", NULL};
+                                           "--every", "--preview", "--frame", "--field",
+                                           "--view", "--size", "--range", NULL};
 
 static char *slurp(const char *path)
 {
