@@ -11,6 +11,7 @@
 #include "util/hostmem.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 
 int cmd_check(const mz_run_opts *o)
 {
@@ -104,6 +105,12 @@ int cmd_check(const mz_run_opts *o)
         rc = opened == -2 ? MZ_EXIT_USAGE : MZ_EXIT_OK;
         if (opened != -2)
             printf("  device memory not checked: no OpenCL device opened\n");
+    }
+    if (o->preview && rc != MZ_EXIT_USAGE) {
+        char *out = run_output_path(o, &s);
+        int prc = run_preview(o, &s, out, stdout);
+        rc = rc == MZ_EXIT_OK ? prc : rc;
+        free(out);
     }
     scene_free(&s);
     return rc;

@@ -10,6 +10,7 @@
  * checkpoint was taken, and the frames that follow are bit-identical to an uninterrupted run
  * on the same device. */
 #include "cli/run.h"
+#include "cli/preview.h"
 
 #include "build/build.h"
 #include "cli/paths.h"
@@ -125,8 +126,7 @@ int run_check_host_memory(const mz_cl *cl, const mz_scene *s, size_t n)
     return -1;
 }
 
-/* -o, else output.path, else "<scene name without .json>.h5" in the working directory. */
-static char *output_path(const mz_run_opts *o, const mz_scene *s)
+char *run_output_path(const mz_run_opts *o, const mz_scene *s)
 {
     if (o->out_path)
         return xstrdup(o->out_path);
@@ -680,6 +680,14 @@ static int refuse_distributed(const run_ctx *r)
     return MZ_EXIT_USAGE;
 }
 
+int run_preview(const mz_run_opts *o, const mz_scene *s, const char *out, FILE *msg)
+{
+    char *path = preview_path(out);
+    int rc = preview_write(s, path, o->quiet ? NULL : msg) == 0 ? MZ_EXIT_OK : MZ_EXIT_RUNTIME;
+    free(path);
+    return rc;
+}
+
 int cmd_run(const mz_run_opts *o)
 {
     double t_start = now_seconds();
@@ -693,7 +701,7 @@ int cmd_run(const mz_run_opts *o)
         release_run(&r);
         return rc;
     }
-    r.path = o->out_path || !r.resumed ? output_path(o, &r.scene) : xstrdup(r.ck.output_path);
+    r.path = o->out_path || !r.resumed ? run_output_path(o, &r.scene) : xstrdup(r.ck.output_path);
     r.ckpt_path = o->checkpoint_path ? xstrdup(o->checkpoint_path)
                   : o->resume_path   ? xstrdup(o->resume_path)
                                      : checkpoint_default_path(r.path);
@@ -702,6 +710,8 @@ int cmd_run(const mz_run_opts *o)
     rc = dist_rank() == 0 ? paths_check(&paths) : 0; /* rank 0 alone touches the files */
     if (rc == 0 && r.resumed) /* needs no device: refused before one is opened */
         rc = check_resume(&r);
+    if (rc == 0 && o->preview && dist_rank() == 0)
+        rc = run_preview(o, &r.scene, r.path, stderr);
     rc = dist_max_int(rc);
     if (rc != 0) {
         release_run(&r);

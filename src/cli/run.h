@@ -8,6 +8,7 @@
 #define MZ_RUN_H
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 typedef struct mz_run_opts {
     const char *scene_path;
@@ -24,6 +25,7 @@ typedef struct mz_run_opts {
     long checkpoint_every;       /* --checkpoint-every N frames; 0: only on a signal */
     const char *checkpoint_path; /* --checkpoint; NULL: OUT.ckpt.h5 (or the one resumed) */
     const char *resume_path;     /* --resume CKPT.h5: the scene comes from it */
+    bool preview;                /* --preview: draw the set-up to OUT.preview.png first */
 } mz_run_opts;
 
 /* The scene of o (its file or scene_text, the overrides and --frames), reporting errors.
@@ -39,6 +41,13 @@ double run_host_bytes(const struct mz_scene *s, size_t n);
  * device is a CPU): 0, or -1 after saying what is needed and what limits it. */
 struct mz_cl;
 int run_check_host_memory(const struct mz_cl *cl, const struct mz_scene *s, size_t n);
+
+/* -o, else output.path, else "<scene name without .json>.h5" in the working directory:
+ * malloc'd. */
+char *run_output_path(const mz_run_opts *o, const struct mz_scene *s);
+/* --preview: the scene's set-up drawn beside the output OUT, saying where on msg. The exit
+ * code. */
+int run_preview(const mz_run_opts *o, const struct mz_scene *s, const char *out, FILE *msg);
 
 /* Each returns the process exit code: 0, 1 (runtime failure) or 2 (usage or scene error). */
 int cmd_run(const mz_run_opts *o);
