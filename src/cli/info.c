@@ -250,6 +250,10 @@ static void print_summary(FILE *out, const char *path, hid_t file, long long siz
     print_frames(out, file, frames, written);
     print_fields(out, file);
     print_rigids(out, file);
+    hsize_t bdims[3];
+    if (dataset_dims(file, "/particles/boundary/position", bdims) == 2)
+        fprintf(out, "  %-10s %llu wall and collider particles in /particles/boundary\n",
+                "boundary", (unsigned long long)bdims[0]);
     print_run(out, file);
     if (frames && n)
         print_bounds(out, file, frames - 1, n);

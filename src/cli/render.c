@@ -33,6 +33,8 @@ typedef struct render_file {
     char *scene;         /* effective scene JSON */
     uint32_t *phase, *body, *tri;
     size_t n_tri;
+    float *boundary;     /* /particles/boundary/position, when the file has it */
+    size_t n_boundary;
     const mz_field_info *field; /* NULL: colour by phase */
     const char *label;
 } render_file;
@@ -159,6 +161,7 @@ static void file_close(render_file *f)
     free(f->phase);
     free(f->body);
     free(f->tri);
+    free(f->boundary);
 }
 
 /* The field to colour by: asked for, else velocity, pressure, density, else the phases. */
@@ -203,6 +206,21 @@ static int choose_field(render_file *f, const char *asked, const char *path)
                    : f->field == &mz_field_infos[MZ_FIELD_POSITION] ? "height"
                                                                      : f->field->name;
     return 0;
+}
+
+/* SPH's wall particles, written once; left out (not an error) when absent or unreadable. */
+static void read_boundary(render_file *f)
+{
+    const char *name = "/particles/boundary/position";
+    hid_t d = h5_exists(f->h5, name) ? H5Dopen2(f->h5, name, H5P_DEFAULT) : -1;
+    hsize_t dims[3];
+    if (h5_dims(d, dims) == 2 && dims[1] == 3 && dims[0] > 0) {
+        f->boundary = xmalloc(3 * (size_t)dims[0] * sizeof *f->boundary);
+        if (H5Dread(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, f->boundary) >= 0)
+            f->n_boundary = (size_t)dims[0];
+    }
+    if (d >= 0)
+        H5Dclose(d);
 }
 
 static int file_open(render_file *f, const render_args *a)
@@ -274,6 +292,7 @@ static int file_open(render_file *f, const render_args *a)
     }
     if (d >= 0)
         H5Dclose(d);
+    read_boundary(f);
     return choose_field(f, a->field, a->in);
 }
 
@@ -406,7 +425,8 @@ static int draw(const render_file *f, const render_args *a, const mz_render_opts
              base_name(a->in), record_time(f, k), (unsigned long long)k,
              (unsigned long long)(f->records - 1), f->n);
     mz_picture pic = {.n = f->n, .pos = pos, .value = f->field ? value : NULL, .phase = f->phase,
-                      .body = f->body, .tri = f->tri, .n_tri = f->n_tri, .scene_json = f->scene,
+                      .body = f->body, .tri = f->tri, .n_tri = f->n_tri,
+                      .boundary = f->boundary, .n_boundary = f->n_boundary, .scene_json = f->scene,
                       .field_label = f->label, .field_unit = f->field ? f->field->unit : NULL,
                       .caption = caption};
     mz_image img;

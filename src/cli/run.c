@@ -24,6 +24,7 @@
 #include "io/checkpoint.h"
 #include "io/h5_out.h"
 #include "scene/bodies.h"
+#include "scene/sizes.h"
 #include "solvers/health.h"
 #include "solvers/sim.h"
 #include "util/clock.h"
@@ -317,6 +318,24 @@ static void body_of_ids(const void *scene, size_t first, size_t count, uint32_t 
     build_body_of_ids(scene, first, count, out);
 }
 
+/* SPH with particle walls: the wall and collider particles the solver makes (the same builder
+ * calls), 3 floats each, for the output's /particles/boundary; NULL and 0 for other scenes. */
+static float *boundary_positions(const mz_scene *s, size_t *n)
+{
+    *n = 0;
+    if (!scene_is_sph(s) || s->domain.boundary.type != MZ_BOUNDARY_PARTICLES)
+        return NULL;
+    float *pos = NULL;
+    double spacing = s->fluids[0].spacing;
+    int layers = scene_wall_layers(s);
+    size_t nb = build_wall_particles(s, spacing, layers, &pos);
+    nb = build_collider_particles(s, spacing, layers, &pos, nb);
+    for (size_t i = 0; i < nb; i++) /* 4 floats each to 3, in place */
+        memmove(pos + 3 * i, pos + 4 * i, 3 * sizeof *pos);
+    *n = nb;
+    return pos;
+}
+
 /* A new output file, or for --resume the one the checkpoint names, cut back to its frames. */
 static int open_output(run_ctx *r)
 {
@@ -352,9 +371,12 @@ static int open_output(run_ctx *r)
         st.body_of = body_of_ids;
         st.body_ctx = s;
     }
+    float *boundary = boundary_positions(s, &st.n_boundary);
+    st.boundary = boundary;
     r->out = h5_out_create(r->path, r->parts.n_total, r->fields,
                            s->output.compression == MZ_COMPRESSION_GZIP ? s->output.level : 0,
                            &meta, &st);
+    free(boundary);
     free(rigid_body);
     return r->out ? 0 : -1;
 }

@@ -177,23 +177,30 @@ static int put_column(const mz_h5_out *o, const char *name, column_fn fill, cons
     return ok ? 0 : -1;
 }
 
-static int write_particles(const mz_h5_out *o, const mz_h5_meta *m, const mz_h5_static *st)
+/* GROUP/box of an H5MD particles group: the domain, 3D, no periodic boundary. */
+static int write_box(const mz_h5_out *o, const char *group, const mz_h5_meta *m)
 {
-    static const char *const groups[] = {"/particles", "/particles/all", "/particles/all/box",
-                                         NULL};
     static const char boundary[3][5] = {"none", "none", "none"};
+    char box[96], edges_name[112];
+    snprintf(box, sizeof box, "%s/box", group);
+    snprintf(edges_name, sizeof edges_name, "%s/edges", box);
+    const char *const groups[] = {group, box, NULL};
     double edges[3];
     for (int k = 0; k < 3; k++)
         edges[k] = m->domain_max[k] - m->domain_min[k];
     hid_t t = h5_str_type(4);
-    int rc = make_groups(o, groups) ||
-             h5_put_int_attr(o, "/particles/all/box", "dimension", 3) ||
-             h5_put_attr(o, "/particles/all/box", "boundary", t, t, 3, boundary) ||
-             put_dataset(o, "/particles/all/box/edges", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 0,
-                         3, edges) ||
-             h5_put_str_attr(o, "/particles/all/box/edges", "unit", "m");
+    int rc = make_groups(o, groups) || h5_put_int_attr(o, box, "dimension", 3) ||
+             h5_put_attr(o, box, "boundary", t, t, 3, boundary) ||
+             put_dataset(o, edges_name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 0, 3, edges) ||
+             h5_put_str_attr(o, edges_name, "unit", "m");
     h5_close_id(t);
-    if (rc)
+    return rc ? -1 : 0;
+}
+
+static int write_particles(const mz_h5_out *o, const mz_h5_meta *m, const mz_h5_static *st)
+{
+    static const char *const groups[] = {"/particles", NULL};
+    if (make_groups(o, groups) || write_box(o, "/particles/all", m))
         return -1;
     /* Rows are in id order, so id is 0..n-1; it is written for H5MD readers that look for it. */
     return put_column(o, "/particles/all/id", column_ids, NULL) ||
@@ -223,6 +230,22 @@ static int write_connectivity(const mz_h5_out *o, const mz_h5_static *st)
         return -1;
     }
     return h5_put_attr(o, name, "particles_group", H5T_STD_REF_OBJ, H5T_STD_REF_OBJ, 0, &ref);
+}
+
+/* SPH's walls and colliders as boundary particles: /particles/boundary, its positions a
+ * time-independent H5MD element (they do not move), so that a viewer shows the tank. Nothing
+ * without them. */
+static int write_boundary(const mz_h5_out *o, const mz_h5_meta *m, const mz_h5_static *st)
+{
+    if (st->n_boundary == 0)
+        return 0;
+    static const char name[] = "/particles/boundary/position";
+    return write_box(o, "/particles/boundary", m) ||
+                   put_table(o, name, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 0, st->n_boundary, 3,
+                             st->boundary) ||
+                   h5_put_str_attr(o, name, "unit", "m")
+               ? -1
+               : 0;
 }
 
 static int write_parameters(const mz_h5_out *o, const mz_h5_meta *m)
@@ -488,7 +511,8 @@ mz_h5_out *h5_out_create(const char *path, size_t n, unsigned fields, int gzip_l
     if (o->file < 0)
         goto fail;
     o->owned = 1; /* what was there is gone: a failure from here leaves no half file behind */
-    if (write_h5md(o) || write_particles(o, meta, st) || write_connectivity(o, st) ||
+    if (write_h5md(o) || write_particles(o, meta, st) || write_boundary(o, meta, st) ||
+        write_connectivity(o, st) ||
         write_parameters(o, meta) || create_fields(o, gzip_level) ||
         create_rigids(o, st, gzip_level))
         goto fail;

@@ -77,6 +77,8 @@ typedef struct mz_h5_static {
     size_t n_triangles;        /* 0: no connectivity */
     size_t n_rigids;           /* B rigid bodies with a pose every frame; 0: no /observables */
     const uint32_t *rigid_body; /* B body indices (as in body), required when B > 0 */
+    const float *boundary;      /* SPH wall and collider particles, 3 floats each, or NULL */
+    size_t n_boundary;          /* 0: no /particles/boundary */
 } mz_h5_static;
 
 typedef struct mz_h5_out mz_h5_out;

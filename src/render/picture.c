@@ -119,6 +119,30 @@ static void draw_particles(mz_canvas *c, const mz_camera *cam, const mz_picture 
     }
 }
 
+/* The wall particles behind the fluid: those outside the domain only across walls that face
+ * away from the viewer (the floor and far walls seen from inside, as in a cut-away), so that the
+ * near walls do not hide the water. Those inside the domain belong to colliders, drawn as
+ * solids. */
+static void draw_boundary(mz_canvas *c, const mz_camera *cam, const mz_picture *pic,
+                          const double lo[3], const double hi[3], double radius)
+{
+    static const mz_rgb wall = {214, 214, 218};
+    for (size_t i = 0; i < pic->n_boundary; i++) {
+        const float *p = pic->boundary + 3 * i;
+        bool outside = false, hidden = false;
+        for (int a = 0; a < 3; a++) {
+            double side = p[a] < lo[a] ? -1 : p[a] > hi[a] ? 1 : 0;
+            outside |= side != 0;
+            hidden |= side * cam->toward[a] > 1e-9; /* that wall's outside faces the viewer */
+        }
+        if (!outside || hidden)
+            continue;
+        double s[3];
+        project(cam, p, s);
+        canvas_sphere(c, s[0], s[1], s[2], cam->scale * radius, wall);
+    }
+}
+
 static void box_edges(mz_canvas *c, const mz_camera *cam, const double lo[3], const double hi[3],
                       mz_rgb colour, double hidden)
 {
@@ -356,9 +380,17 @@ int render_picture(const mz_picture *pic, const mz_render_opts *o, mz_image *img
     memcpy(hi, st.hi, sizeof hi);
     if (st.dimensions == 2)
         lo[2] = hi[2] = 0;
+    double flo[3], fhi[3]; /* what the view fits: the domain and the walls' particles */
+    memcpy(flo, lo, sizeof flo);
+    memcpy(fhi, hi, sizeof fhi);
+    for (size_t i = 0; i < pic->n_boundary; i++)
+        for (int a = 0; a < 3; a++) {
+            flo[a] = fmin(flo[a], pic->boundary[3 * i + a]);
+            fhi[a] = fmax(fhi[a], pic->boundary[3 * i + a]);
+        }
     int lh = canvas_line_height(), top = MARGIN + lh + 10;
     mz_camera cam;
-    camera_fit(&cam, view, lo, hi, MARGIN, top, o->width - PANEL - 2 * MARGIN,
+    camera_fit(&cam, view, flo, fhi, MARGIN, top, o->width - PANEL - 2 * MARGIN,
                o->height - top - MARGIN);
     mz_canvas c;
     canvas_init(&c, o->width, o->height, background);
@@ -367,6 +399,7 @@ int render_picture(const mz_picture *pic, const mz_render_opts *o, mz_image *img
     size_t nb;
     double *radius = body_radii(pic, &st, &nb);
     uint8_t *covered = xcalloc(pic->n + 1, 1);
+    draw_boundary(&c, &cam, pic, lo, hi, st.n_fluids ? 0.5 * st.fluid_spacing[0] : 0);
     draw_surfaces(&c, &cam, pic, &ro, covered);
     draw_particles(&c, &cam, pic, &ro, covered, radius);
     box_edges(&c, &cam, lo, hi, edge_ink, 0.3);

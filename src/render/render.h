@@ -23,6 +23,9 @@ typedef struct mz_picture {
     const uint32_t *body;    /* body index per particle (fluids, cloths, meshes, rigids); may be NULL */
     const uint32_t *tri;     /* cloth triangles, 3 ids each */
     size_t n_tri;
+    const float *boundary;   /* SPH wall particles, 3 floats each (may be NULL): those beyond
+                              * the walls the viewer looks at from inside are drawn */
+    size_t n_boundary;
     const char *scene_json;  /* the effective scene: domain, colliders, spacings, dimensions */
     const char *field_label; /* "speed", "pressure": the colour bar's title */
     const char *field_unit;  /* "m s-1"; NULL or "" for none */

@@ -130,6 +130,51 @@ static bool same_bytes(const char *a, const char *b)
     return system(cmd) == 0;
 }
 
+/* SPH's wall particles are in the output once, as many as mizu check counts, and the picture
+ * shows the far walls (light grey) without hiding the water; a cloth scene has none. */
+static void test_boundary_particles(void **state)
+{
+    (void)state;
+    char args[1024], *err = NULL, line[512];
+    const char *out = test_path("check.txt");
+    snprintf(args, sizeof args, "check scenes/dam_break_3d.json >%s", out);
+    assert_int_equal(run_mizu(args, &err), 0);
+    free(err);
+    FILE *f = fopen(out, "rb");
+    unsigned long counted = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (strstr(line, "boundary particles"))
+            counted = strtoul(strstr(line, "and ") + 4, NULL, 10);
+    fclose(f);
+    assert_true(counted > 1000);
+    snprintf(args, sizeof args, "info %s >%s", DAM, out);
+    assert_int_equal(run_mizu(args, NULL), 0);
+    char *info = read_file(out, NULL);
+    snprintf(line, sizeof line, "%lu wall and collider particles in /particles/boundary", counted);
+    assert_non_null(strstr(info, line));
+    free(info);
+    snprintf(args, sizeof args, "info %s >%s", CLOTH, out);
+    assert_int_equal(run_mizu(args, NULL), 0);
+    info = read_file(out, NULL);
+    assert_null(strstr(info, "/particles/boundary"));
+    free(info);
+    /* The render: wall-grey pixels (214, 214, 218, lit) in numbers, and the water still seen. */
+    const char *png = test_path("walls.png");
+    snprintf(args, sizeof args, "render %s -o %s -q", DAM, png);
+    render_ok(args, NULL);
+    check_picture(png, 1280, 720, 20000);
+    test_png p = {0};
+    assert_int_equal(png_load(png, &p), 0);
+    size_t grey = 0;
+    for (int y = 0; y < p.h; y++)
+        for (int x = 0; x < p.w - PANEL; x++) {
+            const unsigned char *c = png_px(&p, x, y);
+            grey += !coloured(c) && c[0] > 120 && c[0] < 235 && c[2] >= c[0];
+        }
+    assert_true(grey > 50000);
+    free(p.rgb);
+}
+
 static void test_deterministic_and_default_path(void **state)
 {
     (void)state;
@@ -273,6 +318,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_shipped_scenes),
+        cmocka_unit_test(test_boundary_particles),
         cmocka_unit_test(test_deterministic_and_default_path),
         cmocka_unit_test(test_every_writes_numbered_frames),
         cmocka_unit_test(test_preview),
