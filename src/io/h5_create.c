@@ -29,20 +29,9 @@
 #define TIME_CHUNK 1024            /* frames per chunk of step/time (8 KiB) */
 #define MAX_CHUNK_BYTES 0xffffffffu /* HDF5's limit on one chunk */
 
-/* Creation property list without timestamps: identical runs give identical bytes. */
-static hid_t untimed_plist(hid_t cls)
-{
-    hid_t p = H5Pcreate(cls);
-    if (p >= 0 && H5Pset_obj_track_times(p, 0) < 0) {
-        H5Pclose(p);
-        return -1;
-    }
-    return p;
-}
-
 static int make_groups(const mz_h5_out *o, const char *const *names)
 {
-    hid_t gcpl = untimed_plist(H5P_GROUP_CREATE);
+    hid_t gcpl = h5_untimed_plist(H5P_GROUP_CREATE);
     for (; *names; names++) {
         hid_t g = gcpl < 0 ? -1 : H5Gcreate2(o->file, *names, H5P_DEFAULT, gcpl, H5P_DEFAULT);
         if (g < 0) {
@@ -62,7 +51,7 @@ static int put_table(const mz_h5_out *o, const char *name, hid_t ftype, hid_t mt
 {
     hsize_t dims[2] = {n, cols};
     hid_t space = scalar ? H5Screate(H5S_SCALAR) : H5Screate_simple(cols ? 2 : 1, dims, NULL);
-    hid_t dcpl = untimed_plist(H5P_DATASET_CREATE), d = -1;
+    hid_t dcpl = h5_untimed_plist(H5P_DATASET_CREATE), d = -1;
     if (space >= 0 && dcpl >= 0 && ftype >= 0 && mtype >= 0)
         d = H5Dcreate2(o->file, name, ftype, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
     int ok = d >= 0 && H5Dwrite(d, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) >= 0;
@@ -84,26 +73,22 @@ static int put_dataset(const mz_h5_out *o, const char *name, hid_t ftype, hid_t 
 static int put_str(const mz_h5_out *o, const char *name, const char *s)
 {
     s = s ? s : "";
-    hid_t t = h5_str_type(strlen(s));
-    int rc = put_dataset(o, name, t, t, 1, 0, s);
+    hid_t t = h5_str_type();
+    int rc = put_dataset(o, name, t, t, 1, 0, &s);
     h5_close_id(t);
     return rc;
 }
 
-/* A list of strings as a [n] dataset of fixed-length strings as long as the longest. */
+/* A list of strings as a [n] dataset (n may be 0: an empty list is a dataset of no rows). */
 static int put_str_list(const mz_h5_out *o, const char *name, const char *const *s, size_t n)
 {
-    size_t w = 0;
+    const char **v = xcalloc(n ? n : 1, sizeof *v);
     for (size_t i = 0; i < n; i++)
-        w = s[i] && strlen(s[i]) > w ? strlen(s[i]) : w;
-    char *buf = xcalloc(n ? n : 1, w + 1);
-    for (size_t i = 0; i < n; i++)
-        if (s[i])
-            memcpy(buf + i * (w + 1), s[i], strlen(s[i]));
-    hid_t t = h5_str_type(w);
-    int rc = put_dataset(o, name, t, t, 0, n, buf);
+        v[i] = s[i] ? s[i] : "";
+    hid_t t = h5_str_type();
+    int rc = put_dataset(o, name, t, t, 0, n, v);
     h5_close_id(t);
-    free(buf);
+    free(v);
     return rc;
 }
 
@@ -155,7 +140,7 @@ static int put_column(const mz_h5_out *o, const char *name, column_fn fill, cons
     enum { ROWS = 1 << 20 };
     hsize_t dims[1] = {o->n};
     hid_t space = H5Screate_simple(1, dims, NULL);
-    hid_t dcpl = untimed_plist(H5P_DATASET_CREATE), d = -1;
+    hid_t dcpl = h5_untimed_plist(H5P_DATASET_CREATE), d = -1;
     if (space >= 0 && dcpl >= 0)
         d = H5Dcreate2(o->file, name, H5T_STD_I32LE, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
     uint32_t *buf = xmalloc((o->n < ROWS ? o->n + 1 : ROWS) * sizeof *buf);
@@ -180,7 +165,7 @@ static int put_column(const mz_h5_out *o, const char *name, column_fn fill, cons
 /* GROUP/box of an H5MD particles group: the domain, 3D, no periodic boundary. */
 static int write_box(const mz_h5_out *o, const char *group, const mz_h5_meta *m)
 {
-    static const char boundary[3][5] = {"none", "none", "none"};
+    static const char *const boundary[3] = {"none", "none", "none"};
     char box[96], edges_name[112];
     snprintf(box, sizeof box, "%s/box", group);
     snprintf(edges_name, sizeof edges_name, "%s/edges", box);
@@ -188,7 +173,7 @@ static int write_box(const mz_h5_out *o, const char *group, const mz_h5_meta *m)
     double edges[3];
     for (int k = 0; k < 3; k++)
         edges[k] = m->domain_max[k] - m->domain_min[k];
-    hid_t t = h5_str_type(4);
+    hid_t t = h5_str_type();
     int rc = make_groups(o, groups) || h5_put_int_attr(o, box, "dimension", 3) ||
              h5_put_attr(o, box, "boundary", t, t, 3, boundary) ||
              put_dataset(o, edges_name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 0, 3, edges) ||
@@ -248,6 +233,22 @@ static int write_boundary(const mz_h5_out *o, const mz_h5_meta *m, const mz_h5_s
                : 0;
 }
 
+/* The sidecar's per-frame views live in /xdmf/<field>/ (h5_views.c); made here, untimed, so
+ * that the file stays the same bytes run after run. */
+static int make_view_groups(const mz_h5_out *o)
+{
+    const char *names[MZ_FIELD_COUNT + 2] = {"/xdmf"};
+    char buf[MZ_FIELD_COUNT][48];
+    int k = 1;
+    for (int f = 0; f < MZ_FIELD_COUNT; f++)
+        if (o->fields & MZ_FIELD_BIT(f)) {
+            snprintf(buf[f], sizeof buf[f], "/xdmf/%s", mz_field_infos[f].name);
+            names[k++] = buf[f];
+        }
+    names[k] = NULL;
+    return make_groups(o, names);
+}
+
 static int write_parameters(const mz_h5_out *o, const mz_h5_meta *m)
 {
     static const char *const groups[] = {"/parameters", "/parameters/scene", "/parameters/build",
@@ -294,7 +295,7 @@ static hid_t new_series_of(const mz_h5_out *o, const char *name, hid_t ftype, in
     size_t row_bytes = rank == 3 ? 4 * (size_t)cols : 4;
     if (rank > 1 && n > MAX_CHUNK_BYTES / row_bytes)
         chunk[1] = MAX_CHUNK_BYTES / row_bytes;
-    hid_t space = H5Screate_simple(rank, dims, maxd), dcpl = untimed_plist(H5P_DATASET_CREATE);
+    hid_t space = H5Screate_simple(rank, dims, maxd), dcpl = h5_untimed_plist(H5P_DATASET_CREATE);
     hid_t d = -1;
     int ok = space >= 0 && dcpl >= 0 && H5Pset_chunk(dcpl, rank, chunk) >= 0;
     if (ok && gzip_level > 0)
@@ -496,7 +497,7 @@ mz_h5_out *h5_out_create(const char *path, size_t n, unsigned fields, int gzip_l
     static const mz_h5_meta no_meta;
     meta = meta ? meta : &no_meta;
 
-    o->xdmf = xdmf_create(xdmf, path, n, o->fields, st->n_triangles);
+    o->xdmf = xdmf_create(xdmf, path, n, o->fields, st->n_triangles, st->n_boundary);
     free(xdmf);
     if (!o->xdmf)
         goto fail;
@@ -512,7 +513,7 @@ mz_h5_out *h5_out_create(const char *path, size_t n, unsigned fields, int gzip_l
         goto fail;
     o->owned = 1; /* what was there is gone: a failure from here leaves no half file behind */
     if (write_h5md(o) || write_particles(o, meta, st) || write_boundary(o, meta, st) ||
-        write_connectivity(o, st) ||
+        write_connectivity(o, st) || make_view_groups(o) ||
         write_parameters(o, meta) || create_fields(o, gzip_level) ||
         create_rigids(o, st, gzip_level))
         goto fail;

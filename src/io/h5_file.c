@@ -74,12 +74,20 @@ void h5_close_id(hid_t id)
     }
 }
 
-/* Fixed-length UTF-8 string type of len characters plus the NUL (h5py reads it as bytes). */
-hid_t h5_str_type(size_t len)
+hid_t h5_untimed_plist(hid_t cls)
+{
+    hid_t p = H5Pcreate(cls);
+    if (p >= 0 && H5Pset_obj_track_times(p, 0) < 0) {
+        H5Pclose(p);
+        return -1;
+    }
+    return p;
+}
+
+hid_t h5_str_type(void)
 {
     hid_t t = H5Tcopy(H5T_C_S1);
-    if (t >= 0 && (H5Tset_size(t, len + 1) < 0 || H5Tset_cset(t, H5T_CSET_UTF8) < 0 ||
-                   H5Tset_strpad(t, H5T_STR_NULLTERM) < 0)) {
+    if (t >= 0 && (H5Tset_size(t, H5T_VARIABLE) < 0 || H5Tset_cset(t, H5T_CSET_UTF8) < 0)) {
         H5Tclose(t);
         return -1;
     }
@@ -109,8 +117,8 @@ int h5_put_attr(const mz_h5_out *o, const char *obj, const char *name, hid_t fty
 int h5_put_str_attr(const mz_h5_out *o, const char *obj, const char *name, const char *s)
 {
     s = s ? s : "";
-    hid_t t = h5_str_type(strlen(s));
-    int rc = h5_put_attr(o, obj, name, t, t, 0, s);
+    hid_t t = h5_str_type();
+    int rc = h5_put_attr(o, obj, name, t, t, 0, &s);
     h5_close_id(t);
     return rc;
 }

@@ -37,12 +37,26 @@ struct mz_h5_out {
     mz_xdmf *xdmf;     /* the sidecar */
 };
 
+/* The sidecar's per-frame views (h5_views.c): /xdmf/<field>/<frame> for each field, a virtual
+ * dataset of that frame's row. add: 0, or -1 after reporting. cut: remove those of frames >=
+ * frames (a rolled-back or cut-back series), best effort. */
+int h5_views_add(mz_h5_out *o, long frame);
+void h5_views_cut(mz_h5_out *o, long frames);
+/* A resumed output of `frames` frames: views beyond cut, missing ones (a file from before the
+ * views) made. 0, or -1 after reporting. */
+int h5_views_resume(mz_h5_out *o, long frames);
+
 /* Report a failed HDF5 call. Call it before any other HDF5 call: each one clears the stack. */
 void h5_fail(const char *path, const char *fmt, ...) MZ_PRINTF(2, 3);
 /* Close an id this module created (never a predefined type); -1 is ignored. */
 void h5_close_id(hid_t id);
-/* Fixed-length UTF-8 string type of len characters plus the NUL (h5py reads it as bytes). */
-hid_t h5_str_type(size_t len);
+/* A creation property list of class cls (group or dataset) that stores no modification times,
+ * so that two runs write the same bytes. -1 on failure. */
+hid_t h5_untimed_plist(hid_t cls);
+/* The string type of every string mizu writes in its outputs: variable-length UTF-8, which
+ * h5py, pyh5md and ParaView read as text (fixed-length strings come back as bytes). Memory
+ * buffers for it are char * pointers, one per string. */
+hid_t h5_str_type(void);
 /* Attribute OBJ@NAME holding n values (n 0: one scalar), replacing any earlier one; a string or
  * an int64 scalar. 0, or -1 after reporting. */
 int h5_put_attr(const mz_h5_out *o, const char *obj, const char *name, hid_t ftype,

@@ -72,6 +72,7 @@ static void roll_back(mz_h5_out *o)
         }
         h5_close_id(s);
     }
+    h5_views_cut(o, o->frames);
     int64_t fw = o->frames;
     hid_t a = H5Aopen_by_name(o->file, "/parameters/run", "frames_written", H5P_DEFAULT,
                               H5P_DEFAULT);
@@ -166,6 +167,7 @@ int h5_out_commit_frame(mz_h5_out *o, long step, double time, const float *rigid
     }
     if (write_rows(o, o->step, "/particles/all/position/step", H5T_NATIVE_INT64, 0, 1, &step64) ||
         write_rows(o, o->time, "/particles/all/position/time", H5T_NATIVE_DOUBLE, 0, 1, &time) ||
+        h5_views_add(o, o->frames) ||
         h5_put_int_attr(o, "/parameters/run", "frames_written", o->frames + 1))
         goto fail;
     /* The flush makes the frame durable: a killed run keeps every frame before it. */

@@ -1,6 +1,7 @@
 /* Reopening an output to go on writing it after `mizu run --resume`: every series cut back to
  * the frames the checkpoint was written after, and the sidecar rewritten to match. */
 #include "io/h5_file.h"
+#include "io/h5_read.h"
 
 #include "util/filelock.h"
 
@@ -43,21 +44,23 @@ static hid_t reopen_series(mz_h5_out *o, const char *name, hsize_t n, hsize_t ro
 }
 
 /* The sidecar again, naming the frames kept. */
+/* Rows of a dataset written at creation (triangles, wall particles); 0 when absent. */
+static size_t rows_of(const mz_h5_out *o, const char *name)
+{
+    hsize_t dims[3] = {0, 0, 0};
+    hid_t d = h5_exists(o->file, name) ? H5Dopen2(o->file, name, H5P_DEFAULT) : -1;
+    if (h5_dims(d, dims) < 1)
+        dims[0] = 0;
+    h5_close_id(d);
+    return (size_t)dims[0];
+}
+
 static int rewrite_xdmf(mz_h5_out *o)
 {
-    size_t n_tri = 0;
-    if (H5Lexists(o->file, "/connectivity/triangles", H5P_DEFAULT) > 0) {
-        hid_t d = H5Dopen2(o->file, "/connectivity/triangles", H5P_DEFAULT);
-        hid_t s = d < 0 ? -1 : H5Dget_space(d);
-        hsize_t dims[2] = {0, 0};
-        if (s >= 0)
-            H5Sget_simple_extent_dims(s, dims, NULL);
-        n_tri = (size_t)dims[0];
-        h5_close_id(s);
-        h5_close_id(d);
-    }
+    size_t n_tri = rows_of(o, "/connectivity/triangles");
+    size_t n_boundary = rows_of(o, "/particles/boundary/position");
     char *xdmf = h5_out_xdmf_path(o->path);
-    o->xdmf = xdmf_create(xdmf, o->path, o->n, o->fields, n_tri);
+    o->xdmf = xdmf_create(xdmf, o->path, o->n, o->fields, n_tri, n_boundary);
     free(xdmf);
     if (!o->xdmf || o->frames == 0)
         return o->xdmf ? 0 : -1;
@@ -79,20 +82,7 @@ static int rewrite_xdmf(mz_h5_out *o)
 /* The run id the output was created with ("" when it has none: written before run ids). */
 static char *output_run_id(const mz_h5_out *o)
 {
-    char *id = NULL;
-    hid_t a = H5Aexists_by_name(o->file, "/parameters/run", "run_id", H5P_DEFAULT) > 0
-                  ? H5Aopen_by_name(o->file, "/parameters/run", "run_id", H5P_DEFAULT,
-                                    H5P_DEFAULT)
-                  : -1;
-    hid_t t = a < 0 ? -1 : H5Aget_type(a);
-    size_t len = t < 0 || H5Tget_class(t) != H5T_STRING ? 0 : H5Tget_size(t);
-    if (len > 0 && len < 4096) {
-        id = xcalloc(len + 1, 1);
-        if (H5Aread(a, t, id) < 0)
-            id[0] = 0;
-    }
-    h5_close_id(t);
-    h5_close_id(a);
+    char *id = h5_read_str_attr(o->file, "/parameters/run", "run_id");
     return id ? id : xstrdup("");
 }
 
@@ -179,7 +169,8 @@ mz_h5_out *h5_out_reopen(const char *path, size_t n, unsigned fields, size_t n_r
     snprintf(status, sizeof status, "resumed after frame %ld", frames);
     if (h5_put_int_attr(o, "/parameters/run", "frames_written", frames) ||
         h5_put_int_attr(o, "/parameters/run", "complete", 0) ||
-        h5_put_str_attr(o, "/parameters/run", "status", status) || rewrite_xdmf(o))
+        h5_put_str_attr(o, "/parameters/run", "status", status) ||
+        h5_views_resume(o, frames) || rewrite_xdmf(o))
         goto fail;
     if (H5Fflush(o->file, H5F_SCOPE_GLOBAL) < 0) {
         h5_fail(path, "flushing");

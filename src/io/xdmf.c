@@ -13,7 +13,7 @@
 struct mz_xdmf {
     char *path;
     char *h5_ref;       /* the .h5 file's basename, XML-escaped, as the sidecar names it */
-    size_t n, n_triangles;
+    size_t n, n_triangles, n_boundary;
     unsigned fields;
     int fd;
     off_t tail;         /* offset of the closing tags: the next frame goes there */
@@ -43,20 +43,17 @@ static char *xml_escape(const char *s)
     return b.s;
 }
 
-/* Frame f of DSET ([frames, n, 3] or [frames, n]) as a HyperSlab DataItem, indented by ind. */
-static void slab(mz_str *b, const mz_xdmf *x, int ind, long f, const char *dset, int comp)
+/* Frame f of a field as a plain HDF DataItem: the per-frame view /xdmf/<field>/<f> that the
+ * writer makes (h5_views.c), which every XDMF reader loads (a HyperSlab of the frame series is
+ * read by ParaView's legacy reader only). */
+static void frame_item(mz_str *b, const mz_xdmf *x, int ind, long f, const char *field, int comp)
 {
     char shape[48];
-    int three = comp == 3;
-    snprintf(shape, sizeof shape, three ? "%zu 3" : "%zu", x->n);
+    snprintf(shape, sizeof shape, comp == 3 ? "%zu 3" : "%zu", x->n);
     str_addf(b,
-             "%*s<DataItem ItemType=\"HyperSlab\" Dimensions=\"1 %s\" Type=\"HyperSlab\">\n"
-             "%*s <DataItem Dimensions=\"3 %d\" Format=\"XML\">%ld 0%s 1 1%s 1 %s</DataItem>\n"
-             "%*s <DataItem Dimensions=\"%ld %s\" NumberType=\"Float\" Precision=\"4\" "
-             "Format=\"HDF\">%s:%s</DataItem>\n"
-             "%*s</DataItem>\n",
-             ind, "", shape, ind, "", three ? 3 : 2, f, three ? " 0" : "", three ? " 1" : "",
-             shape, ind, "", f + 1, shape, x->h5_ref, dset, ind, "");
+             "%*s<DataItem Dimensions=\"%s\" NumberType=\"Float\" Precision=\"4\" "
+             "Format=\"HDF\">%s:/xdmf/%s/%ld</DataItem>\n",
+             ind, "", shape, x->h5_ref, field, f);
 }
 
 /* A time-independent [n] int32 dataset as a node attribute. */
@@ -75,17 +72,15 @@ static void int_attribute(mz_str *b, const mz_xdmf *x, int ind, const char *name
 static void geometry_and_attributes(mz_str *b, const mz_xdmf *x, int ind, long f)
 {
     str_addf(b, "%*s<Geometry GeometryType=\"XYZ\">\n", ind, "");
-    slab(b, x, ind + 2, f, "/particles/all/position/value", 3);
+    frame_item(b, x, ind + 2, f, "position", 3);
     str_addf(b, "%*s</Geometry>\n", ind, "");
     for (int k = 0; k < MZ_FIELD_COUNT; k++) {
         const mz_field_info *fi = &mz_field_infos[k];
         if (k == MZ_FIELD_POSITION || !(x->fields & MZ_FIELD_BIT(k)))
             continue;
-        char dset[96];
-        snprintf(dset, sizeof dset, "/particles/all/%s/value", fi->name);
         str_addf(b, "%*s<Attribute Name=\"%s\" AttributeType=\"%s\" Center=\"Node\">\n", ind, "",
                  fi->name, fi->components == 3 ? "Vector" : "Scalar");
-        slab(b, x, ind + 2, f, dset, fi->components);
+        frame_item(b, x, ind + 2, f, fi->name, fi->components);
         str_addf(b, "%*s</Attribute>\n", ind, "");
     }
     int_attribute(b, x, ind, "body");
@@ -102,7 +97,7 @@ static void points_topology(mz_str *b, const mz_xdmf *x, int ind)
 
 static void frame_grid(mz_str *b, const mz_xdmf *x, long f, long step, double time)
 {
-    if (x->n_triangles == 0) {
+    if (x->n_triangles == 0 && x->n_boundary == 0) {
         str_addf(b,
                  "   <Grid Name=\"frame %ld\" GridType=\"Uniform\">\n"
                  "    <Time Value=\"%.17g\"/>\n"
@@ -113,7 +108,7 @@ static void frame_grid(mz_str *b, const mz_xdmf *x, long f, long step, double ti
         str_addf(b, "   </Grid>\n");
         return;
     }
-    /* Points and surfaces: two grids on one geometry, shown together at the frame's time. */
+    /* Points with surfaces or walls: grids shown together at the frame's time. */
     str_addf(b,
              "   <Grid Name=\"frame %ld\" GridType=\"Collection\" CollectionType=\"Spatial\">\n"
              "    <Time Value=\"%.17g\"/>\n"
@@ -122,17 +117,31 @@ static void frame_grid(mz_str *b, const mz_xdmf *x, long f, long step, double ti
              f, time, step);
     points_topology(b, x, 5);
     geometry_and_attributes(b, x, 5, f);
-    str_addf(b,
-             "    </Grid>\n"
-             "    <Grid Name=\"surfaces\" GridType=\"Uniform\">\n"
-             "     <Topology TopologyType=\"Triangle\" NumberOfElements=\"%zu\" "
-             "NodesPerElement=\"3\">\n"
-             "      <DataItem Dimensions=\"%zu 3\" NumberType=\"Int\" Precision=\"4\" "
-             "Format=\"HDF\">%s:/connectivity/triangles</DataItem>\n"
-             "     </Topology>\n",
-             x->n_triangles, x->n_triangles, x->h5_ref);
-    geometry_and_attributes(b, x, 5, f);
-    str_addf(b, "    </Grid>\n   </Grid>\n");
+    str_addf(b, "    </Grid>\n");
+    if (x->n_triangles > 0) { /* the cloth surfaces, on the particles' geometry */
+        str_addf(b,
+                 "    <Grid Name=\"surfaces\" GridType=\"Uniform\">\n"
+                 "     <Topology TopologyType=\"Triangle\" NumberOfElements=\"%zu\" "
+                 "NodesPerElement=\"3\">\n"
+                 "      <DataItem Dimensions=\"%zu 3\" NumberType=\"Int\" Precision=\"4\" "
+                 "Format=\"HDF\">%s:/connectivity/triangles</DataItem>\n"
+                 "     </Topology>\n",
+                 x->n_triangles, x->n_triangles, x->h5_ref);
+        geometry_and_attributes(b, x, 5, f);
+        str_addf(b, "    </Grid>\n");
+    }
+    if (x->n_boundary > 0) /* SPH's wall particles, the same every frame */
+        str_addf(b,
+                 "    <Grid Name=\"boundary\" GridType=\"Uniform\">\n"
+                 "     <Topology TopologyType=\"Polyvertex\" NumberOfElements=\"%zu\" "
+                 "NodesPerElement=\"1\"/>\n"
+                 "     <Geometry GeometryType=\"XYZ\">\n"
+                 "      <DataItem Dimensions=\"%zu 3\" NumberType=\"Float\" Precision=\"4\" "
+                 "Format=\"HDF\">%s:/particles/boundary/position</DataItem>\n"
+                 "     </Geometry>\n"
+                 "    </Grid>\n",
+                 x->n_boundary, x->n_boundary, x->h5_ref);
+    str_addf(b, "   </Grid>\n");
 }
 
 int xdmf_reserve_space(int fd, off_t offset, off_t len)
@@ -184,7 +193,7 @@ char *xdmf_path_for(const char *h5_path)
 }
 
 mz_xdmf *xdmf_create(const char *xdmf_path, const char *h5_path, size_t n, unsigned fields,
-                     size_t n_triangles)
+                     size_t n_triangles, size_t n_boundary)
 {
     int fd = open(xdmf_path, O_WRONLY | O_CREAT | O_TRUNC, 0666);
     if (fd < 0) {
@@ -197,6 +206,7 @@ mz_xdmf *xdmf_create(const char *xdmf_path, const char *h5_path, size_t n, unsig
     x->h5_ref = xml_escape(base ? base + 1 : h5_path);
     x->n = n;
     x->n_triangles = n_triangles;
+    x->n_boundary = n_boundary;
     x->fields = fields | MZ_FIELD_BIT(MZ_FIELD_POSITION);
     x->fd = fd;
     mz_str head = {0};

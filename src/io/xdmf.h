@@ -1,10 +1,12 @@
 /* The XDMF 2 sidecar of an output file (OUT.xdmf beside OUT.h5), for ParaView and VisIt.
  *
- * One temporal collection of frames. Without triangles each frame is a uniform grid of N
- * Polyvertex points (geometry: the frame's row of /particles/all/position/value) with the
- * written fields, body and phase as node attributes. With triangles each frame is a spatial
- * collection of two uniform grids on that same geometry: "particles" (the points, as above) and
- * "surfaces" (TopologyType Triangle, connectivity /connectivity/triangles, the same attributes).
+ * One temporal collection of frames. Without triangles or wall particles each frame is a
+ * uniform grid of N Polyvertex points (geometry: the frame's view /xdmf/position/<frame>, see
+ * h5_views.c) with the written fields, body and phase as node attributes. Otherwise each frame
+ * is a spatial collection: "particles" (the points, as above), "surfaces" (TopologyType
+ * Triangle on the same geometry, connectivity /connectivity/triangles, the same attributes) when
+ * there are triangles, "boundary" (the points of /particles/boundary/position) when there are
+ * wall particles.
  *
  * Appending a frame rewrites only the closing tags, O(1) a frame, and the file is well-formed
  * XML after every call. Disk space for each append is reserved before writing, so a full disk
@@ -22,10 +24,11 @@ char *xdmf_path_for(const char *h5_path);
 
 /* Create or truncate xdmf_path and write the empty collection. The sidecar names the HDF5 file
  * by h5_path's basename, so the two must stay in one directory. n particles, fields a
- * MZ_FIELD_BIT mask (position is always there), n_triangles 0: no surfaces. NULL after
+ * MZ_FIELD_BIT mask (position is always there), n_triangles 0: no surfaces, n_boundary 0: no
+ * wall particles (/particles/boundary/position, a third grid when present). NULL after
  * reporting why (mz_error), leaving no file behind. */
 mz_xdmf *xdmf_create(const char *xdmf_path, const char *h5_path, size_t n, unsigned fields,
-                     size_t n_triangles);
+                     size_t n_triangles, size_t n_boundary);
 
 /* Append frame `frame` (its row in the HDF5 series, which must already be on disk) with its step
  * and time. 0, or -1 after reporting (the frames before stay). */

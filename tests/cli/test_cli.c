@@ -327,12 +327,12 @@ static void test_frame_times_exact(void **state)
     free(t);
     hid_t a = H5Aopen_by_name(f, "/particles/all/box/edges", "unit", H5P_DEFAULT, H5P_DEFAULT);
     assert_true(a >= 0);
-    char unit[8] = {0};
-    hid_t mt = H5Tcopy(H5T_C_S1);
-    H5Tset_size(mt, sizeof unit);
-    H5Tset_cset(mt, H5T_CSET_UTF8);
-    assert_true(H5Aread(a, mt, unit) >= 0);
+    char *unit = NULL;
+    hid_t mt = H5Aget_type(a);
+    assert_int_equal(H5Tis_variable_str(mt), 1); /* variable-length UTF-8, as every string */
+    assert_true(H5Aread(a, mt, &unit) >= 0);
     assert_string_equal(unit, "m");
+    H5free_memory(unit);
     H5Tclose(mt);
     H5Aclose(a);
     H5Fclose(f);

@@ -147,7 +147,8 @@ static long long int_attr(hid_t file, const char *obj, const char *name)
     return v;
 }
 
-/* A fixed-length string attribute or scalar dataset (attr NULL), malloc'd. */
+/* A string attribute or scalar dataset (attr NULL), malloc'd; it must be variable-length UTF-8
+ * (issue 20: fixed-length strings come back from h5py as bytes). */
 static char *read_str(hid_t file, const char *obj, const char *attr)
 {
     hid_t id = attr ? H5Aopen_by_name(file, obj, attr, H5P_DEFAULT, H5P_DEFAULT)
@@ -155,11 +156,13 @@ static char *read_str(hid_t file, const char *obj, const char *attr)
     assert_true(id >= 0);
     hid_t t = attr ? H5Aget_type(id) : H5Dget_type(id);
     assert_int_equal(H5Tget_class(t), H5T_STRING);
-    assert_int_equal(H5Tis_variable_str(t), 0);
-    size_t size = H5Tget_size(t);
-    char *s = calloc(size + 1, 1);
-    assert_true((attr ? H5Aread(id, t, s) : H5Dread(id, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, s)) >=
+    assert_int_equal(H5Tis_variable_str(t), 1);
+    assert_int_equal(H5Tget_cset(t), H5T_CSET_UTF8);
+    char *v = NULL;
+    assert_true((attr ? H5Aread(id, t, &v) : H5Dread(id, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, &v)) >=
                 0);
+    char *s = strdup(v ? v : "");
+    H5free_memory(v);
     H5Tclose(t);
     if (attr)
         H5Aclose(id);
@@ -283,14 +286,15 @@ static void test_round_trip(void **state)
     check_str(file, "/parameters/scene/given", NULL, scene_text);
     check_str(file, "/parameters/scene/path", NULL, "scenes/test.json");
     check_str(file, "/parameters/build/device", NULL, "test device");
-    char over[2][32];
+    char *over[2] = {NULL, NULL};
     hid_t d = H5Dopen2(file, "/parameters/scene/overrides", H5P_DEFAULT);
-    hid_t mt = H5Tcopy(H5T_C_S1);
-    H5Tset_size(mt, 32);
-    H5Tset_cset(mt, H5T_CSET_UTF8); /* HDF5 does not convert ASCII to UTF-8 */
+    hid_t mt = H5Dget_type(d);
+    assert_int_equal(H5Tis_variable_str(mt), 1);
     assert_true(H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, over) >= 0);
     assert_string_equal(over[0], "simulation.frames=3");
     assert_string_equal(over[1], "output.every=1");
+    H5free_memory(over[0]);
+    H5free_memory(over[1]);
     H5Tclose(mt);
     H5Dclose(d);
 
@@ -625,7 +629,10 @@ static void check_xdmf(const char *xpath, int frames)
     assert_int_equal(count(x, "<Grid Name=\"frame "), frames);
     assert_int_equal(count(x, "<Grid "), count(x, "</Grid>"));
     assert_int_equal(count(x, "<Attribute "), count(x, "</Attribute>"));
-    assert_int_equal(count(x, "Format=\"HDF\">xdmf.h5:/particles/all/position/value<"), frames);
+    /* Each frame's fields through their views (h5_views.c), plain HDF items every reader loads. */
+    assert_int_equal(count(x, "Format=\"HDF\">xdmf.h5:/xdmf/position/"), frames);
+    assert_int_equal(count(x, "Format=\"HDF\">xdmf.h5:/xdmf/velocity/"), frames);
+    assert_null(strstr(x, "HyperSlab"));
     assert_int_equal(count(x, "TopologyType=\"Polyvertex\""), frames);
     assert_int_equal(count(x, "<Attribute Name=\"body\""), frames);
     assert_int_equal(count(x, "<Attribute Name=\"phase\""), frames);
@@ -636,7 +643,8 @@ static void check_xdmf(const char *xpath, int frames)
     assert_null(strstr(x, "connectivity"));
     assert_null(strstr(x, "Triangle"));
     if (frames > 1)
-        assert_non_null(strstr(x, ">1 0 0 1 1 1 1 5 3</DataItem>"));
+        assert_non_null(strstr(x, "<DataItem Dimensions=\"5 3\" NumberType=\"Float\" "
+                                  "Precision=\"4\" Format=\"HDF\">xdmf.h5:/xdmf/position/1<"));
     free(x);
 }
 
@@ -680,15 +688,14 @@ static void check_surface_xdmf(const char *xpath, int frames)
                               "Format=\"HDF\">surf.h5:/connectivity/triangles</DataItem>"),
                      frames);
     /* Both grids on the frame's positions, with the same attributes. */
-    assert_int_equal(count(x, "Format=\"HDF\">surf.h5:/particles/all/position/value<"),
-                     2 * frames);
+    assert_int_equal(count(x, "Format=\"HDF\">surf.h5:/xdmf/position/"), 2 * frames);
     assert_int_equal(count(x, "<Attribute Name=\"velocity\""), 2 * frames);
     assert_int_equal(count(x, "<Attribute Name=\"body\""), 2 * frames);
     assert_int_equal(count(x, "<Attribute Name=\"phase\""), 2 * frames);
     for (int f = 0; f < frames; f++) {
-        char slab[64];
-        snprintf(slab, sizeof slab, ">%d 0 0 1 1 1 1 5 3</DataItem>", f);
-        assert_int_equal(count(x, slab), 2 * 2); /* position and velocity, on both grids */
+        char view[64];
+        snprintf(view, sizeof view, "/%d</DataItem>", f);
+        assert_int_equal(count(x, view), 2 * 2); /* position and velocity, on both grids */
     }
     free(x);
 }
