@@ -31,6 +31,7 @@ typedef struct {
     float4 inv_cell2; /* 1 / cell², 0 on the axis a 2D run does not simulate */
     int4 cells;       /* cells per axis (z = 1 in 2D) */
     int4 nodes;       /* nodes per axis: cells + 1 (z = 1 in 2D) */
+    int4 no_slip;     /* x: 1 when the walls hold the tangential velocity at 0 */
 } flip_grid;
 
 inline float comp(float4 v, int a) { return a == 0 ? v.x : a == 1 ? v.y : v.z; }
@@ -474,20 +475,23 @@ inline float interp(global const float *f, int stride, int cmp, const flip_grid 
     return s;
 }
 
-/* The face velocity field (u, v, w) at d (cell units). The walls are no-slip: beyond them the
- * tangential components are mirrored (zero on the wall); the normal ones end on the wall's 0. */
+/* The face velocity field (u, v, w) at d (cell units). The normal components end on the
+ * wall's 0. The tangential ones, beyond the last node: free slip (the default) continues the
+ * edge value, so a flow runs on along the wall; no slip mirrors it (zero on the wall), a
+ * boundary layer half a cell thick that holds back thin flows such as a dam-break front. */
 inline float4 sample_faces(global const float4 *f, const flip_grid *g, float4 d)
 {
     global const float *ff = (global const float *)f;
     int4 n = g->cells;
+    int m = g->no_slip.x;
     float4 v = (float4)(0.0f);
     v.x = interp(ff, 4, 0, g, d - (float4)(0.0f, 0.5f, 0.5f, 0.0f), n + (int4)(1, 0, 0, 0),
-                 (int4)(0, 1, 1, 0));
+                 (int4)(0, m, m, 0));
     v.y = interp(ff, 4, 1, g, d - (float4)(0.5f, 0.0f, 0.5f, 0.0f), n + (int4)(0, 1, 0, 0),
-                 (int4)(1, 0, 1, 0));
+                 (int4)(m, 0, m, 0));
 #if MZ_DIM == 3
     v.z = interp(ff, 4, 2, g, d - (float4)(0.5f, 0.5f, 0.0f, 0.0f), n + (int4)(0, 0, 1, 0),
-                 (int4)(1, 1, 0, 0));
+                 (int4)(m, m, 0, 0));
 #endif
     return v;
 }

@@ -15,6 +15,7 @@ const char *const mz_wall_friction_names[] = {"no_slip", "wall_function", "free_
 const char *const mz_density_method_names[] = {"summation", "continuity", 0};
 const char *const mz_pressure_solver_names[] = {"rbgs", "jacobi", 0};
 static const char *const compression_names[] = {"none", "gzip", 0};
+const char *const mz_flip_walls_names[] = {"no_slip", "free_slip", 0};
 static const char *const plane_names[] = {"xz", "xy", "yz", 0};
 static const char *const mesh_kind_names[] = {"cloth", "softbody", 0};
 static const char *const pin_names[] = {"corner_00", "corner_10", "corner_01", "corner_11",
@@ -201,6 +202,14 @@ static const mz_key fluid_keys[] = {
      .doc = "flip: share of a cell's particle-density error (against the rest lattice's) "
             "undone per step by moving the particles apart (inside the fluid also together); "
             "the correction moves particles but never enters their velocities; 0: off"},
+    {.name = "walls", .type = K_ENUM, .offset = OFF(mz_fluid, walls), .def = "\"no_slip\"",
+     .names = mz_flip_walls_names,
+     .doc = "flip: the grid velocity along the domain walls: no_slip, it falls to 0 on a wall, "
+            "a boundary layer half a cell thick; free_slip, the flow runs on along them (only "
+            "the velocity into a wall is stopped). The layer's drag grows with the cell: at "
+            "cells of a/10 (the 3D dam break) no_slip holds the front 16% behind Martin & "
+            "Moyce and free_slip is within 1.2%; at a/25 (the 2D one) no_slip is within 0.6% "
+            "and free_slip runs 5.8% ahead"},
     {.name = "support_radius", .type = K_NUMBER, .offset = OFF(mz_fluid, support_radius),
      .def = "0", .flags = K_MIN, .min = 0, .unit = "m",
      .doc = "SPH and PBF: kernel support radius h (neighbours within h); 0: 2 x spacing"},

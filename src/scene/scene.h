@@ -115,6 +115,7 @@ typedef struct mz_fluid {
     double flip_ratio;           /* 0: PIC, 1: FLIP */
     double cell_size;            /* grid cell; 0: 2 × spacing */
     double volume_correction;    /* share of a cell's excess density undone per step */
+    int walls;                   /* mz_flip_walls: the grid velocity along the walls */
 } mz_fluid;
 
 /* A static solid; exactly one shape. SPH samples it with boundary particles; position-based
@@ -142,6 +143,10 @@ typedef enum mz_phase {
     MZ_PHASE_SOFTBODY = 2, /* meshes[] of kind softbody */
     MZ_PHASE_RIGID = 3,    /* reserved for rigid bodies */
 } mz_phase;
+
+/* fluids[].walls (flip). */
+typedef enum mz_flip_walls { MZ_WALLS_NO_SLIP, MZ_WALLS_FREE_SLIP } mz_flip_walls;
+extern const char *const mz_flip_walls_names[];
 
 typedef enum mz_cloth_plane { MZ_PLANE_XZ, MZ_PLANE_XY, MZ_PLANE_YZ } mz_cloth_plane;
 typedef enum mz_mesh_kind { MZ_MESH_CLOTH, MZ_MESH_SOFTBODY } mz_mesh_kind;

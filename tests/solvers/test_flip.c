@@ -480,7 +480,7 @@ static void host_faces(const float (*f)[4], const host_grid *h, const double d[3
         for (int b = 0; b < 3; b++) {
             t[b] = d[b] - (b == a ? 0.0 : 0.5);
             ext[b] = g->cells.s[b] + (b == a);
-            mirror[b] = b != a; /* no-slip walls */
+            mirror[b] = b != a && g->no_slip.s[0]; /* no slip: tangential 0 on the wall */
         }
         u[a] = host_interp(&f[0][0], 4, a, h, t, ext, mirror);
     }
@@ -526,9 +526,12 @@ static double host_pressure(const host_grid *h, const double d[3])
  * density and pressure against a host G2P from the grid and the particle before. Where a
  * particle sits on a wall or the ball to round-off, the device may have stopped it or not: both
  * answers are accepted there. */
-static void test_g2p_matches_host(void **state)
+/* g2p against the host, with the walls no-slip or free-slip (fluids[].walls). */
+static void g2p_matches_host(const char *walls)
 {
-    (void)state;
+    char over[64];
+    snprintf(over, sizeof over, "fluids[0].walls=%s", walls);
+    const char *overrides[1] = {over};
     const char *json =
         "{\"mizu_scene\": 1, \"simulation\": {\"fps\": 100, \"frames\": 12, \"substeps\": 8,"
         "  \"dimensions\": 2},"
@@ -537,7 +540,7 @@ static void test_g2p_matches_host(void **state)
         "   \"spacing\": 0.005, \"velocity\": [-0.5, -0.5, 0]}],"
         " \"colliders\": [{\"sphere\": {\"center\": [0.22,0.0,0], \"radius\": 0.06}}]}";
     world w;
-    world_open(&w, json, NULL, 0);
+    world_open(&w, json, overrides, 1);
     const mz_scene *s = &w.scene;
     double dt = scene_substep_dt(s);
     for (int f = 0; f < s->sim.frames; f++)
@@ -824,6 +827,13 @@ static void check_hydrostatic(bool disturbed, int frames)
     free(pcnt);
     free_grid(&h);
     world_close(&w);
+}
+
+static void test_g2p_matches_host(void **state)
+{
+    (void)state;
+    g2p_matches_host("no_slip");
+    g2p_matches_host("free_slip");
 }
 
 static void test_hydrostatic(void **state)

@@ -79,6 +79,7 @@ static flip_grid grid_for(const mz_scene *s)
         g.cells.s[a] = n[a];
         g.nodes.s[a] = a < dim ? n[a] + 1 : 1;
     }
+    g.no_slip.s[0] = s->fluids[0].walls == MZ_WALLS_NO_SLIP;
     return g;
 }
 

@@ -12,6 +12,7 @@ enum { FLIP_AIR, FLIP_FLUID, FLIP_SOLID }; /* cell types, one uchar per node */
 typedef struct flip_grid {
     cl_float4 origin, cell, inv_cell, inv_cell2;
     cl_int4 cells, nodes;
+    cl_int4 no_slip; /* x: 1 when the walls hold the tangential velocity at 0 (fluids[].walls) */
 } flip_grid;
 
 typedef struct flip_stats {
