@@ -164,4 +164,64 @@ static inline int martin_moyce_fit(const double *T, const double *Z, int nf, dou
     return points;
 }
 
+/* Issue 19's protocol: the mean relative error of the surge front Z(T) (frames 0..nf) over
+ * Martin & Moyce's points, with the release shift |dT| <= max_shift (steps of 0.005) that fits
+ * best; the experiment's points outside the run's times are left out. Returns the points used
+ * at the best shift. */
+static inline int martin_moyce_mean(const double *T, const double *Z, int nf, double max_shift,
+                                    double *best, double *best_shift)
+{
+    FILE *csv = fopen("tests/data/validation/martin_moyce_1952_n2_1_front.csv", "r");
+    assert_non_null(csv);
+    char line[512];
+    double te[64], ze[64];
+    int points = 0, used = 0;
+    while (points < 64 && fgets(line, sizeof line, csv))
+        if (line[0] != '#' && sscanf(line, "%lf,%lf", &te[points], &ze[points]) == 2)
+            points++;
+    fclose(csv);
+    *best = 1e9;
+    *best_shift = 0;
+    int steps = (int)(max_shift / 0.005 + 0.5);
+    for (int k = -steps; k <= steps; k++) {
+        double shift = 0.005 * k, sum = 0;
+        int n = 0;
+        for (int q = 0; q < points; q++) {
+            double t = te[q] - shift;
+            if (t < T[0] || t > T[nf])
+                continue;
+            int f = 1;
+            while (f < nf && T[f] < t)
+                f++;
+            double zs = Z[f - 1] + (Z[f] - Z[f - 1]) * (t - T[f - 1]) / (T[f] - T[f - 1]);
+            sum += fabs(zs / ze[q] - 1);
+            n++;
+        }
+        if (n >= 5 && sum / n < *best) {
+            *best = sum / n;
+            *best_shift = shift;
+            used = n;
+        }
+    }
+    return used;
+}
+
+/* The 99.5th percentile of the particles' x (issue 19's surge front): robust to the few
+ * splashing ahead. */
+static inline int cmp_float_(const void *a, const void *b)
+{
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+static inline double front_percentile(const float *pos4, size_t n)
+{
+    float *x = malloc((n + 1) * sizeof *x);
+    for (size_t i = 0; i < n; i++)
+        x[i] = pos4[4 * i];
+    qsort(x, n, sizeof *x, cmp_float_);
+    double v = n ? x[(size_t)(0.995 * (double)(n - 1) + 0.5)] : 0;
+    free(x);
+    return v;
+}
+
 #endif

@@ -32,6 +32,7 @@ typedef struct {
     int4 cells;       /* cells per axis (z = 1 in 2D) */
     int4 nodes;       /* nodes per axis: cells + 1 (z = 1 in 2D) */
     int4 no_slip;     /* x: 1 when the walls hold the tangential velocity at 0 */
+    float4 wall;      /* x: the wall function's kinematic viscosity, m^2/s; 0: none */
 } flip_grid;
 
 inline float comp(float4 v, int a) { return a == 0 ? v.x : a == 1 ? v.y : v.z; }
@@ -182,10 +183,26 @@ kernel void p2g(uint n_nodes, flip_grid g, mz_grid_desc ng, global const uint *s
     type[node] = (uchar)t;
 }
 
+/* The wall shear stress over density, u_tau^2, of a smooth wall under a flow of speed u at
+ * distance y, by the log law u/u_tau = ln(E y u_tau / nu) / kappa (kappa 0.41, E 9.8), solved
+ * by fixed-point steps from the laminar value; nu u / y (the viscous sublayer) below y+ 11.2. */
+inline float wall_stress(float u, float y, float nu)
+{
+    float ut = sqrt(nu * u / y);
+    if (y * ut / nu < 11.2f)
+        return nu * u / y;
+    for (int k = 0; k < 6; k++)
+        ut = 0.41f * u / log(9.8f * y * ut / nu);
+    return ut * ut;
+}
+
 /* Faces touching a solid are the solid's velocity (0: walls and colliders are static). Every
- * other face keeps its P2G velocity in face_old (FLIP's reference) and gains gravity·dt. */
-kernel void prepare_faces(uint n_nodes, flip_grid g, float4 gdt, global const uchar *type,
-                          global float4 *face_vel, global float4 *face_old)
+ * other face keeps its P2G velocity in face_old (FLIP's reference) and gains gravity·dt; with a
+ * wall function, a face half a cell from a solid across another axis also loses the wall's
+ * shear stress over its cell, u_tau^2 / cell · dt (never more than stops it). */
+kernel void prepare_faces(uint n_nodes, flip_grid g, float4 gdt, float dt,
+                          global const uchar *type, global float4 *face_vel,
+                          global float4 *face_old)
 {
     uint node = get_global_id(0);
     if (node >= n_nodes)
@@ -196,7 +213,24 @@ kernel void prepare_faces(uint n_nodes, flip_grid g, float4 gdt, global const uc
         bool solid = type_at(type, &g, c - unit(a)) == FLIP_SOLID ||
                      type_at(type, &g, c) == FLIP_SOLID;
         old = set_comp(old, a, solid ? 0.0f : comp(u, a));
-        u = set_comp(u, a, solid ? 0.0f : comp(u, a) + comp(gdt, a));
+        float ua = solid ? 0.0f : comp(u, a) + comp(gdt, a);
+        if (!solid && g.wall.x > 0.0f && ua != 0.0f) {
+            float drag = 0.0f;
+            for (int b = 0; b < MZ_DIM; b++) {
+                if (b == a)
+                    continue;
+                for (int side = -1; side <= 1; side += 2) {
+                    int4 o = side * unit(b);
+                    if (type_at(type, &g, c + o) == FLIP_SOLID &&
+                        type_at(type, &g, c - unit(a) + o) == FLIP_SOLID) {
+                        float cb = comp(g.cell, b);
+                        drag += wall_stress(fabs(ua), 0.5f * cb, g.wall.x) / cb * dt;
+                    }
+                }
+            }
+            ua = ua > 0.0f ? fmax(ua - drag, 0.0f) : fmin(ua + drag, 0.0f);
+        }
+        u = set_comp(u, a, ua);
     }
     face_vel[node] = u;
     face_old[node] = old;

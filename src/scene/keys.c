@@ -15,7 +15,7 @@ const char *const mz_wall_friction_names[] = {"no_slip", "wall_function", "free_
 const char *const mz_density_method_names[] = {"summation", "continuity", 0};
 const char *const mz_pressure_solver_names[] = {"rbgs", "jacobi", 0};
 static const char *const compression_names[] = {"none", "gzip", 0};
-const char *const mz_flip_walls_names[] = {"no_slip", "free_slip", 0};
+const char *const mz_flip_walls_names[] = {"no_slip", "free_slip", "wall_function", 0};
 static const char *const plane_names[] = {"xz", "xy", "yz", 0};
 static const char *const mesh_kind_names[] = {"cloth", "softbody", 0};
 static const char *const pin_names[] = {"corner_00", "corner_10", "corner_01", "corner_11",
@@ -204,12 +204,12 @@ static const mz_key fluid_keys[] = {
             "the correction moves particles but never enters their velocities; 0: off"},
     {.name = "walls", .type = K_ENUM, .offset = OFF(mz_fluid, walls), .def = "\"no_slip\"",
      .names = mz_flip_walls_names,
-     .doc = "flip: the grid velocity along the domain walls: no_slip, it falls to 0 on a wall, "
-            "a boundary layer half a cell thick; free_slip, the flow runs on along them (only "
-            "the velocity into a wall is stopped). The layer's drag grows with the cell: at "
-            "cells of a/10 (the 3D dam break) no_slip holds the front 16% behind Martin & "
-            "Moyce and free_slip is within 1.2%; at a/25 (the 2D one) no_slip is within 0.6% "
-            "and free_slip runs 5.8% ahead"},
+     .doc = "flip: the grid velocity along walls and colliders: no_slip, it falls to 0 on a "
+            "wall, a boundary layer half a cell thick whose drag grows with the cell; "
+            "free_slip, the flow runs on along them (only the velocity into a wall is "
+            "stopped), no drag at all; wall_function, free slip plus the shear stress of a "
+            "smooth wall by the log law from the fluid's viscosity, the same drag at any cell "
+            "size (needs viscosity > 0)"},
     {.name = "support_radius", .type = K_NUMBER, .offset = OFF(mz_fluid, support_radius),
      .def = "0", .flags = K_MIN, .min = 0, .unit = "m",
      .doc = "SPH and PBF: kernel support radius h (neighbours within h); 0: 2 x spacing"},
@@ -219,7 +219,8 @@ static const mz_key fluid_keys[] = {
             "10 x the largest expected speed, sqrt(2 |g| height) or the initial speed"},
     {.name = "viscosity", .type = K_NUMBER, .offset = OFF(mz_fluid, viscosity), .def = "0",
      .flags = K_MIN, .min = 0, .unit = "Pa s",
-     .doc = "SPH: dynamic viscosity mu (viscosity-kernel Laplacian form)"},
+     .doc = "SPH: dynamic viscosity mu (viscosity-kernel Laplacian form); flip: the wall "
+            "function's (walls: wall_function)"},
     {.name = "artificial_viscosity", .type = K_NUMBER,
      .offset = OFF(mz_fluid, artificial_viscosity), .def = "0", .flags = K_MIN, .min = 0,
      .doc = "SPH: Monaghan's artificial viscosity alpha (0.01 to 0.1 damps noise and shocks)"},

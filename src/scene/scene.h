@@ -145,7 +145,8 @@ typedef enum mz_phase {
 } mz_phase;
 
 /* fluids[].walls (flip). */
-typedef enum mz_flip_walls { MZ_WALLS_NO_SLIP, MZ_WALLS_FREE_SLIP } mz_flip_walls;
+typedef enum mz_flip_walls { MZ_WALLS_NO_SLIP, MZ_WALLS_FREE_SLIP, MZ_WALLS_WALL_FUNCTION }
+    mz_flip_walls;
 extern const char *const mz_flip_walls_names[];
 
 typedef enum mz_cloth_plane { MZ_PLANE_XZ, MZ_PLANE_XY, MZ_PLANE_YZ } mz_cloth_plane;

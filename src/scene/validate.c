@@ -209,6 +209,9 @@ static void validate_solver(const mz_scene *s, mz_diag *d)
     const mz_fluid *f0 = s->n_fluids ? &s->fluids[0] : NULL;
     bool sph = f0 && scene_is_sph(s), pbf = f0 && scene_solver(s) == MZ_SOLVER_PBF;
     bool flip = f0 && scene_solver(s) == MZ_SOLVER_FLIP;
+    if (f0 && flip && f0->walls == MZ_WALLS_WALL_FUNCTION && !(f0->viscosity > 0))
+        diag_add(d, "fluids[0].viscosity must be > 0 with fluids[0].walls \"wall_function\" "
+                    "(the log law's shear stress comes from it; water: 0.001 Pa s)");
     for (size_t i = 1; i < s->n_fluids; i++) {
         const mz_fluid *f = &s->fluids[i];
         if (f->solver != f0->solver) {

@@ -934,6 +934,85 @@ static void test_dam_break_3d(void **state)
     world_close(&w);
 }
 
+/* The log law of the wall function, in double, as the kernel solves it (flip.cl wall_stress). */
+static double host_wall_stress(double u, double y, double nu)
+{
+    double ut = sqrt(nu * u / y);
+    if (y * ut / nu < 11.2)
+        return nu * u / y;
+    for (int k = 0; k < 6; k++)
+        ut = 0.41 * u / log(9.8 * y * ut / nu);
+    return ut * ut;
+}
+
+/* walls "wall_function": water sliding along the floor at 0.5 m/s. After P2G and the face
+ * preparation, the faces of the bottom row (half a cell above the floor) have lost the log
+ * law's u_tau^2 / cell dt and the rows above nothing; the stress is that of a smooth wall
+ * (u_tau / u between 1/40 and 1/15 at these Reynolds numbers). */
+static void test_wall_function(void **state)
+{
+    (void)state;
+    const char *json =
+        "{\"mizu_scene\": 1, \"simulation\": {\"fps\": 100, \"frames\": 1, \"substeps\": 4,"
+        "  \"dimensions\": 2, \"gravity\": [0, 0, 0]},"
+        " \"domain\": {\"min\": [0,0,0], \"max\": [0.4,0.2,0]},"
+        " \"fluids\": [{\"solver\": \"flip\", \"box\": {\"min\": [0,0,0], \"max\": [0.4,0.1,0]},"
+        "   \"spacing\": 0.005, \"velocity\": [0.5, 0, 0], \"walls\": \"wall_function\","
+        "   \"viscosity\": 0.001}]}";
+    world w;
+    world_open(&w, json, NULL, 0);
+    double dt = scene_substep_dt(&w.scene);
+    assert_int_equal(flip_p2g(&w.sim, dt), 0);
+    host_grid h = {0};
+    read_grid(&w, &h);
+    const flip_grid *g = &h.v.grid;
+    double cell = g->cell.s[1], nu = 0.001 / 1000;
+    double want = 0.5 - host_wall_stress(0.5, 0.5 * cell, nu) / cell * dt;
+    double ut = sqrt(host_wall_stress(0.5, 0.5 * cell, nu)) / 0.5;
+    int checked = 0;
+    for (int i = 2; i < g->cells.s[0] - 1; i++) { /* away from the end walls */
+        double bottom = h.face[node_of(g, i, 0, 0)][0], above = h.face[node_of(g, i, 3, 0)][0];
+        if (fabs(bottom - want) > 1e-5 * 0.5 || fabs(above - 0.5) > 1e-6)
+            fail_msg("face %d: bottom row %.7f (want %.7f), fourth row %.7f (want 0.5)", i,
+                     bottom, want, above);
+        checked++;
+    }
+    print_message("wall function: %d floor faces slowed to %.6f m/s in a step (u_tau/u %.4f), "
+                  "the rows above untouched\n", checked, want, ut);
+    assert_true(checked > 30 && ut > 1.0 / 40 && ut < 1.0 / 15);
+    free_grid(&h);
+    world_close(&w);
+}
+
+/* Issue 19: Martin & Moyce's column in a 3D flume as wide as the column (scenes/flip_flume_3d
+ * .json, spacing a/20, wall function): the surge front (99.5th percentile of x) within 5% on
+ * average with a release shift of at most 0.1. */
+static void test_flume_3d(void **state)
+{
+    (void)state;
+    world w;
+    world_open_file(&w, "scenes/flip_flume_3d.json", NULL, 0);
+    const mz_scene *s = &w.scene;
+    double a = 0.1, T[64], Z[64];
+    int nf = s->sim.frames;
+    assert_true(nf < 64);
+    for (int f = 0; f <= nf; f++) {
+        if (f > 0)
+            assert_int_equal(sim_advance_frame(&w.sim, scene_frame_dt(s)), 0);
+        world_read(&w);
+        T[f] = w.sim.time * sqrt(9.81 / a);
+        Z[f] = front_percentile(w.pos, w.parts.n) / a;
+    }
+    double mean, shift;
+    int points = martin_moyce_mean(T, Z, nf, 0.1, &mean, &shift);
+    print_message("3D flume (flip, %zu particles, wall function): front within %.1f%% of "
+                  "Martin & Moyce on average at %d points with dT = %+.3f\n", w.parts.n,
+                  100 * mean, points, shift);
+    assert_true(points >= 15);
+    assert_true(mean < 0.05);
+    world_close(&w);
+}
+
 /* Water falling onto a box: its cells are solid, and no particle gets inside it by more than
  * half a spacing. */
 static void test_colliders(void **state)
@@ -1111,6 +1190,8 @@ int main(void)
         cmocka_unit_test(test_hydrostatic),
         cmocka_unit_test(test_dam_break),
         cmocka_unit_test(test_dam_break_3d),
+        cmocka_unit_test(test_wall_function),
+        cmocka_unit_test(test_flume_3d),
         cmocka_unit_test(test_colliders),
         cmocka_unit_test(test_determinism_and_state),
     };

@@ -79,7 +79,10 @@ static flip_grid grid_for(const mz_scene *s)
         g.cells.s[a] = n[a];
         g.nodes.s[a] = a < dim ? n[a] + 1 : 1;
     }
-    g.no_slip.s[0] = s->fluids[0].walls == MZ_WALLS_NO_SLIP;
+    const mz_fluid *f = &s->fluids[0];
+    g.no_slip.s[0] = f->walls == MZ_WALLS_NO_SLIP;
+    g.wall.s[0] = f->walls == MZ_WALLS_WALL_FUNCTION ? (float)(f->viscosity / f->rest_density)
+                                                     : 0.0f;
     return g;
 }
 
@@ -252,13 +255,14 @@ int flip_p2g(mz_sim *sim, double dt)
     cl_float4 gdt = sim_gravity(s);
     for (int a = 0; a < 3; a++)
         gdt.s[a] *= (float)dt;
+    cl_float dt_f = (cl_float)dt;
     return KARGS(st->k_p2g, "p2g", A(st->nodes_u), A(st->g), A(st->grid.desc),
                  A(st->grid.cell_start), A(st->grid.cell_end), A(sim->pos), A(sim->vel),
                  A(st->inv_n0), A(st->colliders), A(st->sdf), A(st->face_vel), A(st->density),
                  A(st->type)) &&
                    sim_launch(sim, st->k_p2g, st->nodes, STAGE_P2G, "p2g") &&
                    KARGS(st->k_prepare, "prepare_faces", A(st->nodes_u), A(st->g), A(gdt),
-                         A(st->type), A(st->face_vel), A(st->face_old)) &&
+                         A(dt_f), A(st->type), A(st->face_vel), A(st->face_old)) &&
                    sim_launch(sim, st->k_prepare, st->nodes, STAGE_P2G, "prepare_faces")
                ? 0
                : -1;

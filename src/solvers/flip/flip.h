@@ -13,6 +13,7 @@ typedef struct flip_grid {
     cl_float4 origin, cell, inv_cell, inv_cell2;
     cl_int4 cells, nodes;
     cl_int4 no_slip; /* x: 1 when the walls hold the tangential velocity at 0 (fluids[].walls) */
+    cl_float4 wall;  /* x: kinematic viscosity of the wall function (m^2/s), 0: none */
 } flip_grid;
 
 typedef struct flip_stats {
