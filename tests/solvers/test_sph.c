@@ -604,6 +604,45 @@ static void test_wall_function(void **state)
         }
 }
 
+/* Issue 19: Martin & Moyce's column in a 3D flume as wide as the column
+ * (scenes/dam_break_flume_3d.json, spacing a/20, wall particles) with each SPH solver: the
+ * surge front (99.5th percentile of x) within 5% on average with a release shift of at most
+ * 0.1. */
+static void flume_3d(const char *solver)
+{
+    char set[64];
+    snprintf(set, sizeof set, "fluids[0].solver=%s", solver);
+    const char *sets[1] = {set};
+    world w;
+    world_open_file(&w, "scenes/dam_break_flume_3d.json", sets, 1);
+    const mz_scene *s = &w.scene;
+    double a = 0.1, T[64], Z[64];
+    int nf = s->sim.frames;
+    assert_true(nf < 64);
+    for (int f = 0; f <= nf; f++) {
+        if (f > 0)
+            assert_int_equal(sim_advance_frame(&w.sim, scene_frame_dt(s)), 0);
+        world_read(&w);
+        T[f] = w.sim.time * sqrt(9.81 / a);
+        Z[f] = front_percentile(w.pos, w.parts.n) / a;
+    }
+    double mean, shift;
+    int points = martin_moyce_mean(T, Z, nf, 0.1, &mean, &shift);
+    print_message("3D flume (%s, %zu particles): front within %.1f%% of Martin & Moyce on "
+                  "average at %d points with dT = %+.3f\n", solver, w.parts.n, 100 * mean,
+                  points, shift);
+    assert_true(points >= 15);
+    assert_true(mean < 0.05);
+    world_close(&w);
+}
+
+static void test_flume_3d(void **state)
+{
+    (void)state;
+    flume_3d("wcsph");
+    flume_3d("collapsed_sph");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -614,6 +653,7 @@ int main(void)
         cmocka_unit_test(test_dam_break_wcsph),
         cmocka_unit_test(test_dam_break_collapsed),
         cmocka_unit_test(test_dam_break_water),
+        cmocka_unit_test(test_flume_3d),
         cmocka_unit_test(test_colliders),
         cmocka_unit_test(test_wall_function),
     };
