@@ -65,12 +65,14 @@ void canvas_sphere(mz_canvas *c, double x, double y, double z, double r, mz_rgb 
      * lattice must not show the background, or edges behind it, through its gaps. */
     if (r < 0.75)
         r = 0.75;
-    int x0 = (int)floor(x - r), x1 = (int)ceil(x + r), y0 = (int)floor(y - r),
-        y1 = (int)ceil(y + r);
-    if (x0 < 0) x0 = 0;
-    if (y0 < 0) y0 = 0;
-    if (x1 > c->w - 1) x1 = c->w - 1;
-    if (y1 > c->h - 1) y1 = c->h - 1;
+    if (!isfinite(x) || !isfinite(y) || !isfinite(z) || !isfinite(r))
+        return; /* a damaged file's NaN or inf: nothing to draw */
+    /* Clipped in double: a huge sphere or a far point must not overflow an int. */
+    double bx0 = fmax(floor(x - r), 0), bx1 = fmin(ceil(x + r), c->w - 1);
+    double by0 = fmax(floor(y - r), 0), by1 = fmin(ceil(y + r), c->h - 1);
+    if (bx0 > bx1 || by0 > by1)
+        return;
+    int x0 = (int)bx0, x1 = (int)bx1, y0 = (int)by0, y1 = (int)by1;
     double inv = 1 / r;
     for (int py = y0; py <= y1; py++) {
         double dy = (py + 0.5 - y) * inv;
@@ -95,14 +97,19 @@ static double edge(const double *a, const double *b, double x, double y)
 
 void canvas_triangle(mz_canvas *c, double v[3][3], const mz_rgb colour[3], double light)
 {
+    for (int k = 0; k < 3; k++)
+        if (!isfinite(v[k][0]) || !isfinite(v[k][1]) || !isfinite(v[k][2]))
+            return;
     double area = edge(v[0], v[1], v[2][0], v[2][1]);
-    if (fabs(area) < 1e-12)
+    if (fabs(area) < 1e-12 || !isfinite(area))
         return;
     double xmin = fmin(v[0][0], fmin(v[1][0], v[2][0])), xmax = fmax(v[0][0], fmax(v[1][0], v[2][0]));
     double ymin = fmin(v[0][1], fmin(v[1][1], v[2][1])), ymax = fmax(v[0][1], fmax(v[1][1], v[2][1]));
-    int x0 = xmin < 0 ? 0 : (int)floor(xmin), y0 = ymin < 0 ? 0 : (int)floor(ymin);
-    int x1 = xmax > c->w - 1 ? c->w - 1 : (int)ceil(xmax);
-    int y1 = ymax > c->h - 1 ? c->h - 1 : (int)ceil(ymax);
+    double bx0 = fmax(floor(xmin), 0), bx1 = fmin(ceil(xmax), c->w - 1);
+    double by0 = fmax(floor(ymin), 0), by1 = fmin(ceil(ymax), c->h - 1);
+    if (bx0 > bx1 || by0 > by1)
+        return;
+    int x0 = (int)bx0, x1 = (int)bx1, y0 = (int)by0, y1 = (int)by1;
     for (int py = y0; py <= y1; py++)
         for (int px = x0; px <= x1; px++) {
             double sx = px + 0.5, sy = py + 0.5;
@@ -136,15 +143,18 @@ void canvas_line(mz_canvas *c, const double a[3], const double b[3], mz_rgb colo
 {
     /* Between the pixels the ends fall in, so that an edge along a pixel boundary does not
      * flicker between two columns by rounding. */
+    if (!isfinite(a[0]) || !isfinite(a[1]) || !isfinite(a[2]) || !isfinite(b[0]) ||
+        !isfinite(b[1]) || !isfinite(b[2]))
+        return;
     double ax = floor(a[0]), ay = floor(a[1]), dx = floor(b[0]) - ax, dy = floor(b[1]) - ay;
-    int steps = (int)fmax(fabs(dx), fabs(dy));
-    if (steps > 4 * (c->w + c->h)) /* far outside: clip crudely by sampling no more than this */
-        steps = 4 * (c->w + c->h);
+    /* far outside: clip crudely by sampling no more than this many points */
+    int steps = (int)fmin(fmax(fabs(dx), fabs(dy)), 4.0 * (c->w + c->h));
     for (int k = 0; k <= steps; k++) {
         double t = steps ? (double)k / steps : 0;
-        int px = (int)floor(ax + t * dx + 0.5), py = (int)floor(ay + t * dy + 0.5);
-        if (px < 0 || py < 0 || px >= c->w || py >= c->h)
+        double fx = floor(ax + t * dx + 0.5), fy = floor(ay + t * dy + 0.5);
+        if (!(fx >= 0 && fy >= 0 && fx < c->w && fy < c->h))
             continue;
+        int px = (int)fx, py = (int)fy;
         size_t i = (size_t)py * (size_t)c->w + (size_t)px;
         double depth = a[2] + t * (b[2] - a[2]);
         /* A small allowance so that edges of a solid's own faces stay visible. */

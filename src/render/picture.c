@@ -20,11 +20,25 @@ static const mz_rgb background = {246, 246, 244}, ink = {30, 30, 30}, edge_ink =
 /* Particles a body's particles are drawn as: half the fluid's spacing for fluids; for other
  * bodies, half their mean triangle edge, else half the spacing their bounding box and count
  * imply (exact for lattices, a little large for round bodies). */
+/* Whether triangle t names particles of the picture (a damaged file's may not). */
+static bool triangle_ok(const mz_picture *pic, size_t t)
+{
+    const uint32_t *id = pic->tri + 3 * t;
+    return id[0] < pic->n && id[1] < pic->n && id[2] < pic->n;
+}
+
+static size_t body_of(const mz_picture *pic, size_t i, size_t n_bodies)
+{
+    return pic->body && pic->body[i] < n_bodies ? pic->body[i] : 0;
+}
+
 static double *body_radii(const mz_picture *pic, const mz_setting *st, size_t *nb)
 {
+    /* A body has a particle at least: an index beyond the count is a damaged file's, drawn as
+     * body 0 (body_of), not an allocation of its size. */
     size_t n_bodies = 1;
     for (size_t i = 0; pic->body && i < pic->n; i++)
-        if (pic->body[i] + 1 > n_bodies)
+        if (pic->body[i] < pic->n && pic->body[i] + 1 > n_bodies)
             n_bodies = pic->body[i] + 1;
     double *r = xcalloc(n_bodies, sizeof *r), *lo = xmalloc(3 * n_bodies * sizeof *lo),
            *hi = xmalloc(3 * n_bodies * sizeof *hi), *edge = xcalloc(n_bodies, sizeof *edge);
@@ -32,7 +46,7 @@ static double *body_radii(const mz_picture *pic, const mz_setting *st, size_t *n
     for (size_t k = 0; k < 3 * n_bodies; k++)
         lo[k] = INFINITY, hi[k] = -INFINITY;
     for (size_t i = 0; i < pic->n; i++) {
-        size_t b = pic->body ? pic->body[i] : 0;
+        size_t b = body_of(pic, i, n_bodies);
         count[b]++;
         for (int a = 0; a < 3; a++) {
             lo[3 * b + a] = fmin(lo[3 * b + a], pic->pos[3 * i + a]);
@@ -40,10 +54,10 @@ static double *body_radii(const mz_picture *pic, const mz_setting *st, size_t *n
         }
     }
     for (size_t t = 0; t < pic->n_tri; t++)
-        for (int e = 0; e < 3; e++) {
+        for (int e = 0; e < 3 && triangle_ok(pic, t); e++) {
             const float *p = pic->pos + 3 * (size_t)pic->tri[3 * t + e];
             const float *q = pic->pos + 3 * (size_t)pic->tri[3 * t + (e + 1) % 3];
-            size_t b = pic->body ? pic->body[pic->tri[3 * t + e]] : 0;
+            size_t b = body_of(pic, pic->tri[3 * t + e], n_bodies);
             edge[b] += sqrt((p[0] - q[0]) * (p[0] - q[0]) + (p[1] - q[1]) * (p[1] - q[1]) +
                             (p[2] - q[2]) * (p[2] - q[2]));
             edges[b]++;
@@ -85,6 +99,8 @@ static void draw_surfaces(mz_canvas *c, const mz_camera *cam, const mz_picture *
                           const mz_render_opts *o, uint8_t *covered)
 {
     for (size_t t = 0; t < pic->n_tri; t++) {
+        if (!triangle_ok(pic, t))
+            continue;
         double v[3][3], e1[3], e2[3], n[3], nc[3];
         mz_rgb col[3];
         const uint32_t *id = pic->tri + 3 * t;
@@ -106,7 +122,8 @@ static void draw_surfaces(mz_canvas *c, const mz_camera *cam, const mz_picture *
 }
 
 static void draw_particles(mz_canvas *c, const mz_camera *cam, const mz_picture *pic,
-                           const mz_render_opts *o, const uint8_t *covered, const double *radius)
+                           const mz_render_opts *o, const uint8_t *covered, const double *radius,
+                           size_t n_bodies)
 {
     for (size_t i = 0; i < pic->n; i++) {
         if (covered[i] || !isfinite(pic->pos[3 * i]) || !isfinite(pic->pos[3 * i + 1]) ||
@@ -114,7 +131,7 @@ static void draw_particles(mz_canvas *c, const mz_camera *cam, const mz_picture 
             continue;
         double s[3];
         project(cam, pic->pos + 3 * i, s);
-        canvas_sphere(c, s[0], s[1], s[2], cam->scale * radius[pic->body ? pic->body[i] : 0],
+        canvas_sphere(c, s[0], s[1], s[2], cam->scale * radius[body_of(pic, i, n_bodies)],
                       particle_colour(pic, o, i));
     }
 }
@@ -282,7 +299,8 @@ static void draw_colliders(mz_canvas *c, const mz_camera *cam, const mz_setting 
             double len = sqrt((sh->b[0] - sh->a[0]) * (sh->b[0] - sh->a[0]) +
                               (sh->b[1] - sh->a[1]) * (sh->b[1] - sh->a[1]) +
                               (sh->b[2] - sh->a[2]) * (sh->b[2] - sh->a[2]));
-            int steps = sh->r > 0 ? (int)fmin(ceil(len / (0.05 * sh->r)), 4096) : 1;
+            double want = sh->r > 0 ? ceil(len / (0.05 * sh->r)) : 1;
+            int steps = want >= 1 && want <= 4096 ? (int)want : want > 4096 ? 4096 : 1;
             for (int j = 0; j <= steps; j++) {
                 double t = (double)j / steps, p[3];
                 for (int m = 0; m < 3; m++)
@@ -401,7 +419,7 @@ int render_picture(const mz_picture *pic, const mz_render_opts *o, mz_image *img
     uint8_t *covered = xcalloc(pic->n + 1, 1);
     draw_boundary(&c, &cam, pic, lo, hi, st.n_fluids ? 0.5 * st.fluid_spacing[0] : 0);
     draw_surfaces(&c, &cam, pic, &ro, covered);
-    draw_particles(&c, &cam, pic, &ro, covered, radius);
+    draw_particles(&c, &cam, pic, &ro, covered, radius, nb);
     box_edges(&c, &cam, lo, hi, edge_ink, 0.3);
     free(covered);
     free(radius);

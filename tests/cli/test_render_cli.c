@@ -8,6 +8,8 @@
 #include "render/png_read.h"
 
 #include <dirent.h>
+#include <hdf5.h>
+#include <math.h>
 #include <sys/stat.h>
 
 enum { PANEL = 128, MARGIN = 12 };
@@ -314,6 +316,58 @@ static void test_errors(void **state)
     expect_fail(args, 1, "not an HDF5 file");
 }
 
+/* A damaged file: body indices far beyond the particle count (no allocation of their size),
+ * NaN and infinite positions, a triangle naming a particle that does not exist. It renders,
+ * drawing what it can. */
+static void test_damaged_file(void **state)
+{
+    (void)state;
+    char cmd[2048];
+    const char *bad = test_path("damaged.h5");
+    snprintf(cmd, sizeof cmd, "cp %s %s", CLOTH, bad);
+    assert_int_equal(system(cmd), 0);
+    hid_t f = H5Fopen(bad, H5F_ACC_RDWR, H5P_DEFAULT);
+    assert_true(f >= 0);
+    hid_t d = H5Dopen2(f, "/particles/all/body", H5P_DEFAULT);
+    hid_t sp = H5Dget_space(d);
+    size_t n = (size_t)H5Sget_simple_extent_npoints(sp);
+    uint32_t *body = malloc(n * sizeof *body);
+    for (size_t i = 0; i < n; i++)
+        body[i] = 0x7fffffffu - (uint32_t)i;
+    assert_true(H5Dwrite(d, H5T_NATIVE_UINT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, body) >= 0);
+    free(body);
+    H5Sclose(sp);
+    H5Dclose(d);
+    d = H5Dopen2(f, "/particles/all/position/value", H5P_DEFAULT);
+    hsize_t start[3] = {3, 0, 0}, count[3] = {1, 2, 3};
+    float junk[6] = {NAN, INFINITY, -INFINITY, 1e30f, -1e30f, NAN};
+    sp = H5Dget_space(d);
+    hid_t ms = H5Screate_simple(3, count, NULL);
+    H5Sselect_hyperslab(sp, H5S_SELECT_SET, start, NULL, count, NULL);
+    assert_true(H5Dwrite(d, H5T_NATIVE_FLOAT, ms, sp, H5P_DEFAULT, junk) >= 0);
+    H5Sclose(ms);
+    H5Sclose(sp);
+    H5Dclose(d);
+    d = H5Dopen2(f, "/connectivity/triangles", H5P_DEFAULT);
+    sp = H5Dget_space(d);
+    hsize_t one[2] = {0, 0}, c1[2] = {1, 1};
+    uint32_t far = 0xfffffff0u;
+    ms = H5Screate_simple(2, c1, NULL);
+    H5Sselect_hyperslab(sp, H5S_SELECT_SET, one, NULL, c1, NULL);
+    assert_true(H5Dwrite(d, H5T_NATIVE_UINT32, ms, sp, H5P_DEFAULT, &far) >= 0);
+    H5Sclose(ms);
+    H5Sclose(sp);
+    H5Dclose(d);
+    H5Fclose(f);
+    char args[1024];
+    snprintf(args, sizeof args, "render %s -o %s -q", bad, test_path("damaged.png"));
+    render_ok(args, NULL);
+    test_png p = {0};
+    assert_int_equal(png_load(test_path("damaged.png"), &p), 0);
+    assert_int_equal(p.w, 1280);
+    free(p.rgb);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -323,6 +377,7 @@ int main(void)
         cmocka_unit_test(test_every_writes_numbered_frames),
         cmocka_unit_test(test_preview),
         cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_damaged_file),
     };
     return cmocka_run_group_tests_name("render_cli", tests, setup, teardown);
 }
