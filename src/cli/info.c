@@ -40,24 +40,6 @@ static int dataset_dims(hid_t file, const char *name, hsize_t dims[3])
     return rank;
 }
 
-/* Element i of a 1-D dataset as a double (step or time). */
-static int read_element(hid_t file, const char *name, hsize_t i, double *v)
-{
-    hid_t d = h5_exists(file, name) ? H5Dopen2(file, name, H5P_DEFAULT) : -1;
-    hid_t fs = d < 0 ? -1 : H5Dget_space(d);
-    hsize_t one = 1;
-    hid_t ms = H5Screate_simple(1, &one, NULL);
-    int ok = fs >= 0 && ms >= 0 && H5Sselect_elements(fs, H5S_SELECT_SET, 1, &i) >= 0 &&
-             H5Dread(d, H5T_NATIVE_DOUBLE, ms, fs, H5P_DEFAULT, v) >= 0;
-    if (ms >= 0)
-        H5Sclose(ms);
-    if (fs >= 0)
-        H5Sclose(fs);
-    if (d >= 0)
-        H5Dclose(d);
-    return ok;
-}
-
 static void print_str(FILE *out, const char *label, const char *s)
 {
     fprintf(out, "  %-10s %s\n", label, s && *s ? s : "?");
@@ -196,11 +178,11 @@ static void print_frames(FILE *out, hid_t file, hsize_t frames, long long writte
     fprintf(out, "  %-10s %llu", "frames", (unsigned long long)frames);
     if (written != (long long)frames)
         fprintf(out, " (the run record says %lld)", written);
-    if (frames && read_element(file, "/particles/all/position/step", 0, &s0) &&
-        read_element(file, "/particles/all/position/step", frames - 1, &s1))
+    if (frames && h5_read_element(file, "/particles/all/position/step", 0, &s0) &&
+        h5_read_element(file, "/particles/all/position/step", frames - 1, &s1))
         fprintf(out, ", step %.0f..%.0f", s0, s1);
-    if (frames && read_element(file, "/particles/all/position/time", 0, &t0) &&
-        read_element(file, "/particles/all/position/time", frames - 1, &t1))
+    if (frames && h5_read_element(file, "/particles/all/position/time", 0, &t0) &&
+        h5_read_element(file, "/particles/all/position/time", frames - 1, &t1))
         fprintf(out, ", time %g..%g s", t0, t1);
     fputc('\n', out);
 }

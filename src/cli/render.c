@@ -327,18 +327,7 @@ static int read_record(const render_file *f, hsize_t k, float *pos, float *value
 static double record_time(const render_file *f, hsize_t k)
 {
     double t = NAN;
-    const char *name = "/particles/all/position/time";
-    hid_t d = h5_exists(f->h5, name) ? H5Dopen2(f->h5, name, H5P_DEFAULT) : -1;
-    hid_t fs = d < 0 ? -1 : H5Dget_space(d);
-    hsize_t one = 1;
-    hid_t ms = H5Screate_simple(1, &one, NULL);
-    if (fs >= 0 && H5Sselect_elements(fs, H5S_SELECT_SET, 1, &k) >= 0)
-        H5Dread(d, H5T_NATIVE_DOUBLE, ms, fs, H5P_DEFAULT, &t);
-    H5Sclose(ms);
-    if (fs >= 0)
-        H5Sclose(fs);
-    if (d >= 0)
-        H5Dclose(d);
+    h5_read_element(f->h5, "/particles/all/position/time", k, &t);
     return t;
 }
 

@@ -144,3 +144,20 @@ int h5_read_uints(hid_t file, const char *name, size_t count, uint32_t *out)
         H5Dclose(d);
     return ok ? 0 : -1;
 }
+
+int h5_read_element(hid_t file, const char *name, hsize_t i, double *v)
+{
+    hid_t d = h5_exists(file, name) ? H5Dopen2(file, name, H5P_DEFAULT) : -1;
+    hid_t fs = d < 0 ? -1 : H5Dget_space(d);
+    hsize_t one = 1;
+    hid_t ms = H5Screate_simple(1, &one, NULL);
+    int ok = fs >= 0 && ms >= 0 && H5Sselect_elements(fs, H5S_SELECT_SET, 1, &i) >= 0 &&
+             H5Dread(d, H5T_NATIVE_DOUBLE, ms, fs, H5P_DEFAULT, v) >= 0;
+    if (ms >= 0)
+        H5Sclose(ms);
+    if (fs >= 0)
+        H5Sclose(fs);
+    if (d >= 0)
+        H5Dclose(d);
+    return ok;
+}

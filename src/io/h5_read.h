@@ -20,6 +20,8 @@ char *h5_read_str_attr(hid_t file, const char *obj, const char *name);
 /* Record RECORD of a frame series' value dataset NAME ([records, n] or [records, n, comps]) as
  * floats: 0, or -1 when absent or of another shape. */
 int h5_read_record(hid_t file, const char *name, hsize_t record, int comps, size_t n, float *out);
+/* Element i of a 1-D dataset (a series' step or time) as a double: 1, or 0 when absent. */
+int h5_read_element(hid_t file, const char *name, hsize_t i, double *v);
 /* A whole integer dataset of COUNT elements (ids, phases, triangles) as uint32: 0 or -1. */
 int h5_read_uints(hid_t file, const char *name, size_t count, uint32_t *out);
 
@@ -40,6 +42,8 @@ char *h5_read_str_attr(hid_t file, const char *obj, const char *name);
 /* Record RECORD of a frame series' value dataset NAME ([records, n] or [records, n, comps]) as
  * floats: 0, or -1 when absent or of another shape. */
 int h5_read_record(hid_t file, const char *name, hsize_t record, int comps, size_t n, float *out);
+/* Element i of a 1-D dataset (a series' step or time) as a double: 1, or 0 when absent. */
+int h5_read_element(hid_t file, const char *name, hsize_t i, double *v);
 /* A whole integer dataset of COUNT elements (ids, phases, triangles) as uint32: 0 or -1. */
 int h5_read_uints(hid_t file, const char *name, size_t count, uint32_t *out);
 
