@@ -224,4 +224,23 @@ static inline double front_percentile(const float *pos4, size_t n)
     return v;
 }
 
+/* Run an open dam-break world frame by frame and fit its front (the 99.5th percentile of x,
+ * column width a) to Martin & Moyce with martin_moyce_mean (release shift <= 0.1). Returns
+ * the points used. */
+static inline int flume_front_error(world *w, double a, double *mean, double *shift)
+{
+    const mz_scene *s = &w->scene;
+    double T[64], Z[64];
+    int nf = s->sim.frames;
+    assert_true(nf < 64);
+    for (int f = 0; f <= nf; f++) {
+        if (f > 0)
+            assert_int_equal(sim_advance_frame(&w->sim, scene_frame_dt(s)), 0);
+        world_read(w);
+        T[f] = w->sim.time * sqrt(9.81 / a);
+        Z[f] = front_percentile(w->pos, w->parts.n) / a;
+    }
+    return martin_moyce_mean(T, Z, nf, 0.1, mean, shift);
+}
+
 #endif

@@ -992,19 +992,8 @@ static void test_flume_3d(void **state)
     (void)state;
     world w;
     world_open_file(&w, "scenes/flip_flume_3d.json", NULL, 0);
-    const mz_scene *s = &w.scene;
-    double a = 0.1, T[64], Z[64];
-    int nf = s->sim.frames;
-    assert_true(nf < 64);
-    for (int f = 0; f <= nf; f++) {
-        if (f > 0)
-            assert_int_equal(sim_advance_frame(&w.sim, scene_frame_dt(s)), 0);
-        world_read(&w);
-        T[f] = w.sim.time * sqrt(9.81 / a);
-        Z[f] = front_percentile(w.pos, w.parts.n) / a;
-    }
     double mean, shift;
-    int points = martin_moyce_mean(T, Z, nf, 0.1, &mean, &shift);
+    int points = flume_front_error(&w, 0.1, &mean, &shift);
     print_message("3D flume (flip, %zu particles, wall function): front within %.1f%% of "
                   "Martin & Moyce on average at %d points with dT = %+.3f\n", w.parts.n,
                   100 * mean, points, shift);
