@@ -28,18 +28,6 @@ static int int_attr(hid_t file, const char *obj, const char *name, long long *v)
     return ok;
 }
 
-/* Dimensions of dataset NAME; its rank, or -1. */
-static int dataset_dims(hid_t file, const char *name, hsize_t dims[3])
-{
-    if (!h5_exists(file, name))
-        return -1;
-    hid_t d = H5Dopen2(file, name, H5P_DEFAULT);
-    int rank = h5_dims(d, dims);
-    if (d >= 0)
-        H5Dclose(d);
-    return rank;
-}
-
 static void print_str(FILE *out, const char *label, const char *s)
 {
     fprintf(out, "  %-10s %s\n", label, s && *s ? s : "?");
@@ -69,7 +57,7 @@ static herr_t print_field(hid_t group, const char *name, const H5L_info_t *info,
     snprintf(value, sizeof value, "/particles/all/%s/value", name);
     hid_t file = H5Iget_file_id(group);
     hsize_t dims[3];
-    int rank = dataset_dims(file, value, dims);
+    int rank = h5_dataset_dims(file, value, dims);
     if (rank > 0) {
         char *unit = h5_read_str_attr(file, value, "unit");
         fprintf(out, "  %-10s %-10s [", *first ? "fields" : "", name);
@@ -101,7 +89,7 @@ static void print_rigids(FILE *out, hid_t file)
 {
     static const char *const series[] = {"center_of_mass", "orientation"};
     hsize_t dims[3];
-    int rank = dataset_dims(file, "/observables/rigid/body", dims);
+    int rank = h5_dataset_dims(file, "/observables/rigid/body", dims);
     if (rank < 0 && !h5_exists(file, "/observables/rigid"))
         return;
     if (rank == 1)
@@ -112,7 +100,7 @@ static void print_rigids(FILE *out, hid_t file)
     for (size_t i = 0; i < sizeof series / sizeof series[0]; i++) {
         char value[96];
         snprintf(value, sizeof value, "/observables/rigid/%s/value", series[i]);
-        rank = dataset_dims(file, value, dims);
+        rank = h5_dataset_dims(file, value, dims);
         fprintf(out, "%s %s", i ? "," : "", series[i]);
         if (rank > 0) {
             fputs(" [", out);
@@ -205,7 +193,7 @@ static void print_run(FILE *out, hid_t file)
 static void print_summary(FILE *out, const char *path, hid_t file, long long size)
 {
     hsize_t dims[3] = {0};
-    int rank = dataset_dims(file, "/particles/all/position/value", dims);
+    int rank = h5_dataset_dims(file, "/particles/all/position/value", dims);
     hsize_t frames = dims[0], n = rank == 3 ? dims[1] : 0;
     long long written = (long long)frames;
     int_attr(file, "/parameters/run", "frames_written", &written);
@@ -233,7 +221,7 @@ static void print_summary(FILE *out, const char *path, hid_t file, long long siz
     print_fields(out, file);
     print_rigids(out, file);
     hsize_t bdims[3];
-    if (dataset_dims(file, "/particles/boundary/position", bdims) == 2)
+    if (h5_dataset_dims(file, "/particles/boundary/position", bdims) == 2)
         fprintf(out, "  %-10s %llu wall and collider particles in /particles/boundary\n",
                 "boundary", (unsigned long long)bdims[0]);
     print_run(out, file);

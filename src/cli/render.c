@@ -235,13 +235,8 @@ static int file_open(render_file *f, const render_args *a)
                  stat(a->in, &sb) != 0 ? strerror(errno) : "not an HDF5 file");
         return -1;
     }
-    hid_t d = h5_exists(f->h5, "/particles/all/position/value")
-                  ? H5Dopen2(f->h5, "/particles/all/position/value", H5P_DEFAULT)
-                  : -1;
     hsize_t dims[3];
-    int rank = h5_dims(d, dims);
-    if (d >= 0)
-        H5Dclose(d);
+    int rank = h5_dataset_dims(f->h5, "/particles/all/position/value", dims);
     long long written = 0;
     if (rank != 3 || dims[2] != 3) {
         mz_error("%s has no particle positions to draw (/particles/all/position)", a->in);
@@ -278,10 +273,7 @@ static int file_open(render_file *f, const render_args *a)
         free(f->body);
         f->body = NULL;
     }
-    d = h5_exists(f->h5, "/connectivity/triangles")
-            ? H5Dopen2(f->h5, "/connectivity/triangles", H5P_DEFAULT)
-            : -1;
-    if (h5_dims(d, dims) == 2 && dims[1] == 3) {
+    if (h5_dataset_dims(f->h5, "/connectivity/triangles", dims) == 2 && dims[1] == 3) {
         f->n_tri = (size_t)dims[0];
         f->tri = xmalloc((3 * f->n_tri + 1) * sizeof *f->tri);
         if (h5_read_uints(f->h5, "/connectivity/triangles", 3 * f->n_tri, f->tri) < 0)
@@ -290,8 +282,6 @@ static int file_open(render_file *f, const render_args *a)
             if (f->tri[k] >= f->n)
                 f->n_tri = 0; /* not this file's particles: draw them as points */
     }
-    if (d >= 0)
-        H5Dclose(d);
     read_boundary(f);
     return choose_field(f, a->field, a->in);
 }

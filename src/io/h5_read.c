@@ -27,6 +27,17 @@ int h5_dims(hid_t d, hsize_t dims[3])
     return rank;
 }
 
+int h5_dataset_dims(hid_t file, const char *name, hsize_t dims[3])
+{
+    if (!h5_exists(file, name))
+        return -1;
+    hid_t d = H5Dopen2(file, name, H5P_DEFAULT);
+    int rank = h5_dims(d, dims);
+    if (d >= 0)
+        H5Dclose(d);
+    return rank;
+}
+
 bool h5_exists(hid_t file, const char *path)
 {
     char buf[256];

@@ -34,6 +34,8 @@ hid_t h5_open_unlocked(const char *path);
 bool h5_exists(hid_t file, const char *path);
 /* The dimensions of open dataset d (rank at most 3): its rank, or -1. */
 int h5_dims(hid_t d, hsize_t dims[3]);
+/* The same for dataset NAME of file: its rank, or -1 when absent. */
+int h5_dataset_dims(hid_t file, const char *name, hsize_t dims[3]);
 
 /* A scalar string dataset, or attribute NAME of object OBJ (fixed or variable length, ASCII or
  * UTF-8): malloc'd, or NULL when absent or not a string. */

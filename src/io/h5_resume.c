@@ -43,18 +43,14 @@ static hid_t reopen_series(mz_h5_out *o, const char *name, hsize_t n, hsize_t ro
     return -1;
 }
 
-/* The sidecar again, naming the frames kept. */
 /* Rows of a dataset written at creation (triangles, wall particles); 0 when absent. */
 static size_t rows_of(const mz_h5_out *o, const char *name)
 {
     hsize_t dims[3] = {0, 0, 0};
-    hid_t d = h5_exists(o->file, name) ? H5Dopen2(o->file, name, H5P_DEFAULT) : -1;
-    if (h5_dims(d, dims) < 1)
-        dims[0] = 0;
-    h5_close_id(d);
-    return (size_t)dims[0];
+    return h5_dataset_dims(o->file, name, dims) < 1 ? 0 : (size_t)dims[0];
 }
 
+/* The sidecar again, naming the frames kept. */
 static int rewrite_xdmf(mz_h5_out *o)
 {
     size_t n_tri = rows_of(o, "/connectivity/triangles");
