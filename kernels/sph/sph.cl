@@ -6,6 +6,7 @@
 #include "grid/grid.clh"
 #include "common/walls.clh"
 #include "sph/sph_kernels.clh"
+#include "sph/step_size.clh"
 
 /* ρ_i = m Σ_j W_ij + Σ_b m_b W_ib over fluid neighbours j (i itself included) and boundary b. */
 inline float mz_sph_density_at(const mz_sph *P, float4 xi, mz_grid_desc g, global const uint *cs,
@@ -230,32 +231,6 @@ kernel void csph_step(uint n, float dt, float lag, mz_sph P, float4 gravity, mz_
     drho_out[i] = drho;
     p_out[i] = mz_tait(&P, rho_new);
     mz_sph_integrate(&P, dt, gravity, &walls, penalty, xi, vi, a, x_out, v_out, a2_out, i);
-}
-
-/* Largest |v|² and |a|² for the adaptive time step and blow-up detection: per work-group
- * maxima into partial[group] (max is order-free: exact and deterministic); +inf if any is not
- * finite. */
-kernel void speed_accel_max(uint n, global const float4 *v, global const float *a2,
-                            global float2 *partial, local float2 *scratch)
-{
-    uint lid = get_local_id(0), size = get_local_size(0);
-    float2 m = (float2)(0.0f);
-    for (uint i = get_global_id(0); i < n; i += get_global_size(0)) {
-        float4 vi = v[i];
-        float v2 = vi.x * vi.x + vi.y * vi.y + vi.z * vi.z, ai = a2[i];
-        /* fmax drops NaN: turn anything non-finite into +inf, which fmax keeps. */
-        m.x = isfinite(v2) ? fmax(m.x, v2) : INFINITY;
-        m.y = isfinite(ai) ? fmax(m.y, ai) : INFINITY;
-    }
-    scratch[lid] = m;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (uint s = size / 2; s > 0; s /= 2) {
-        if (lid < s)
-            scratch[lid] = fmax(scratch[lid], scratch[lid + s]);
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    if (lid == 0)
-        partial[get_group_id(0)] = scratch[0];
 }
 
 /* Tests: the kernels at radii r[k] (W, |∇W|, ∇²W), and per-particle lattice sums. */

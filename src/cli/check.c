@@ -30,7 +30,11 @@ int cmd_check(const mz_run_opts *o)
         printf("adaptive steps (cfl %g)", scene_cfl(&s));
     else
         printf("%d substeps of %.4g ms", s.sim.substeps, 1e3 * scene_substep_dt(&s));
-    if (scene_is_sph(&s))
+    if (scene_solver(&s) == MZ_SOLVER_DFSPH)
+        printf(", support radius %g m, density within %g%% and divergence within %g%% on "
+               "average\n", scene_support_radius(&s), 100 * s.fluids[0].density_tolerance,
+               100 * s.fluids[0].divergence_tolerance);
+    else if (scene_is_sph(&s))
         printf(", support radius %g m, speed of sound %.3g m/s\n", scene_support_radius(&s),
                scene_speed_of_sound(&s));
     else if (scene_solver(&s) == MZ_SOLVER_FLIP) {

@@ -208,6 +208,8 @@ static void print_summary(const run_ctx *r, long frames_written, double setup_s,
     free(xdmf);
     if (r->checkpoints > 0)
         fprintf(stderr, "  %ld checkpoints written to %s\n", r->checkpoints, r->ckpt_path);
+    if (sim->solver->report)
+        sim->solver->report(sim, stderr);
     if (dist_active() && sim->slabs)
         fprintf(stderr, "  %d ranks (%s); slabs repartitioned %llu times; rank 0 sent %llu "
                         "particle records in %llu exchanges taking %.3f s, its buffers grew "
@@ -691,6 +693,10 @@ static int refuse_distributed(const run_ctx *r)
     if (k == MZ_SOLVER_FLIP)
         why = "FLIP is not distributed yet (its pressure projection needs a distributed linear "
               "solver): run FLIP scenes without mpirun";
+    else if (k == MZ_SOLVER_DFSPH)
+        why = "DFSPH is not distributed yet (its pressure solves would exchange halos every "
+              "iteration): run DFSPH scenes without mpirun; WCSPH and collapsed SPH scenes run "
+              "under mpirun";
     else if (!scene_is_sph(&r->scene))
         why = "the position-based solvers (PBF, cloth, soft and rigid bodies) are not "
               "distributed yet: run this scene without mpirun; WCSPH and collapsed SPH scenes "

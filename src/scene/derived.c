@@ -12,14 +12,15 @@ mz_solver_kind scene_solver(const mz_scene *s)
 bool scene_is_sph(const mz_scene *s)
 {
     mz_solver_kind k = scene_solver(s);
-    return k == MZ_SOLVER_WCSPH || k == MZ_SOLVER_COLLAPSED_SPH;
+    return k == MZ_SOLVER_WCSPH || k == MZ_SOLVER_COLLAPSED_SPH || k == MZ_SOLVER_DFSPH;
 }
 
 double scene_cfl(const mz_scene *s)
 {
     if (s->sim.cfl > 0)
         return s->sim.cfl;
-    return scene_solver(s) == MZ_SOLVER_COLLAPSED_SPH ? 0.2 : 0.4;
+    mz_solver_kind k = scene_solver(s);
+    return k == MZ_SOLVER_COLLAPSED_SPH || k == MZ_SOLVER_DFSPH ? 0.2 : 0.4;
 }
 
 double scene_support_radius(const mz_scene *s)

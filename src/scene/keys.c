@@ -9,7 +9,7 @@
 #define OFF(T, f) offsetof(T, f)
 
 const char *const mz_solver_names[MZ_SOLVER_COUNT + 1] = {"ballistic", "wcsph", "collapsed_sph",
-                                                          "pbf", "flip", 0};
+                                                          "pbf", "flip", "dfsph", 0};
 static const char *const boundary_names[] = {"penalty", "clamp", "particles", 0};
 const char *const mz_wall_friction_names[] = {"no_slip", "wall_function", "free_slip", 0};
 const char *const mz_density_method_names[] = {"summation", "continuity", 0};
@@ -49,7 +49,8 @@ static const mz_key simulation_keys[] = {
     {.name = "cfl", .type = K_NUMBER, .offset = OFF(mz_simulation, cfl), .def = "0",
      .flags = K_MIN | K_MAX, .min = 0, .max = 1,
      .doc = "SPH step: dt = cfl x min(h / max(c0, |v|max), sqrt(h / |a|max)); 0: the solver's "
-            "own, 0.4 for wcsph and 0.2 for collapsed_sph (its forces act a step late)"},
+            "own, 0.4 for wcsph and 0.2 for collapsed_sph (its forces act a step late); dfsph "
+            "has no c0: dt = cfl x min(h / |v|max, sqrt(h / |a|max)), default 0.2"},
     {.name = "damping", .type = K_NUMBER, .offset = OFF(mz_simulation, damping), .def = "0",
      .flags = K_MIN, .min = 0, .unit = "1/s",
      .doc = "position-based solvers: velocities decay as exp(-damping t) (air drag on cloth, "
@@ -139,7 +140,9 @@ static const mz_key fluid_keys[] = {
             "step's densities; pbf: position based fluids (a density constraint per particle, "
             "solved with cloths, meshes and rigids in one particle system); flip: FLIP/PIC, "
             "particles carry the velocity and a grid makes it divergence-free (pressure "
-            "projection)"},
+            "projection); dfsph: divergence-free SPH (Bender & Koschier), incompressible "
+            "within density_tolerance by two pressure solves a step, always with its own CFL "
+            "steps"},
     {.name = "box", .type = K_OBJECT, .offset = OFF(mz_fluid, box), .sub = &box_schema,
      .aux_offset = OFF(mz_fluid, has_box),
      .doc = "fill this box with particles on a cubic lattice of `spacing`, at cell centres"},
@@ -230,6 +233,17 @@ static const mz_key fluid_keys[] = {
             "low, so the water near it carries no pressure); continuity: density integrated "
             "from the continuity equation, starting at rest_density (hydrostatic pressure "
             "right up to the surface)"},
+    {.name = "density_tolerance", .type = K_NUMBER, .offset = OFF(mz_fluid, density_tolerance),
+     .def = "0.0005", .flags = K_MIN_GT | K_MAX, .min = 0, .max = 0.1,
+     .doc = "dfsph: the constant-density solve iterates until the average compression it "
+            "predicts for the end of the step is below this fraction of rest_density (0.0005: "
+            "0.05%, as SPlisHSPlasH's default)"},
+    {.name = "divergence_tolerance", .type = K_NUMBER,
+     .offset = OFF(mz_fluid, divergence_tolerance), .def = "0.001", .flags = K_MIN_GT | K_MAX,
+     .min = 0, .max = 0.1,
+     .doc = "dfsph: the divergence-free solve iterates until the average density change a "
+            "step would make from the velocity field, dt Drho/Dt, is below this fraction of "
+            "rest_density"},
     {0}};
 static const mz_schema fluid_schema = {"fluid", fluid_keys, sizeof(mz_fluid)};
 

@@ -25,6 +25,7 @@ typedef enum mz_solver_kind {
     MZ_SOLVER_COLLAPSED_SPH, /* one neighbour pass: density now, forces from last step's */
     MZ_SOLVER_PBF,           /* position based fluids: a density constraint per particle */
     MZ_SOLVER_FLIP,          /* FLIP/PIC: particles carry velocity, a grid projects pressure */
+    MZ_SOLVER_DFSPH,         /* divergence-free SPH: incompressible by two pressure solves */
     MZ_SOLVER_COUNT
 } mz_solver_kind;
 
@@ -104,6 +105,9 @@ typedef struct mz_fluid {
     double viscosity;            /* dynamic viscosity μ, Pa·s (viscosity-kernel Laplacian) */
     double artificial_viscosity; /* Monaghan's α */
     int density_method;          /* mz_density_method */
+    /* DFSPH: the pressure solves stop below these (relative density error, average) */
+    double density_tolerance;    /* of ρ* − ρ0, over ρ0 */
+    double divergence_tolerance; /* of dt · Dρ/Dt, over ρ0 */
     /* PBF (support_radius as for SPH) */
     double relaxation_epsilon;   /* ε, relative to a full neighbourhood's Σ|∇C|² */
     double xsph_viscosity;       /* XSPH c */

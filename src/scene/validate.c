@@ -233,6 +233,8 @@ static void validate_solver(const mz_scene *s, mz_diag *d)
                     {"speed_of_sound", offsetof(mz_fluid, speed_of_sound), true},
                     {"viscosity", offsetof(mz_fluid, viscosity), true},
                     {"artificial_viscosity", offsetof(mz_fluid, artificial_viscosity), true},
+                    {"density_tolerance", offsetof(mz_fluid, density_tolerance), true},
+                    {"divergence_tolerance", offsetof(mz_fluid, divergence_tolerance), true},
                     {"relaxation_epsilon", offsetof(mz_fluid, relaxation_epsilon), false},
                     {"xsph_viscosity", offsetof(mz_fluid, xsph_viscosity), false},
                     {"vorticity", offsetof(mz_fluid, vorticity), false},
@@ -263,6 +265,9 @@ static void validate_solver(const mz_scene *s, mz_diag *d)
         diag_add(d, "fluids[0].density_method \"continuity\" needs solver wcsph (collapsed_sph "
                     "sums its densities and carries them forward by the continuity equation "
                     "itself)");
+    if (f0 && f0->solver == MZ_SOLVER_DFSPH && f0->density_method == MZ_DENSITY_CONTINUITY)
+        diag_add(d, "fluids[0].density_method \"continuity\" needs solver wcsph (dfsph sums "
+                    "its densities and makes them rest_density by its pressure solve)");
     if ((sph || flip) && s->n_cloths + s->n_meshes + s->n_rigids)
         diag_add(d, "%s: cloths, meshes and rigids need a position-based scene (fluids[0].solver "
                     "is %s)", s->n_cloths ? "cloths" : s->n_meshes ? "meshes" : "rigids",
@@ -278,8 +283,8 @@ static void validate_solver(const mz_scene *s, mz_diag *d)
                  mz_wall_friction_names[s->domain.boundary.friction]);
     if (!sph) {
         if (s->domain.boundary.type == MZ_BOUNDARY_PARTICLES)
-            diag_add(d, "domain.boundary.type \"particles\" needs an SPH solver (wcsph or "
-                        "collapsed_sph)");
+            diag_add(d, "domain.boundary.type \"particles\" needs an SPH solver (wcsph, "
+                        "collapsed_sph or dfsph)");
         if (s->sim.adaptive)
             diag_add(d, "simulation.adaptive applies to the SPH solvers only");
         return;
@@ -343,6 +348,9 @@ void scene_validate(mz_scene *s, mz_diag *d)
                 break;
             }
     }
+    /* DFSPH has no speed of sound to step by: it always chooses its own CFL steps. */
+    if (scene_solver(s) == MZ_SOLVER_DFSPH)
+        s->sim.adaptive = true;
     validate_solver(s, d);
     unsigned produced = MZ_FIELD_BIT(MZ_FIELD_POSITION) | MZ_FIELD_BIT(MZ_FIELD_VELOCITY);
     if (scene_is_sph(s))

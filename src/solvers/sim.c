@@ -18,6 +18,8 @@ const mz_solver *sim_solver_for(const mz_scene *scene)
 {
     if (scene_solver(scene) == MZ_SOLVER_FLIP)
         return &mz_solver_flip;
+    if (scene_solver(scene) == MZ_SOLVER_DFSPH)
+        return &mz_solver_dfsph;
     return scene_is_sph(scene) ? &mz_solver_sph : &mz_solver_pbd;
 }
 
@@ -171,6 +173,19 @@ void sim_count_step(mz_sim *sim, double dt)
     sim->time += dt;
     sim->frame_steps++;
     sim->frame_time += dt;
+}
+
+bool sim_frame_left(const mz_sim *sim, double frame_dt)
+{
+    return frame_dt - sim->frame_time > 1e-9 * frame_dt;
+}
+
+double sim_frame_step(const mz_sim *sim, double frame_dt, double want)
+{
+    double left = frame_dt - sim->frame_time;
+    if (want >= left)
+        return left;
+    return left - want < 0.25 * want ? 0.5 * left : want;
 }
 
 int sim_substep(mz_sim *sim, double dt)

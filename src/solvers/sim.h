@@ -17,6 +17,8 @@
 #include "scene/scene.h"
 #include "solvers/pace.h"
 
+#include <stdio.h>
+
 #define MZ_MAX_STAGES 16
 
 struct mz_slabs;
@@ -61,6 +63,8 @@ typedef struct mz_solver {
     /* Distributed runs (dist/slabs.h): the cell size of the grid init builds and the halo
      * layers a step reads beyond the owned ones; NULL when the solver does not run distributed. */
     void (*slab_geometry)(const mz_scene *scene, double *h, int *halo);
+    /* Lines of its own for the run's summary (indented two spaces), or NULL. */
+    void (*report)(const mz_sim *sim, FILE *out);
 } mz_solver;
 
 /* The domain walls as kernels take them (layout of mz_walls in kernels/common/walls.clh). */
@@ -147,6 +151,11 @@ bool sim_stop_here(mz_sim *sim);
 /* Whether a frame's progress (frame_steps, frame_time, as a checkpoint restores them) is one
  * this scene's steps can reach: NULL, or what is wrong. */
 const char *sim_check_progress(const mz_scene *scene, long frame_steps, double frame_time);
+/* Adaptive solvers: whether any of the frame is left, and the step to take when `want` is the
+ * one the solver chose: want, never past the frame's end, and half of what is left when a full
+ * step would leave a sliver under a quarter step behind. */
+bool sim_frame_left(const mz_sim *sim, double frame_dt);
+double sim_frame_step(const mz_sim *sim, double frame_dt, double want);
 /* One step of dt (solvers with fixed substeps; tests). */
 int sim_substep(mz_sim *sim, double dt);
 /* Count a step a solver took (advance solvers call it), in the run and in the frame. */
@@ -189,5 +198,6 @@ cl_program sim_build_kernels(mz_sim *sim, const char *file, const char *const *n
 extern const mz_solver mz_solver_pbd;
 extern const mz_solver mz_solver_sph;
 extern const mz_solver mz_solver_flip;
+extern const mz_solver mz_solver_dfsph;
 
 #endif

@@ -54,6 +54,8 @@ static void test_resume_every_solver(void **state)
     check_resume("wcsph, adaptive steps", "scenes/dam_break_2d.json", "", 8, 3);
     check_resume("collapsed_sph", "scenes/dam_break_2d.json",
                  "--set fluids[0].solver=\"collapsed_sph\"", 8, 3);
+    check_resume("dfsph (warm-started divergence solve)", "scenes/dam_break_2d.json",
+                 "--set fluids[0].solver=\"dfsph\"", 8, 3);
     check_resume("wcsph, continuity density, wall particles", "scenes/hydrostatic.json", "", 8,
                  3);
     check_resume("pbf (warm-started multipliers)", "scenes/pbf_dam_break.json", "", 8, 3);

@@ -348,11 +348,14 @@ static void check_frame(world *w, int frame)
  * 1% of ρ0. The scene integrates the density by the continuity equation: with summation, a
  * truncated kernel gives particles near the surface ρ < ρ0 and no pressure (measured 62% short
  * at 2.3 spacings, 7.5% at 5). SPH_DEBUG=1 prints the profile row by row. */
-static void test_hydrostatic(void **state)
+/* scenes/hydrostatic.json with the settings `sets` (NULL: as shipped): the pressure of every
+ * particle deeper than two spacings, averaged over the last frames, within particle_tol of
+ * ρ0 g depth, each layer's mean within row_tol, and their sum within 3%. */
+static void hydrostatic(const char *const *sets, int n_sets, double particle_tol,
+                        double row_tol)
 {
-    (void)state;
     world w;
-    world_open_file(&w, "scenes/hydrostatic.json", NULL, 0);
+    world_open_file(&w, "scenes/hydrostatic.json", sets, n_sets);
     const mz_scene *s = &w.scene;
     double spacing = s->fluids[0].spacing;
     double rho0 = s->fluids[0].rest_density, g = -s->sim.gravity[1];
@@ -395,7 +398,7 @@ static void test_hydrostatic(void **state)
         }
     }
     enum { ROWS = 64 };
-    double row_err[ROWS] = {0}, row_depth[ROWS] = {0}, worst = 0;
+    double row_err[ROWS] = {0}, row_depth[ROWS] = {0}, worst = 0, p_total = 0, ref_total = 0;
     long row_cnt[ROWS] = {0}, checked = 0, bad = 0;
     for (size_t i = 0; i < n; i++) {
         double depth = dsum[i] / AVG, p = psum[i] / AVG, ref = rho0 * g * depth;
@@ -410,7 +413,9 @@ static void test_hydrostatic(void **state)
             row_depth[row] += depth;
             row_cnt[row]++;
         }
-        if (fabs(err) > 0.05 && bad++ < 10)
+        p_total += p;
+        ref_total += ref;
+        if (fabs(err) > particle_tol && bad++ < 10)
             print_error("particle %zu at x %.3f m, depth %.4f m: pressure %.1f Pa, rho0 g "
                         "depth %.1f Pa\n", i, x[i], depth, p, ref);
     }
@@ -419,10 +424,17 @@ static void test_hydrostatic(void **state)
             printf("depth %.4f m (%.1f spacings): pressure %+.2f%% (mean of %ld)\n",
                    row_depth[r] / row_cnt[r], row_depth[r] / row_cnt[r] / spacing,
                    100 * row_err[r] / row_cnt[r], row_cnt[r]);
-    double rho_err = rho_sum / rho_cnt / rho0 - 1;
-    print_message("hydrostatic: %ld particles deeper than two spacings, pressure within %.1f%% "
-                  "of rho0 g depth; mean density %+.2f%%\n", checked, 100 * worst,
-                  100 * rho_err);
+    double worst_row = 0;
+    for (int r = 0; r < ROWS; r++)
+        if (row_cnt[r])
+            worst_row = fmax(worst_row, fabs(row_err[r] / row_cnt[r]));
+    double rho_err = rho_sum / rho_cnt / rho0 - 1, total_err = p_total / ref_total - 1;
+    print_message("hydrostatic (%s): %ld particles deeper than two spacings, pressure within "
+                  "%.1f%% of rho0 g depth (layers' means within %.1f%%, their sum %+.2f%%); "
+                  "mean density %+.2f%%\n", mz_solver_names[scene_solver(s)], checked,
+                  100 * worst, 100 * worst_row, 100 * total_err, 100 * rho_err);
+    assert_true(worst_row <= row_tol);
+    assert_true(fabs(total_err) < 0.03);
     assert_true(checked > (long)n / 2);
     assert_int_equal(bad, 0);
     assert_true(fabs(rho_err) < 0.01);
@@ -481,10 +493,33 @@ static void check_dam_break(const char *scene, const char *solver)
     world_close(&w);
 }
 
+static void test_hydrostatic(void **state)
+{
+    (void)state;
+    hydrostatic(NULL, 0, 0.05, 0.05);
+}
+
+/* DFSPH holds the tank by its pressure solve: summed densities, no speed of sound. Its
+ * pressure is what a Jacobi solve stopped at an average density error of 0.05% leaves, rough
+ * from particle to particle (up to ±50% averaged over 36 frames) but hydrostatic in each layer
+ * (measured: within 14%, most within 6%) and in sum. */
+static void test_hydrostatic_dfsph(void **state)
+{
+    (void)state;
+    const char *sets[] = {"fluids[0].solver=dfsph", "fluids[0].density_method=summation"};
+    hydrostatic(sets, 2, 1.0, 0.2);
+}
+
 static void test_dam_break_wcsph(void **state)
 {
     (void)state;
     check_dam_break("scenes/dam_break_2d.json", "wcsph");
+}
+
+static void test_dam_break_dfsph(void **state)
+{
+    (void)state;
+    check_dam_break("scenes/dam_break_2d.json", "dfsph");
 }
 
 static void test_dam_break_collapsed(void **state)
@@ -634,6 +669,9 @@ static void test_flume_3d(void **state)
 
 int main(void)
 {
+    const char *filter = getenv("SPH_TEST"); /* e.g. SPH_TEST='*dfsph*' */
+    if (filter && *filter)
+        cmocka_set_test_filter(filter);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_density_matches_brute_force),
         cmocka_unit_test(test_forces_match_host),
@@ -641,6 +679,8 @@ int main(void)
         cmocka_unit_test(test_hydrostatic),
         cmocka_unit_test(test_dam_break_wcsph),
         cmocka_unit_test(test_dam_break_collapsed),
+        cmocka_unit_test(test_dam_break_dfsph),
+        cmocka_unit_test(test_hydrostatic_dfsph),
         cmocka_unit_test(test_dam_break_water),
         cmocka_unit_test(test_flume_3d),
         cmocka_unit_test(test_colliders),

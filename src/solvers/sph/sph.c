@@ -16,6 +16,7 @@
 #include "dist/dist.h"
 #include "dist/slabs.h"
 #include "solvers/sim.h"
+#include "solvers/sph/boundary.h"
 #include "solvers/sph/sph.h"
 #include "util/err.h"
 
@@ -34,16 +35,15 @@ typedef struct sph_state {
     cl_int penalty;
     cl_program program;
     cl_kernel k_density, k_forces, k_collapsed, k_max;
-    mz_grid grid, bgrid;
-    bool grid_made, bgrid_made;
+    mz_grid grid;
+    bool grid_made;
+    sph_boundary bound; /* wall and collider particles */
     mz_slabs slabs; /* a distributed run's (sim->slabs) */
     bool slabs_made;
     cl_mem vel_out, rho, p, a2, partial;
     cl_mem rho_next; /* WCSPH by the continuity equation: the new densities, then swapped */
     cl_mem rho_prev, drho, drho_prev; /* collapsed SPH: last step's density and its rate */
     double lag; /* seconds since the densities were last updated (the last step's dt) */
-    cl_mem bpos, bmass, dummy;
-    cl_uint nb;
     size_t max_groups, local;
     float *partial_host;
     double next_dt;
@@ -116,44 +116,6 @@ static cl_mem sph_buffer(mz_sim *sim, size_t bytes, const char *what)
     return mz_cl_buffer(sim->cl, CL_MEM_READ_WRITE, bytes, NULL, what);
 }
 
-/* The walls as boundary particles: the fluid lattice continued beyond them, as many layers as
- * the support radius reaches, each weighing a fluid particle's mass; sorted once on a grid of
- * their own. */
-static int init_boundary(mz_sim *sim, sph_state *st)
-{
-    const mz_scene *s = sim->scene;
-    double spacing = s->fluids[0].spacing;
-    int layers = scene_wall_layers(s);
-    float *pos = NULL;
-    size_t nb = build_wall_particles(s, spacing, layers, &pos);
-    nb = build_collider_particles(s, spacing, layers, &pos, nb);
-    float *mass = xmalloc((nb ? nb : 1) * sizeof *mass);
-    for (size_t b = 0; b < nb; b++)
-        mass[b] = st->P.mass;
-    st->nb = (cl_uint)nb;
-    st->bpos = mz_cl_buffer(sim->cl, CL_MEM_READ_WRITE, 16 * nb, pos,
-                            "clCreateBuffer(boundary positions)");
-    st->bmass = mz_cl_buffer(sim->cl, CL_MEM_READ_WRITE, 4 * nb, mass,
-                             "clCreateBuffer(boundary masses)");
-    free(pos);
-    free(mass);
-    if (!st->bpos || !st->bmass)
-        return -1;
-    /* The boundary grid covers the shell too: the domain grown by the layers. */
-    double lo[3], hi[3], grow = (layers + 1) * spacing;
-    for (int a = 0; a < 3; a++) {
-        lo[a] = s->domain.min[a] - grow;
-        hi[a] = s->domain.max[a] + grow;
-    }
-    mz_grid_mode mode = st->grid.desc.hashed ? MZ_GRID_HASHED : MZ_GRID_DENSE;
-    if (grid_create(&st->bgrid, sim->cl, nb, st->P.h, s->sim.dimensions, lo, hi, mode) != 0)
-        return -1;
-    st->bgrid_made = true;
-    if (grid_register(&st->bgrid, &st->bpos, 16) != 0 || grid_register(&st->bgrid, &st->bmass, 4))
-        return -1;
-    return grid_build(&st->bgrid, st->bpos);
-}
-
 /* A buffer replaced by an empty one of `bytes` (what it held is not needed: scratch). */
 static bool renew(mz_sim *sim, cl_mem *b, size_t bytes, const char *what)
 {
@@ -221,8 +183,7 @@ static int sph_init(mz_sim *sim)
     st->rho = sph_buffer(sim, 4 * n, "clCreateBuffer(density)");
     st->p = sph_buffer(sim, 4 * n, "clCreateBuffer(pressure)");
     st->a2 = sph_buffer(sim, 4 * n, "clCreateBuffer(acceleration)");
-    st->dummy = sph_buffer(sim, 16, "clCreateBuffer(no boundary)");
-    if (!st->vel_out || !st->rho || !st->p || !st->a2 || !st->dummy)
+    if (!st->vel_out || !st->rho || !st->p || !st->a2)
         return -1;
     if (st->collapsed) {
         st->rho_prev = sph_buffer(sim, 4 * n, "clCreateBuffer(last density)");
@@ -271,7 +232,8 @@ static int sph_init(mz_sim *sim)
                    "clEnqueueFillBuffer(density)"))
             return -1;
     }
-    if (s->domain.boundary.type == MZ_BOUNDARY_PARTICLES && init_boundary(sim, st) != 0)
+    if (sph_boundary_init(&st->bound, sim, st->P.mass, st->P.h,
+                          st->grid.desc.hashed ? MZ_GRID_HASHED : MZ_GRID_DENSE) != 0)
         return -1;
     /* Distributed: keep this rank's window of its share (halo layers: sph_slab_geometry). */
     if (sim->plan) {
@@ -311,26 +273,11 @@ static int sph_init(mz_sim *sim)
     return 0;
 }
 
-/* Boundary arguments: the boundary set, or a harmless stand-in when there is none. */
-typedef struct boundary_args {
-    mz_grid_desc desc;
-    cl_mem start, end, pos, mass;
-    cl_int nb;
-} boundary_args;
-
-static boundary_args boundary_of(const sph_state *st)
-{
-    if (!st->bgrid_made)
-        return (boundary_args){st->grid.desc, st->dummy, st->dummy, st->dummy, st->dummy, 0};
-    return (boundary_args){st->bgrid.desc, st->bgrid.cell_start, st->bgrid.cell_end, st->bpos,
-                           st->bmass, (cl_int)st->nb};
-}
-
 /* Density and pressure into *rho. The continuity equation reads the neighbours' densities, so
  * it writes into *scratch and the handles are swapped; summation writes in place. */
 static bool run_density(mz_sim *sim, sph_state *st, cl_mem *rho, cl_mem *scratch, double lag)
 {
-    boundary_args b = boundary_of(st);
+    sph_boundary_args b = sph_boundary_of(&st->bound, st->grid.desc);
     cl_float lag_f = (cl_float)lag;
     cl_mem out = st->P.continuity ? *scratch : *rho;
     /* Distributed: the owned particles and the halo layer next to them, whose densities the
@@ -360,7 +307,7 @@ static int sph_step(mz_sim *sim, sph_state *st, double dt_seconds)
         (st->slabs_made && slabs_after_build(&st->slabs) != 0))
         return -1;
     sim_profile_grid(sim, &st->grid, STAGE_GRID);
-    boundary_args b = boundary_of(st);
+    sph_boundary_args b = sph_boundary_of(&st->bound, st->grid.desc);
     size_t begin, end;
     sim_owned(sim, &begin, &end);
     cl_uint end_u = (cl_uint)end;
@@ -490,17 +437,13 @@ static int advance_frame(mz_sim *sim, sph_state *st, double frame_dt)
      * that would leave a sliver under a quarter step takes half of what is left instead. The
      * time into the frame is sim->frame_time, so that a frame stopped between two steps goes
      * on from there. */
-    while (frame_dt - sim->frame_time > 1e-9 * frame_dt) {
-        double left = frame_dt - sim->frame_time, dt = st->next_dt;
-        if (dt >= left)
-            dt = left;
-        else if (left - dt < 0.25 * dt)
-            dt = 0.5 * left;
+    while (sim_frame_left(sim, frame_dt)) {
+        double dt = sim_frame_step(sim, frame_dt, st->next_dt);
         if (sph_step(sim, st, dt) != 0 || choose_dt(sim, st) != 0)
             return -1;
         sim_count_step(sim, dt);
         warn_collapsed(sim, st, frame_dt);
-        if (frame_dt - sim->frame_time > 1e-9 * frame_dt && sim_stop_here(sim))
+        if (sim_frame_left(sim, frame_dt) && sim_stop_here(sim))
             return 1;
     }
     return 0;
@@ -523,15 +466,14 @@ static void sph_release(mz_sim *sim)
         return;
     if (st->grid_made)
         grid_release(&st->grid);
-    if (st->bgrid_made)
-        grid_release(&st->bgrid);
+    sph_boundary_release(&st->bound);
     if (st->slabs_made)
         slabs_release(&st->slabs);
     sim->slabs = NULL;
     cl_kernel ks[] = {st->k_density, st->k_forces, st->k_collapsed, st->k_max};
     mz_cl_release_kernels(ks, sizeof ks / sizeof *ks);
     cl_mem ms[] = {st->vel_out, st->rho,     st->rho_next, st->p,     st->rho_prev, st->drho,
-                   st->drho_prev, st->a2,  st->partial,  st->bpos, st->bmass,    st->dummy};
+                   st->drho_prev, st->a2,  st->partial};
     mz_cl_release_mems(ms, sizeof ms / sizeof *ms);
     if (st->program)
         clReleaseProgram(st->program);
@@ -566,9 +508,7 @@ static size_t sph_state_parts(mz_sim *sim, mz_state_part *parts, size_t max)
 static size_t sph_device_bytes(const mz_scene *s, size_t n)
 {
     size_t bytes = n * (16 + 4 * 6 + 16 + (16 + 16 + 4 * 5));
-    if (s->domain.boundary.type == MZ_BOUNDARY_PARTICLES)
-        bytes += scene_boundary_count(s) * (16 + 4 + 16 + 16 + 4);
-    return bytes + sim_grid_bytes(s, n, scene_support_radius(s));
+    return bytes + sph_boundary_bytes(s) + sim_grid_bytes(s, n, scene_support_radius(s));
 }
 
 static void sph_slab_geometry(const mz_scene *s, double *h, int *halo)

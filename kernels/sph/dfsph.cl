@@ -1,0 +1,248 @@
+/* Divergence-free SPH (Bender & Koschier 2015, 2017) on the shared neighbour grid and the SPH
+ * boundary particles. A step (src/solvers/sph/dfsph.c):
+ *
+ *   grid → density and stiffness factor α → divergence-free solve (Dρ/Dt → 0) → viscosity,
+ *   gravity → step size → v += dt a → constant-density solve (ρ* → ρ0) → x += dt v
+ *
+ * Both solves are the same two kernels: dfsph_error predicts each particle's error (its density
+ * change rate, or its density at the end of the step) and the stiffness k that would undo it
+ * alone, and sums the errors per work-group; dfsph_apply changes the velocities by the pressure
+ * accelerations of those stiffnesses, −Σ_j m (k_i/ρ_i + k_j/ρ_j) ∇W_ij − Σ_b m_b (k_i/ρ_i) ∇W_ib
+ * (times 1/dt for the density solve). Every sum runs over neighbours in the grid's fixed order
+ * and the error sums are trees of fixed shape: deterministic. Boundary particles (mass m_b, at
+ * rest) enter the density, the factor and the rates. They are the fluid lattice continued into
+ * the walls, so they push as fluid at the particle's own pressure would (k_b/ρ_b = k_i/ρ_i, as
+ * the mirror of Adami et al. 2012): 2 m_b (k_i/ρ_i) ∇W_ib. With Akinci's one-sided factor 1 a
+ * particle against a wall pushed its fluid neighbours twice as hard as the wall pushed it, and
+ * a tank at rest bounced itself apart. */
+#include "common/common.clh"
+#include "grid/grid.clh"
+#include "common/walls.clh"
+#include "sph/sph_kernels.clh"
+#include "sph/step_size.clh"
+
+#define MZ_BOUNDARY_PARAMS                                                                     \
+    mz_grid_desc gb, global const uint *bcs, global const uint *bce, global const float4 *bx, \
+        global const float *bm, int nb
+
+/* ∇_i W_ij for dx = x_i − x_j (w and, in 2D, z zero): the renormalised spiky gradient. */
+inline float4 mz_dfsph_grad(const mz_sph *P, float4 dx, float r2)
+{
+    float r = sqrt(r2);
+    if (r <= P->r_min)
+        return (float4)(0.0f);
+    float hr = P->h - r;
+    return (P->spiky_grad * hr * hr / r) * dx;
+}
+
+/* ρ_i by summation and the stiffness factor α_i = ρ_i / ((G + 2 G_b)·(G + G_b) + Σ_j |m ∇W_ij|²),
+ * G = Σ_j m ∇W_ij, G_b = Σ_b m_b ∇W_ib: the k_i = α_i × (error) that undoes particle i's error
+ * when it alone pushes (its neighbours and the walls). A particle with fewer than min_neighbours neighbours (a splash, the edge of a sheet)
+ * gets −α_i: the divergence solve leaves it alone (its rate says nothing about compression). */
+kernel void dfsph_density_alpha(uint n, mz_sph P, int min_neighbours, mz_grid_desc g,
+                                global const uint *cs, global const uint *ce,
+                                global const float4 *x, MZ_BOUNDARY_PARAMS,
+                                global float *rho_out, global float *alpha_out)
+{
+    uint i = get_global_id(0);
+    if (i >= n)
+        return;
+    float4 xi = x[i], grad_sum = (float4)(0.0f), grad_wall = (float4)(0.0f);
+    float sum = 0.0f, grad2 = 0.0f;
+    int count = 0;
+    MZ_NEIGHBOURS_BEGIN(g, cs, ce, x, xi, j, r2)
+        sum += mz_poly6_unscaled(&P, r2);
+        if (j == i)
+            continue;
+        float4 gw = P.mass * mz_dfsph_grad(&P, mz_vec(xi - x[j]), r2);
+        grad_sum += gw;
+        grad2 += mz_dot3(gw, gw);
+        count++;
+    MZ_NEIGHBOURS_END
+    float rho = P.mass * P.poly6 * sum;
+    if (nb > 0) {
+        float bsum = 0.0f;
+        MZ_NEIGHBOURS_BEGIN(gb, bcs, bce, bx, xi, b, r2)
+            bsum += bm[b] * mz_poly6_unscaled(&P, r2);
+            grad_wall += bm[b] * mz_dfsph_grad(&P, mz_vec(xi - bx[b]), r2);
+            count++;
+        MZ_NEIGHBOURS_END
+        rho += P.poly6 * bsum;
+    }
+    float denom = mz_dot3(grad_sum + 2.0f * grad_wall, grad_sum + grad_wall) + grad2;
+    float alpha = denom > 0.0f ? rho / denom : 0.0f;
+    rho_out[i] = rho;
+    alpha_out[i] = count >= min_neighbours ? alpha : -alpha;
+}
+
+/* Viscosity (the fluid's and Monaghan's artificial one, as WCSPH has them), the walls' friction
+ * and the penalty walls, gravity: every acceleration but pressure, into acc, |a|² into a2
+ * (+inf when not finite). dt_last: the last step's, for the wall function's cap. */
+kernel void dfsph_forces(uint n, float dt_last, mz_sph P, float4 gravity, mz_walls walls,
+                         int penalty, mz_grid_desc g, global const uint *cs,
+                         global const uint *ce, global const float4 *x, global const float4 *v,
+                         global const float *rho, MZ_BOUNDARY_PARAMS, global float4 *acc,
+                         global float *a2)
+{
+    uint i = get_global_id(0);
+    if (i >= n)
+        return;
+    float4 xi = x[i], vi = v[i];
+    float rho_i = rho[i];
+    float4 a = (float4)(0.0f);
+    MZ_NEIGHBOURS_BEGIN(g, cs, ce, x, xi, j, r2)
+        if (j == i)
+            continue;
+        a += mz_sph_pair(&P, mz_vec(xi - x[j]), r2, mz_vec(vi - v[j]), rho_i, rho[j], 0.0f,
+                         0.0f);
+    MZ_NEIGHBOURS_END
+    if (nb > 0) {
+        /* Pressure 0 and no gravity: the walls' pressure is the solves'; friction stays. */
+        mz_wall_sum ws = mz_wall_sum_zero();
+        ws.a = a;
+        MZ_NEIGHBOURS_BEGIN(gb, bcs, bce, bx, xi, b, r2)
+            mz_sph_boundary(&P, &ws, mz_vec(xi - bx[b]), r2, bm[b], 0.0f, rho_i,
+                            (float4)(0.0f), vi);
+        MZ_NEIGHBOURS_END
+        a = mz_sph_wall_accel(&P, &ws, vi, dt_last);
+    }
+    if (penalty)
+        a += mz_wall_accel(xi, vi, &walls);
+    if (P.limit_accel)
+        a = mz_limit_accel(a, P.accel_limit);
+    a = mz_planar(a + gravity);
+    a.w = 0.0f;
+    float aa = mz_dot3(a, a);
+    acc[i] = a;
+    a2[i] = isfinite(aa) ? aa : INFINITY;
+}
+
+/* v += dt a. */
+kernel void dfsph_predict(uint n, float dt, global const float4 *acc, global float4 *v)
+{
+    uint i = get_global_id(0);
+    if (i >= n)
+        return;
+    float4 vi = mz_planar(v[i] + dt * acc[i]);
+    vi.w = 0.0f;
+    v[i] = vi;
+}
+
+/* One pass of a solve: each particle's rate Dρ_i/Dt = Σ_j m (v_i − v_j)·∇W_ij + Σ_b m_b
+ * v_i·∇W_ib, and from it the error e_i and stiffness k_i:
+ *   divergence (density == 0): e_i = dt max(Dρ_i/Dt, 0), k_i = α_i max(Dρ_i/Dt, 0), and 0 for
+ *     a particle with too few neighbours;
+ *   density (density == 1): e_i = max(ρ_i + dt Dρ_i/Dt − ρ0, 0), k_i = |α_i| e_i.
+ * Only compression is corrected: a free surface may expand. A warm pass (warm == 1, the
+ * divergence solve) takes k_i = K_i instead, the stiffness the last step's solve ended with,
+ * where the particle's density is rising now. Per work-group sums of e_i into partial (the kernel runs over
+ * whole groups of local size; items past n add 0). */
+kernel void dfsph_error(uint n, int density, float dt, int warm, mz_sph P,
+                        mz_grid_desc g, global const uint *cs, global const uint *ce,
+                        global const float4 *x, global const float4 *v, global const float *rho,
+                        global const float *alpha, MZ_BOUNDARY_PARAMS, global const float *K,
+                        global float *k_out, global float *partial, local float *scratch)
+{
+    uint i = get_global_id(0), lid = get_local_id(0);
+    float e = 0.0f;
+    if (i < n) {
+        float4 xi = x[i], vi = v[i];
+        float rate = 0.0f;
+        MZ_NEIGHBOURS_BEGIN(g, cs, ce, x, xi, j, r2)
+            if (j == i)
+                continue;
+            rate += P.mass * mz_dot3(vi - v[j], mz_dfsph_grad(&P, mz_vec(xi - x[j]), r2));
+        MZ_NEIGHBOURS_END
+        if (nb > 0) {
+            MZ_NEIGHBOURS_BEGIN(gb, bcs, bce, bx, xi, b, r2)
+                rate += bm[b] * mz_dot3(vi, mz_dfsph_grad(&P, mz_vec(xi - bx[b]), r2));
+            MZ_NEIGHBOURS_END
+        }
+        float a = alpha[i], k;
+        if (density) {
+            e = fmax(rho[i] + dt * rate - P.rest_density, 0.0f);
+            k = fabs(a) * e;
+        } else {
+            float r = a < 0.0f ? 0.0f : fmax(rate, 0.0f);
+            e = dt * r;
+            k = a * r;
+        }
+        if (warm)
+            k = e > 0.0f ? K[i] : 0.0f;
+        k_out[i] = k;
+    }
+    scratch[lid] = e;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint s = get_local_size(0) / 2; s > 0; s /= 2) {
+        if (lid < s)
+            scratch[lid] += scratch[lid + s];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (lid == 0)
+        partial[get_group_id(0)] = scratch[0];
+}
+
+/* The sum of partial[0 .. groups) by one work-group: each item adds a strided share in order,
+ * then a tree; the same shape every time. */
+kernel void dfsph_sum(uint groups, global const float *partial, global float *total,
+                      local float *scratch)
+{
+    uint lid = get_local_id(0), size = get_local_size(0);
+    float s = 0.0f;
+    for (uint k = lid; k < groups; k += size)
+        s += partial[k];
+    scratch[lid] = s;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint h = size / 2; h > 0; h /= 2) {
+        if (lid < h)
+            scratch[lid] += scratch[lid + h];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (lid == 0)
+        total[0] = scratch[0];
+}
+
+/* The velocity change of the stiffnesses k (scale: 1/dt for the density solve, 1 for the
+ * divergence solve), and their running total K (first: the total starts here). */
+kernel void dfsph_apply(uint n, float scale, int first, mz_sph P, mz_grid_desc g,
+                        global const uint *cs, global const uint *ce, global const float4 *x,
+                        global const float *rho, global const float *k, MZ_BOUNDARY_PARAMS,
+                        global float *K, global float4 *v)
+{
+    uint i = get_global_id(0);
+    if (i >= n)
+        return;
+    float4 xi = x[i], dv = (float4)(0.0f);
+    float ki = k[i] / rho[i];
+    MZ_NEIGHBOURS_BEGIN(g, cs, ce, x, xi, j, r2)
+        if (j == i)
+            continue;
+        dv += (P.mass * (ki + k[j] / rho[j])) * mz_dfsph_grad(&P, mz_vec(xi - x[j]), r2);
+    MZ_NEIGHBOURS_END
+    if (nb > 0 && ki != 0.0f) {
+        MZ_NEIGHBOURS_BEGIN(gb, bcs, bce, bx, xi, b, r2)
+            dv += (2.0f * bm[b] * ki) * mz_dfsph_grad(&P, mz_vec(xi - bx[b]), r2);
+        MZ_NEIGHBOURS_END
+    }
+    v[i] -= scale * dv;
+    K[i] = first ? k[i] : K[i] + k[i];
+}
+
+/* x += dt v, the domain clamp behind the walls (a clamped axis loses its velocity), and the
+ * pressure the density solve applied, from its total stiffness K = κ dt²: p = κ ρ (the pressure that gives the same acceleration in WCSPH's symmetric form,
+ * p/ρ² = κ/ρ). */
+kernel void dfsph_advect(uint n, float dt, mz_walls walls, global const float *rho,
+                         global const float *K, global float4 *x, global float4 *v,
+                         global float *p)
+{
+    uint i = get_global_id(0);
+    if (i >= n)
+        return;
+    float4 xi = x[i], vi = v[i];
+    float4 xn = xi + dt * vi;
+    xn.w = xi.w;
+    float4 xc = mz_clamp_box(xn, walls.min, walls.max);
+    v[i] = select(vi, (float4)(0.0f), isnotequal(xc, xn));
+    x[i] = xc;
+    p[i] = K[i] * rho[i] / (dt * dt);
+}

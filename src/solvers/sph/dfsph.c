@@ -1,0 +1,432 @@
+/* Divergence-free SPH (Bender & Koschier 2015, 2017): incompressible by two pressure solves a
+ * step instead of a stiff equation of state, so its steps are set by the flow's speed, not a
+ * speed of sound. Kernels and the step's order: kernels/sph/dfsph.cl.
+ *
+ * Both solves iterate until the average error over the particles is below the scene's
+ * tolerance (density_tolerance of ρ0 for the compression predicted at the end of the step,
+ * divergence_tolerance for the density change the velocity field would make in a step), at
+ * least twice for the density and once for the divergence, at most MAX_ITERATIONS times. The
+ * divergence solve starts from the stiffnesses the last step's ended with (warm start; see
+ * solve for why the density solve does not). The errors are
+ * summed on the device in trees of fixed shape and read back once an iteration. */
+#include "build/build.h"
+#include "device/grid.h"
+#include "solvers/sim.h"
+#include "solvers/sph/boundary.h"
+#include "solvers/sph/dfsph.h"
+#include "solvers/sph/sph.h"
+#include "util/err.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+enum dfsph_stage { STAGE_GRID, STAGE_DENSITY, STAGE_DIVERGENCE, STAGE_FORCES, STAGE_PRESSURE,
+                   STAGE_ADVECT };
+static const char *const dfsph_stages[] = {"grid",     "density", "divergence solve", "forces",
+                                           "pressure solve", "advect", NULL};
+
+enum { MAX_ITERATIONS = 100 };
+
+typedef struct dfsph_state {
+    sph_params P;
+    mz_walls_arg walls;
+    cl_float4 gravity;
+    cl_int penalty, min_neighbours;
+    cl_program program;
+    cl_kernel k_density, k_forces, k_predict, k_error, k_sum, k_apply, k_advect, k_max;
+    mz_grid grid;
+    bool grid_made;
+    sph_boundary bound;
+    cl_mem rho, alpha, k, K, Kv, p, a2;
+    cl_mem partial, total, max_partial; /* the error sums; the step size's maxima */
+    size_t local, max_groups;
+    float *max_host;
+    double dt_last; /* the last step's dt (the first step's guess before any) */
+    double dt_viscous; /* the explicit viscosity's stable step (infinite without) */
+    mz_dfsph_stats stats; /* over the run, for the summary and tests */
+    long capped_warned_step;
+} dfsph_state;
+
+static cl_mem dfsph_buffer(mz_sim *sim, size_t bytes, const char *what)
+{
+    return mz_cl_buffer(sim->cl, CL_MEM_READ_WRITE, bytes, NULL, what);
+}
+
+static sph_boundary_args bound_of(const dfsph_state *st)
+{
+    return sph_boundary_of(&st->bound, st->grid.desc);
+}
+
+/* ρ and α at the current positions (after a grid build). */
+static bool density_alpha(mz_sim *sim, dfsph_state *st)
+{
+    sph_boundary_args b = bound_of(st);
+    return KARGS(st->k_density, "dfsph_density_alpha", A(sim->n_u), A(st->P),
+                 A(st->min_neighbours), A(st->grid.desc), A(st->grid.cell_start),
+                 A(st->grid.cell_end), A(sim->pos), A(b.desc), A(b.start), A(b.end), A(b.pos),
+                 A(b.mass), A(b.nb), A(st->rho), A(st->alpha)) &&
+           sim_launch(sim, st->k_density, sim->n, STAGE_DENSITY, "dfsph_density_alpha");
+}
+
+/* One error pass: every particle's error and stiffness into k, and the average error (in units
+ * of density) into *avg. */
+static bool error_pass(mz_sim *sim, dfsph_state *st, int density, double dt, int warm,
+                       cl_mem K, int stage, double *avg)
+{
+    sph_boundary_args b = bound_of(st);
+    size_t groups = (sim->n + st->local - 1) / st->local;
+    if (groups == 0)
+        groups = 1;
+    cl_float dt_f = (cl_float)dt;
+    cl_uint groups_u = (cl_uint)groups;
+    float total = 0.0f;
+    bool ok =
+        KARGS(st->k_error, "dfsph_error", A(sim->n_u), A(density), A(dt_f), A(warm),
+              A(st->P), A(st->grid.desc), A(st->grid.cell_start), A(st->grid.cell_end),
+              A(sim->pos), A(sim->vel), A(st->rho), A(st->alpha), A(b.desc), A(b.start),
+              A(b.end), A(b.pos), A(b.mass), A(b.nb), A(K), A(st->k), A(st->partial)) &&
+        cl_ok(clSetKernelArg(st->k_error, 21, 4 * st->local, NULL),
+              "clSetKernelArg(dfsph_error, scratch)") &&
+        sim_launch_local(sim, st->k_error, 0, groups * st->local, st->local, stage,
+                         "dfsph_error") &&
+        KARGS(st->k_sum, "dfsph_sum", A(groups_u), A(st->partial), A(st->total)) &&
+        cl_ok(clSetKernelArg(st->k_sum, 3, 4 * st->local, NULL),
+              "clSetKernelArg(dfsph_sum, scratch)") &&
+        sim_launch_local(sim, st->k_sum, 0, st->local, st->local, stage, "dfsph_sum") &&
+        cl_ok(clEnqueueReadBuffer(sim->cl->queue, st->total, CL_TRUE, 0, sizeof total, &total, 0,
+                                  NULL, NULL),
+              "clEnqueueReadBuffer(DFSPH error)");
+    *avg = sim->n ? total / (double)sim->n : 0.0;
+    return ok;
+}
+
+static bool apply_pass(mz_sim *sim, dfsph_state *st, double scale, int first, cl_mem K,
+                       int stage)
+{
+    sph_boundary_args b = bound_of(st);
+    cl_float scale_f = (cl_float)scale;
+    return KARGS(st->k_apply, "dfsph_apply", A(sim->n_u), A(scale_f), A(first), A(st->P),
+                 A(st->grid.desc), A(st->grid.cell_start), A(st->grid.cell_end), A(sim->pos),
+                 A(st->rho), A(st->k), A(b.desc), A(b.start), A(b.end), A(b.pos), A(b.mass),
+                 A(b.nb), A(K), A(sim->vel)) &&
+           sim_launch(sim, st->k_apply, sim->n, stage, "dfsph_apply");
+}
+
+/* A solve: the warm pass (warm), then iterations until the average error is below tol (in
+ * units of density) and at least min_iterations were taken. The average error it ended with
+ * into *left; its iterations, or -1 on failure.
+ *
+ * Only the divergence solve starts warm. Warm-starting the density solve as Bender & Koschier
+ * do (the last step's stiffness where a particle is compressed now) let a tank at rest throw
+ * itself apart every few hundred steps here, with the carried stiffness or only the last
+ * iterations' (as SPlisHSPlasH carries it), at any relaxation; from zero it is stable and
+ * hydrostatic, at the price of iterations in deep water (docs/scene.md). */
+static int solve(mz_sim *sim, dfsph_state *st, int density, double dt, bool warm, double tol,
+                 int min_iterations, double *left)
+{
+    cl_mem K = density ? st->K : st->Kv;
+    int stage = density ? STAGE_PRESSURE : STAGE_DIVERGENCE;
+    double scale = density ? 1.0 / dt : 1.0, avg = 0;
+    int first = 1;
+    if (warm) {
+        if (!error_pass(sim, st, density, dt, 1, K, stage, &avg) ||
+            !apply_pass(sim, st, scale, 1, K, stage))
+            return -1;
+        first = 0;
+    }
+    int it = 0;
+    for (;; it++) {
+        if (!error_pass(sim, st, density, dt, 0, K, stage, &avg))
+            return -1;
+        if ((avg <= tol && it >= min_iterations) || it == MAX_ITERATIONS)
+            break;
+        if (!apply_pass(sim, st, scale, first, K, stage))
+            return -1;
+        first = 0;
+    }
+    *left = avg;
+    return it;
+}
+
+/* The largest |v|² and |a|² of the particles: the next step's size and the blow-up check. */
+static int speed_accel(mz_sim *sim, dfsph_state *st, float *v2, float *a2)
+{
+    size_t groups = (sim->n + st->local - 1) / st->local;
+    if (groups > st->max_groups)
+        groups = st->max_groups;
+    if (groups == 0)
+        groups = 1;
+    bool ok = KARGS(st->k_max, "speed_accel_max", A(sim->n_u), A(sim->vel), A(st->a2),
+                    A(st->max_partial)) &&
+              cl_ok(clSetKernelArg(st->k_max, 4, 8 * st->local, NULL),
+                    "clSetKernelArg(speed_accel_max, scratch)") &&
+              sim_launch_local(sim, st->k_max, 0, groups * st->local, st->local, STAGE_FORCES,
+                               "speed_accel_max") &&
+              cl_ok(clEnqueueReadBuffer(sim->cl->queue, st->max_partial, CL_TRUE, 0, 8 * groups,
+                                        st->max_host, 0, NULL, NULL),
+                    "clEnqueueReadBuffer(step size)");
+    if (!ok)
+        return -1;
+    *v2 = *a2 = 0.0f;
+    for (size_t g = 0; g < groups; g++) {
+        *v2 = fmaxf(*v2, st->max_host[2 * g]);
+        *a2 = fmaxf(*a2, st->max_host[2 * g + 1]);
+    }
+    return 0;
+}
+
+/* The CFL step: dt = cfl · min(h / |v|max, sqrt(h / |a|max)), within the frame. */
+static int choose_dt(mz_sim *sim, dfsph_state *st, double frame_dt, double *dt)
+{
+    float v2, a2;
+    if (speed_accel(sim, st, &v2, &a2) != 0)
+        return -1;
+    if (!isfinite(v2) || !isfinite(a2)) {
+        mz_error("the simulation blew up at t = %.6g s (step %ld): velocities or accelerations "
+                 "are no longer finite. Likely causes: a step too long for the flow (lower "
+                 "simulation.cfl), or particles started on top of each other or of a wall",
+                 sim->time, sim->step);
+        return -1;
+    }
+    double h = st->P.h, cfl = scene_cfl(sim->scene), want = INFINITY;
+    if (v2 > 0)
+        want = cfl * h / sqrt(v2);
+    if (a2 > 0)
+        want = fmin(want, cfl * sqrt(h / sqrt(a2)));
+    *dt = sim_frame_step(sim, frame_dt, fmin(want, st->dt_viscous));
+    return 0;
+}
+
+/* A solve that ran out of iterations: said once per frame, the run goes on. */
+static void warn_capped(mz_sim *sim, dfsph_state *st, const char *what, double err, double tol)
+{
+    st->stats.capped++;
+    if (st->capped_warned_step >= sim->step - sim->frame_steps)
+        return; /* already said in this frame */
+    st->capped_warned_step = sim->step;
+    mz_warn("the DFSPH %s solve stopped at %d iterations at t = %.6g s with an average error "
+            "of %.3g%% (tolerance %.3g%%): the step is long for this flow (lower simulation.cfl) "
+            "or the tolerance tight. The run goes on",
+            what, MAX_ITERATIONS, sim->time, 100 * err / st->P.rest_density,
+            100 * tol / st->P.rest_density);
+}
+
+static int dfsph_step(mz_sim *sim, dfsph_state *st, double frame_dt)
+{
+    const mz_fluid *f = &sim->scene->fluids[0];
+    double rho0 = st->P.rest_density, left;
+    if (grid_build(&st->grid, sim->pos) != 0)
+        return -1;
+    sim_profile_grid(sim, &st->grid, STAGE_GRID);
+    if (!density_alpha(sim, st))
+        return -1;
+    /* The divergence solve ends the last step (its velocities at the new positions). */
+    int it = solve(sim, st, 0, st->dt_last, true, f->divergence_tolerance * rho0, 1, &left);
+    if (it < 0)
+        return -1;
+    st->stats.divergence_iterations += it;
+    if (it == MAX_ITERATIONS && left > f->divergence_tolerance * rho0)
+        warn_capped(sim, st, "divergence", left, f->divergence_tolerance * rho0);
+    sph_boundary_args b = bound_of(st);
+    cl_float dt_last = (cl_float)st->dt_last;
+    if (!KARGS(st->k_forces, "dfsph_forces", A(sim->n_u), A(dt_last), A(st->P), A(st->gravity),
+               A(st->walls), A(st->penalty), A(st->grid.desc), A(st->grid.cell_start),
+               A(st->grid.cell_end), A(sim->pos), A(sim->vel), A(st->rho), A(b.desc),
+               A(b.start), A(b.end), A(b.pos), A(b.mass), A(b.nb), A(sim->pred), A(st->a2)) ||
+        !sim_launch(sim, st->k_forces, sim->n, STAGE_FORCES, "dfsph_forces"))
+        return -1;
+    double dt;
+    if (choose_dt(sim, st, frame_dt, &dt) != 0)
+        return -1;
+    cl_float dt_f = (cl_float)dt;
+    if (!KARGS(st->k_predict, "dfsph_predict", A(sim->n_u), A(dt_f), A(sim->pred),
+               A(sim->vel)) ||
+        !sim_launch(sim, st->k_predict, sim->n, STAGE_FORCES, "dfsph_predict"))
+        return -1;
+    it = solve(sim, st, 1, dt, false, f->density_tolerance * rho0, 2, &left);
+    if (it < 0)
+        return -1;
+    st->stats.density_iterations += it;
+    st->stats.worst_density_error = fmax(st->stats.worst_density_error, left / rho0);
+    if (it == MAX_ITERATIONS && left > f->density_tolerance * rho0)
+        warn_capped(sim, st, "density", left, f->density_tolerance * rho0);
+    if (!KARGS(st->k_advect, "dfsph_advect", A(sim->n_u), A(dt_f), A(st->walls), A(st->rho),
+               A(st->K), A(sim->pos), A(sim->vel), A(st->p)) ||
+        !sim_launch(sim, st->k_advect, sim->n, STAGE_ADVECT, "dfsph_advect"))
+        return -1;
+    st->dt_last = dt;
+    st->stats.steps++;
+    sim_count_step(sim, dt);
+    return 0;
+}
+
+static int dfsph_advance(mz_sim *sim, double frame_dt)
+{
+    dfsph_state *st = sim->state;
+    while (sim_frame_left(sim, frame_dt)) {
+        if (dfsph_step(sim, st, frame_dt) != 0)
+            return -1;
+        if (sim_frame_left(sim, frame_dt) && sim_stop_here(sim))
+            return 1;
+    }
+    return 0;
+}
+
+static int dfsph_init(mz_sim *sim)
+{
+    const mz_scene *s = sim->scene;
+    dfsph_state *st = xcalloc(1, sizeof *st);
+    sim->state = st;
+    st->P = sph_params_for(s);
+    st->walls = sim_walls(s);
+    st->gravity = sim_gravity(s);
+    st->penalty = s->domain.boundary.type == MZ_BOUNDARY_PENALTY;
+    /* A full neighbourhood at h = 2 spacings holds 32 (3D) or 12 (2D) others: below 20 or 7
+     * a particle is at an edge (SPlisHSPlasH's thresholds). */
+    st->min_neighbours = s->sim.dimensions == 3 ? 20 : 7;
+    st->capped_warned_step = -1;
+    /* The viscosities are explicit: a step must stay below h²/(ν D), D = Σ_j V ∇²W_ij h² ≈ 13
+     * (2D) or 15 (3D) on the lattice, taken as dt ≤ 0.06 h²/ν with ν the fluid's plus
+     * Monaghan's, α c0 (h/2) / (2(d + 2)). Without this bound a viscous tank at rest took steps
+     * of 9 ms against a 4 ms limit and shook itself apart. */
+    double nu = st->P.mu / st->P.rest_density +
+                st->P.alpha * st->P.c0 * st->P.hs / (2.0 * (s->sim.dimensions + 2));
+    st->dt_viscous = nu > 0 ? 0.06 * st->P.h * st->P.h / nu : INFINITY;
+    static const char *const names[] = {"dfsph_density_alpha", "dfsph_forces", "dfsph_predict",
+                                        "dfsph_error",         "dfsph_sum",    "dfsph_apply",
+                                        "dfsph_advect",        "speed_accel_max", NULL};
+    cl_kernel *const kernels[] = {&st->k_density, &st->k_forces, &st->k_predict, &st->k_error,
+                                  &st->k_sum,     &st->k_apply,  &st->k_advect,  &st->k_max};
+    st->program = sim_build_kernels(sim, "sph/dfsph.cl", names, kernels);
+    if (!st->program)
+        return -1;
+    size_t n = sim->cap;
+    st->local = (sim->cl->type & CL_DEVICE_TYPE_GPU) ? 256 : 64;
+    while (st->local > sim->cl->max_wg)
+        st->local /= 2;
+    st->max_groups = (sim->cl->type & CL_DEVICE_TYPE_GPU) ? 512 : 16;
+    size_t groups = n / st->local + 1;
+    cl_mem *per4[] = {&st->rho, &st->alpha, &st->k, &st->K, &st->Kv, &st->p, &st->a2};
+    for (size_t i = 0; i < sizeof per4 / sizeof *per4; i++)
+        if (!(*per4[i] = dfsph_buffer(sim, 4 * (n ? n : 1), "clCreateBuffer(DFSPH)")))
+            return -1;
+    st->partial = dfsph_buffer(sim, 4 * groups, "clCreateBuffer(DFSPH error sums)");
+    st->total = dfsph_buffer(sim, 4, "clCreateBuffer(DFSPH error)");
+    st->max_partial = dfsph_buffer(sim, 8 * st->max_groups, "clCreateBuffer(step size)");
+    st->max_host = xcalloc(2 * st->max_groups, sizeof(float));
+    if (!st->partial || !st->total || !st->max_partial)
+        return -1;
+    cl_float zero = 0.0f;
+    cl_mem *zeroed[] = {&st->K, &st->Kv, &st->p};
+    for (size_t i = 0; i < sizeof zeroed / sizeof *zeroed; i++)
+        if (!cl_ok(clEnqueueFillBuffer(sim->cl->queue, *zeroed[i], &zero, sizeof zero, 0,
+                                       4 * (n ? n : 1), 0, NULL, NULL),
+                   "clEnqueueFillBuffer(DFSPH)"))
+            return -1;
+    if (grid_create(&st->grid, sim->cl, n, st->P.h, s->sim.dimensions, s->domain.min,
+                    s->domain.max, MZ_GRID_AUTO) != 0)
+        return -1;
+    st->grid_made = true;
+    /* The stiffnesses travel with the particles: the next step's warm start. */
+    cl_mem *moved4[] = {&sim->inv_mass, &sim->id, &sim->body, &st->K, &st->Kv};
+    if (grid_set_count(&st->grid, sim->n) != 0 || grid_register(&st->grid, &sim->pos, 16) ||
+        grid_register(&st->grid, &sim->vel, 16))
+        return -1;
+    for (size_t i = 0; i < sizeof moved4 / sizeof *moved4; i++)
+        if (grid_register(&st->grid, moved4[i], 4))
+            return -1;
+    if (sph_boundary_init(&st->bound, sim, st->P.mass, st->P.h,
+                          st->grid.desc.hashed ? MZ_GRID_HASHED : MZ_GRID_DENSE) != 0)
+        return -1;
+    /* The first step's divergence solve measures its error against a step this long: the
+     * force criterion for gravity, or a CFL step of the initial speeds. */
+    double g = sqrt(st->gravity.s[0] * st->gravity.s[0] + st->gravity.s[1] * st->gravity.s[1] +
+                    st->gravity.s[2] * st->gravity.s[2]);
+    st->dt_last = scene_frame_dt(s);
+    if (g > 0)
+        st->dt_last = fmin(st->dt_last, scene_cfl(s) * sqrt(st->P.h / g));
+    /* Frame 0's density. */
+    if (grid_build(&st->grid, sim->pos) != 0 || !density_alpha(sim, st))
+        return -1;
+    sim->field[MZ_FIELD_DENSITY] = &st->rho;
+    sim->field[MZ_FIELD_PRESSURE] = &st->p;
+    return 0;
+}
+
+static void dfsph_release(mz_sim *sim)
+{
+    dfsph_state *st = sim->state;
+    if (!st)
+        return;
+    if (st->grid_made)
+        grid_release(&st->grid);
+    sph_boundary_release(&st->bound);
+    cl_kernel ks[] = {st->k_density, st->k_forces, st->k_predict, st->k_error,
+                      st->k_sum,     st->k_apply,  st->k_advect,  st->k_max};
+    mz_cl_release_kernels(ks, sizeof ks / sizeof *ks);
+    cl_mem ms[] = {st->rho, st->alpha,   st->k,     st->K,          st->Kv, st->p,
+                   st->a2,  st->partial, st->total, st->max_partial};
+    mz_cl_release_mems(ms, sizeof ms / sizeof *ms);
+    if (st->program)
+        clReleaseProgram(st->program);
+    free(st->max_host);
+    free(st);
+    sim->state = NULL;
+}
+
+/* The warm starts' stiffnesses (in the particles' device order), the output's pressure and
+ * the last step's dt. */
+static size_t dfsph_state_parts(mz_sim *sim, mz_state_part *parts, size_t max)
+{
+    dfsph_state *st = sim->state;
+    const mz_state_part all[] = {
+        {"dfsph_stiffness", &st->K, NULL, 0, 4},
+        {"dfsph_divergence_stiffness", &st->Kv, NULL, 0, 4},
+        {"dfsph_pressure", &st->p, NULL, 0, 4},
+        {"dfsph_last_dt", NULL, &st->dt_last, sizeof st->dt_last, 0},
+    };
+    return sim_state_existing(all, sizeof all / sizeof *all, parts, max);
+}
+
+/* Density, α, k, K, K_v, pressure, |a|² (4 bytes each); the grid's keys, values and their
+ * copies; its reorder copies of position, velocity, inverse mass, id, body, K and K_v; the
+ * boundary particles; the cell tables. */
+static size_t dfsph_device_bytes(const mz_scene *s, size_t n)
+{
+    return n * (7 * 4 + 16 + (16 + 16 + 4 * 5)) + sph_boundary_bytes(s) +
+           sim_grid_bytes(s, n, scene_support_radius(s));
+}
+
+int dfsph_stats(const mz_sim *sim, mz_dfsph_stats *out)
+{
+    if (sim->solver != &mz_solver_dfsph || !sim->state)
+        return -1;
+    *out = ((const dfsph_state *)sim->state)->stats;
+    return 0;
+}
+
+static void dfsph_report(const mz_sim *sim, FILE *out)
+{
+    const dfsph_state *st = sim->state;
+    const mz_fluid *f = &sim->scene->fluids[0];
+    double steps = st->stats.steps ? (double)st->stats.steps : 1.0;
+    fprintf(out, "  DFSPH: %.2f density and %.2f divergence iterations a step (tolerances %.3g%% "
+                 "and %.3g%%); the average density error a solve ended with was at most "
+                 "%.3g%%; %ld solves stopped at %d iterations above tolerance\n",
+            (double)st->stats.density_iterations / steps,
+            (double)st->stats.divergence_iterations / steps, 100 * f->density_tolerance,
+            100 * f->divergence_tolerance, 100 * st->stats.worst_density_error, st->stats.capped,
+            MAX_ITERATIONS);
+}
+
+const mz_solver mz_solver_dfsph = {
+    .name = "DFSPH",
+    .stages = dfsph_stages,
+    .device_bytes = dfsph_device_bytes,
+    .init = dfsph_init,
+    .advance = dfsph_advance,
+    .release = dfsph_release,
+    .state = dfsph_state_parts,
+    .report = dfsph_report,
+};

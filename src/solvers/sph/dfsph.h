@@ -1,0 +1,17 @@
+/* DFSPH's pressure solves as a run went (src/solvers/sph/dfsph.c), for the summary and tests. */
+#ifndef MZ_DFSPH_H
+#define MZ_DFSPH_H
+#include "solvers/sim.h"
+
+typedef struct mz_dfsph_stats {
+    long steps;                 /* steps taken since the solver started (this process) */
+    long density_iterations;    /* iterations of the constant-density solves, all steps */
+    long divergence_iterations; /* of the divergence-free solves */
+    long capped;                /* solves that stopped at the iteration limit above tolerance */
+    double worst_density_error; /* the largest average density error a solve ended with, of ρ0 */
+} mz_dfsph_stats;
+
+/* The stats of a DFSPH simulation: 0, or -1 when sim is not one. */
+int dfsph_stats(const mz_sim *sim, mz_dfsph_stats *out);
+
+#endif
