@@ -15,6 +15,7 @@
 #include "solvers/sph/boundary.h"
 #include "solvers/sph/dfsph.h"
 #include "solvers/sph/sph.h"
+#include "solvers/sph/step_size.h"
 #include "util/err.h"
 
 #include <math.h>
@@ -39,9 +40,8 @@ typedef struct dfsph_state {
     bool grid_made;
     sph_boundary bound;
     cl_mem rho, alpha, k, K, Kv, p, a2;
-    cl_mem partial, total, max_partial; /* the error sums; the step size's maxima */
-    size_t local, max_groups;
-    float *max_host;
+    cl_mem partial, total; /* the error sums */
+    sph_step_size step_size; /* |v|max and |a|max */
     double dt_last; /* the last step's dt (the first step's guess before any) */
     double dt_viscous; /* the explicit viscosity's stable step (infinite without) */
     mz_dfsph_stats stats; /* over the run, for the summary and tests */
@@ -75,7 +75,8 @@ static bool error_pass(mz_sim *sim, dfsph_state *st, int density, double dt, int
                        cl_mem K, int stage, double *avg)
 {
     sph_boundary_args b = bound_of(st);
-    size_t groups = (sim->n + st->local - 1) / st->local;
+    size_t local = st->step_size.local; /* the error sums' groups: the step size's */
+    size_t groups = (sim->n + local - 1) / local;
     if (groups == 0)
         groups = 1;
     cl_float dt_f = (cl_float)dt;
@@ -86,14 +87,14 @@ static bool error_pass(mz_sim *sim, dfsph_state *st, int density, double dt, int
               A(st->P), A(st->grid.desc), A(st->grid.cell_start), A(st->grid.cell_end),
               A(sim->pos), A(sim->vel), A(st->rho), A(st->alpha), A(b.desc), A(b.start),
               A(b.end), A(b.pos), A(b.mass), A(b.nb), A(K), A(st->k), A(st->partial)) &&
-        cl_ok(clSetKernelArg(st->k_error, 21, 4 * st->local, NULL),
+        cl_ok(clSetKernelArg(st->k_error, 21, 4 * local, NULL),
               "clSetKernelArg(dfsph_error, scratch)") &&
-        sim_launch_local(sim, st->k_error, 0, groups * st->local, st->local, stage,
+        sim_launch_local(sim, st->k_error, 0, groups * local, local, stage,
                          "dfsph_error") &&
         KARGS(st->k_sum, "dfsph_sum", A(groups_u), A(st->partial), A(st->total)) &&
-        cl_ok(clSetKernelArg(st->k_sum, 3, 4 * st->local, NULL),
+        cl_ok(clSetKernelArg(st->k_sum, 3, 4 * local, NULL),
               "clSetKernelArg(dfsph_sum, scratch)") &&
-        sim_launch_local(sim, st->k_sum, 0, st->local, st->local, stage, "dfsph_sum") &&
+        sim_launch_local(sim, st->k_sum, 0, local, local, stage, "dfsph_sum") &&
         cl_ok(clEnqueueReadBuffer(sim->cl->queue, st->total, CL_TRUE, 0, sizeof total, &total, 0,
                                   NULL, NULL),
               "clEnqueueReadBuffer(DFSPH error)");
@@ -149,38 +150,12 @@ static int solve(mz_sim *sim, dfsph_state *st, int density, double dt, bool warm
     return it;
 }
 
-/* The largest |v|² and |a|² of the particles: the next step's size and the blow-up check. */
-static int speed_accel(mz_sim *sim, dfsph_state *st, float *v2, float *a2)
-{
-    size_t groups = (sim->n + st->local - 1) / st->local;
-    if (groups > st->max_groups)
-        groups = st->max_groups;
-    if (groups == 0)
-        groups = 1;
-    bool ok = KARGS(st->k_max, "speed_accel_max", A(sim->n_u), A(sim->vel), A(st->a2),
-                    A(st->max_partial)) &&
-              cl_ok(clSetKernelArg(st->k_max, 4, 8 * st->local, NULL),
-                    "clSetKernelArg(speed_accel_max, scratch)") &&
-              sim_launch_local(sim, st->k_max, 0, groups * st->local, st->local, STAGE_FORCES,
-                               "speed_accel_max") &&
-              cl_ok(clEnqueueReadBuffer(sim->cl->queue, st->max_partial, CL_TRUE, 0, 8 * groups,
-                                        st->max_host, 0, NULL, NULL),
-                    "clEnqueueReadBuffer(step size)");
-    if (!ok)
-        return -1;
-    *v2 = *a2 = 0.0f;
-    for (size_t g = 0; g < groups; g++) {
-        *v2 = fmaxf(*v2, st->max_host[2 * g]);
-        *a2 = fmaxf(*a2, st->max_host[2 * g + 1]);
-    }
-    return 0;
-}
-
 /* The CFL step: dt = cfl · min(h / |v|max, sqrt(h / |a|max)), within the frame. */
 static int choose_dt(mz_sim *sim, dfsph_state *st, double frame_dt, double *dt)
 {
     float v2, a2;
-    if (speed_accel(sim, st, &v2, &a2) != 0)
+    if (sph_speed_accel_max(&st->step_size, sim, st->k_max, sim->vel, st->a2, 0, sim->n,
+                            STAGE_FORCES, &v2, &a2) != 0)
         return -1;
     if (!isfinite(v2) || !isfinite(a2)) {
         mz_error("the simulation blew up at t = %.6g s (step %ld): velocities or accelerations "
@@ -302,20 +277,16 @@ static int dfsph_init(mz_sim *sim)
     if (!st->program)
         return -1;
     size_t n = sim->cap;
-    st->local = (sim->cl->type & CL_DEVICE_TYPE_GPU) ? 256 : 64;
-    while (st->local > sim->cl->max_wg)
-        st->local /= 2;
-    st->max_groups = (sim->cl->type & CL_DEVICE_TYPE_GPU) ? 512 : 16;
-    size_t groups = n / st->local + 1;
+    if (sph_step_size_init(&st->step_size, sim) != 0)
+        return -1;
+    size_t groups = n / st->step_size.local + 1;
     cl_mem *per4[] = {&st->rho, &st->alpha, &st->k, &st->K, &st->Kv, &st->p, &st->a2};
     for (size_t i = 0; i < sizeof per4 / sizeof *per4; i++)
         if (!(*per4[i] = dfsph_buffer(sim, 4 * (n ? n : 1), "clCreateBuffer(DFSPH)")))
             return -1;
     st->partial = dfsph_buffer(sim, 4 * groups, "clCreateBuffer(DFSPH error sums)");
     st->total = dfsph_buffer(sim, 4, "clCreateBuffer(DFSPH error)");
-    st->max_partial = dfsph_buffer(sim, 8 * st->max_groups, "clCreateBuffer(step size)");
-    st->max_host = xcalloc(2 * st->max_groups, sizeof(float));
-    if (!st->partial || !st->total || !st->max_partial)
+    if (!st->partial || !st->total)
         return -1;
     cl_float zero = 0.0f;
     cl_mem *zeroed[] = {&st->K, &st->Kv, &st->p};
@@ -366,11 +337,11 @@ static void dfsph_release(mz_sim *sim)
                       st->k_sum,     st->k_apply,  st->k_advect,  st->k_max};
     mz_cl_release_kernels(ks, sizeof ks / sizeof *ks);
     cl_mem ms[] = {st->rho, st->alpha,   st->k,     st->K,          st->Kv, st->p,
-                   st->a2,  st->partial, st->total, st->max_partial};
+                   st->a2,  st->partial, st->total};
     mz_cl_release_mems(ms, sizeof ms / sizeof *ms);
     if (st->program)
         clReleaseProgram(st->program);
-    free(st->max_host);
+    sph_step_size_release(&st->step_size);
     free(st);
     sim->state = NULL;
 }

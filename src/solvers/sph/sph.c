@@ -18,6 +18,7 @@
 #include "solvers/sim.h"
 #include "solvers/sph/boundary.h"
 #include "solvers/sph/sph.h"
+#include "solvers/sph/step_size.h"
 #include "util/err.h"
 
 #include <math.h>
@@ -40,12 +41,11 @@ typedef struct sph_state {
     sph_boundary bound; /* wall and collider particles */
     mz_slabs slabs; /* a distributed run's (sim->slabs) */
     bool slabs_made;
-    cl_mem vel_out, rho, p, a2, partial;
+    cl_mem vel_out, rho, p, a2;
     cl_mem rho_next; /* WCSPH by the continuity equation: the new densities, then swapped */
     cl_mem rho_prev, drho, drho_prev; /* collapsed SPH: last step's density and its rate */
     double lag; /* seconds since the densities were last updated (the last step's dt) */
-    size_t max_groups, local;
-    float *partial_host;
+    sph_step_size step_size; /* the adaptive step's |v|max and |a|max */
     double next_dt;
     float v2, a2_max;    /* the largest |v|² and |a|² choose_dt saw last */
     long warn_steps;  /* steps in one frame that earn a warning (adaptive; 0: not yet set) */
@@ -198,14 +198,7 @@ static int sph_init(mz_sim *sim)
                    "clEnqueueFillBuffer(density rate)"))
             return -1;
     }
-    /* The step-size reduction: a fixed number of groups, each a power-of-two size. */
-    st->local = (sim->cl->type & CL_DEVICE_TYPE_GPU) ? 256 : 64;
-    while (st->local > sim->cl->max_wg) /* a power of two the device takes */
-        st->local /= 2;
-    st->max_groups = (sim->cl->type & CL_DEVICE_TYPE_GPU) ? 512 : 16;
-    st->partial = sph_buffer(sim, 8 * st->max_groups, "clCreateBuffer(step size)");
-    st->partial_host = xcalloc(2 * st->max_groups, sizeof(float));
-    if (!st->partial)
+    if (sph_step_size_init(&st->step_size, sim) != 0)
         return -1;
 
     /* Distributed: the plan found the whole run's grid dense (slabs.h); a rank's is the same. */
@@ -348,28 +341,10 @@ static int choose_dt(mz_sim *sim, sph_state *st)
 {
     size_t begin, end;
     sim_owned(sim, &begin, &end);
-    cl_uint end_u = (cl_uint)end;
-    size_t groups = (end - begin + st->local - 1) / st->local;
-    if (groups > st->max_groups)
-        groups = st->max_groups;
-    if (groups == 0) /* a rank with no particles still answers */
-        groups = 1;
-    size_t global = groups * st->local;
-    bool ok = KARGS(st->k_max, "speed_accel_max", A(end_u), A(sim->vel), A(st->a2),
-                    A(st->partial)) &&
-              cl_ok(clSetKernelArg(st->k_max, 4, 8 * st->local, NULL),
-                    "clSetKernelArg(speed_accel_max, scratch)");
-    ok = ok && sim_launch_local(sim, st->k_max, begin, global, st->local, STAGE_STEP_SIZE,
-                                "speed_accel_max") && cl_ok(clEnqueueReadBuffer(sim->cl->queue, st->partial, CL_TRUE, 0, 8 * groups,
-                                         st->partial_host, 0, NULL, NULL),
-                     "clEnqueueReadBuffer(step size)");
-    if (!ok)
+    float v2, a2;
+    if (sph_speed_accel_max(&st->step_size, sim, st->k_max, sim->vel, st->a2, begin, end,
+                            STAGE_STEP_SIZE, &v2, &a2) != 0)
         return -1;
-    float v2 = 0, a2 = 0;
-    for (size_t g = 0; g < groups; g++) {
-        v2 = fmaxf(v2, st->partial_host[2 * g]);
-        a2 = fmaxf(a2, st->partial_host[2 * g + 1]);
-    }
     /* Every rank takes the same step: the maxima over all of them (exact). */
     v2 = dist_max_float(v2);
     a2 = dist_max_float(a2);
@@ -473,11 +448,11 @@ static void sph_release(mz_sim *sim)
     cl_kernel ks[] = {st->k_density, st->k_forces, st->k_collapsed, st->k_max};
     mz_cl_release_kernels(ks, sizeof ks / sizeof *ks);
     cl_mem ms[] = {st->vel_out, st->rho,     st->rho_next, st->p,     st->rho_prev, st->drho,
-                   st->drho_prev, st->a2,  st->partial};
+                   st->drho_prev, st->a2};
     mz_cl_release_mems(ms, sizeof ms / sizeof *ms);
     if (st->program)
         clReleaseProgram(st->program);
-    free(st->partial_host);
+    sph_step_size_release(&st->step_size);
     free(st);
     sim->state = NULL;
 }
