@@ -1,8 +1,13 @@
 /* Divergence-free SPH (Bender & Koschier 2015, 2017) on the shared neighbour grid and the SPH
  * boundary particles. A step (src/solvers/sph/dfsph.c):
  *
- *   grid → density and stiffness factor α → divergence-free solve (Dρ/Dt → 0) → viscosity,
- *   gravity → step size → v += dt a → constant-density solve (ρ* → ρ0) → x += dt v
+ *   grid → density, stiffness factor α and neighbour lists → divergence-free solve (Dρ/Dt → 0)
+ *   → viscosity, gravity → step size → v += dt a → constant-density solve (ρ* → ρ0) → x += dt v
+ *
+ * Only dfsph_density_alpha walks the grid's 27 cells (some 216 candidates in 3D); it writes each
+ * particle's neighbours within h, fluid and wall, into lists that the dozen passes after it read
+ * (about 33 each): the step took 3.4× less device time on the peer's dam break than when every
+ * pass walked the grid, with bit-identical results (same neighbours, same order).
  *
  * Both solves are the same two kernels: dfsph_error predicts each particle's error (its density
  * change rate, or its density at the end of the step) and the stiffness k that would undo it
@@ -17,6 +22,7 @@
  * a tank at rest bounced itself apart. */
 #include "common/common.clh"
 #include "grid/grid.clh"
+#include "grid/neighbour_list.clh"
 #include "common/walls.clh"
 #include "sph/sph_kernels.clh"
 #include "sph/step_size.clh"
@@ -24,6 +30,12 @@
 #define MZ_BOUNDARY_PARAMS                                                                     \
     mz_grid_desc gb, global const uint *bcs, global const uint *bce, global const float4 *bx, \
         global const float *bm, int nb
+
+/* The step's neighbour lists (grid/neighbour_list.clh), fluid (nl, nc) and wall particles (bl,
+ * bc), one stride; then the wall particles' positions and masses. */
+#define MZ_LIST_PARAMS                                                                         \
+    uint stride, global const uint *nl, global const uint *nc, global const uint *bl,          \
+        global const uint *bc, global const float4 *bx, global const float *bm
 
 /* ∇_i W_ij for dx = x_i − x_j (w and, in 2D, z zero): the renormalised spiky gradient. */
 inline float4 mz_dfsph_grad(const mz_sph *P, float4 dx, float r2)
@@ -41,15 +53,17 @@ inline float4 mz_dfsph_grad(const mz_sph *P, float4 dx, float r2)
  * gets −α_i: the divergence solve leaves it alone (its rate says nothing about compression). */
 kernel void dfsph_density_alpha(uint n, mz_sph P, int min_neighbours, mz_grid_desc g,
                                 global const uint *cs, global const uint *ce,
-                                global const float4 *x, MZ_BOUNDARY_PARAMS,
-                                global float *rho_out, global float *alpha_out)
+                                global const float4 *x, MZ_BOUNDARY_PARAMS, uint stride,
+                                uint cap, global uint *nl, global uint *nc, global uint *bl,
+                                global uint *bc, global uint *overflow, global float *rho_out,
+                                global float *alpha_out)
 {
     uint i = get_global_id(0);
     if (i >= n)
         return;
     float4 xi = x[i], grad_sum = (float4)(0.0f), grad_wall = (float4)(0.0f);
     float sum = 0.0f, grad2 = 0.0f;
-    int count = 0;
+    uint count = 0, bcount = 0;
     MZ_NEIGHBOURS_BEGIN(g, cs, ce, x, xi, j, r2)
         sum += mz_poly6_unscaled(&P, r2);
         if (j == i)
@@ -57,7 +71,7 @@ kernel void dfsph_density_alpha(uint n, mz_sph P, int min_neighbours, mz_grid_de
         float4 gw = P.mass * mz_dfsph_grad(&P, mz_vec(xi - x[j]), r2);
         grad_sum += gw;
         grad2 += mz_dot3(gw, gw);
-        count++;
+        mz_list_put(nl, cap, stride, i, &count, j);
     MZ_NEIGHBOURS_END
     float rho = P.mass * P.poly6 * sum;
     if (nb > 0) {
@@ -65,23 +79,24 @@ kernel void dfsph_density_alpha(uint n, mz_sph P, int min_neighbours, mz_grid_de
         MZ_NEIGHBOURS_BEGIN(gb, bcs, bce, bx, xi, b, r2)
             bsum += bm[b] * mz_poly6_unscaled(&P, r2);
             grad_wall += bm[b] * mz_dfsph_grad(&P, mz_vec(xi - bx[b]), r2);
-            count++;
+            mz_list_put(bl, cap, stride, i, &bcount, b);
         MZ_NEIGHBOURS_END
         rho += P.poly6 * bsum;
     }
+    mz_list_close(nc, cap, overflow, i, count);
+    mz_list_close(bc, cap, overflow, i, bcount);
     float denom = mz_dot3(grad_sum + 2.0f * grad_wall, grad_sum + grad_wall) + grad2;
     float alpha = denom > 0.0f ? rho / denom : 0.0f;
     rho_out[i] = rho;
-    alpha_out[i] = count >= min_neighbours ? alpha : -alpha;
+    alpha_out[i] = (int)(count + bcount) >= min_neighbours ? alpha : -alpha;
 }
 
 /* Viscosity (the fluid's and Monaghan's artificial one, as WCSPH has them), the walls' friction
  * and the penalty walls, gravity: every acceleration but pressure, into acc, |a|² into a2
  * (+inf when not finite). dt_last: the last step's, for the wall function's cap. */
 kernel void dfsph_forces(uint n, float dt_last, mz_sph P, float4 gravity, mz_walls walls,
-                         int penalty, mz_grid_desc g, global const uint *cs,
-                         global const uint *ce, global const float4 *x, global const float4 *v,
-                         global const float *rho, MZ_BOUNDARY_PARAMS, global float4 *acc,
+                         int penalty, global const float4 *x, global const float4 *v,
+                         global const float *rho, MZ_LIST_PARAMS, global float4 *acc,
                          global float *a2)
 {
     uint i = get_global_id(0);
@@ -90,20 +105,18 @@ kernel void dfsph_forces(uint n, float dt_last, mz_sph P, float4 gravity, mz_wal
     float4 xi = x[i], vi = v[i];
     float rho_i = rho[i];
     float4 a = (float4)(0.0f);
-    MZ_NEIGHBOURS_BEGIN(g, cs, ce, x, xi, j, r2)
-        if (j == i)
-            continue;
+    MZ_LIST_BEGIN(nl, nc, stride, i, x, xi, j, r2)
         a += mz_sph_pair(&P, mz_vec(xi - x[j]), r2, mz_vec(vi - v[j]), rho_i, rho[j], 0.0f,
                          0.0f);
-    MZ_NEIGHBOURS_END
-    if (nb > 0) {
+    MZ_LIST_END
+    if (bc[i] > 0) {
         /* Pressure 0 and no gravity: the walls' pressure is the solves'; friction stays. */
         mz_wall_sum ws = mz_wall_sum_zero();
         ws.a = a;
-        MZ_NEIGHBOURS_BEGIN(gb, bcs, bce, bx, xi, b, r2)
+        MZ_LIST_BEGIN(bl, bc, stride, i, bx, xi, b, r2)
             mz_sph_boundary(&P, &ws, mz_vec(xi - bx[b]), r2, bm[b], 0.0f, rho_i,
                             (float4)(0.0f), vi);
-        MZ_NEIGHBOURS_END
+        MZ_LIST_END
         a = mz_sph_wall_accel(&P, &ws, vi, dt_last);
     }
     if (penalty)
@@ -138,9 +151,8 @@ kernel void dfsph_predict(uint n, float dt, global const float4 *acc, global flo
  * where the particle's density is rising now. Per work-group sums of e_i into partial (the kernel runs over
  * whole groups of local size; items past n add 0). */
 kernel void dfsph_error(uint n, int density, float dt, int warm, mz_sph P,
-                        mz_grid_desc g, global const uint *cs, global const uint *ce,
                         global const float4 *x, global const float4 *v, global const float *rho,
-                        global const float *alpha, MZ_BOUNDARY_PARAMS, global const float *K,
+                        global const float *alpha, MZ_LIST_PARAMS, global const float *K,
                         global float *k_out, global float *partial, local float *scratch)
 {
     uint i = get_global_id(0), lid = get_local_id(0);
@@ -148,16 +160,12 @@ kernel void dfsph_error(uint n, int density, float dt, int warm, mz_sph P,
     if (i < n) {
         float4 xi = x[i], vi = v[i];
         float rate = 0.0f;
-        MZ_NEIGHBOURS_BEGIN(g, cs, ce, x, xi, j, r2)
-            if (j == i)
-                continue;
+        MZ_LIST_BEGIN(nl, nc, stride, i, x, xi, j, r2)
             rate += P.mass * mz_dot3(vi - v[j], mz_dfsph_grad(&P, mz_vec(xi - x[j]), r2));
-        MZ_NEIGHBOURS_END
-        if (nb > 0) {
-            MZ_NEIGHBOURS_BEGIN(gb, bcs, bce, bx, xi, b, r2)
-                rate += bm[b] * mz_dot3(vi, mz_dfsph_grad(&P, mz_vec(xi - bx[b]), r2));
-            MZ_NEIGHBOURS_END
-        }
+        MZ_LIST_END
+        MZ_LIST_BEGIN(bl, bc, stride, i, bx, xi, b, r2)
+            rate += bm[b] * mz_dot3(vi, mz_dfsph_grad(&P, mz_vec(xi - bx[b]), r2));
+        MZ_LIST_END
         float a = alpha[i], k;
         if (density) {
             e = fmax(rho[i] + dt * rate - P.rest_density, 0.0f);
@@ -204,9 +212,8 @@ kernel void dfsph_sum(uint groups, global const float *partial, global float *to
 
 /* The velocity change of the stiffnesses k (scale: 1/dt for the density solve, 1 for the
  * divergence solve), and their running total K (first: the total starts here). */
-kernel void dfsph_apply(uint n, float scale, int first, mz_sph P, mz_grid_desc g,
-                        global const uint *cs, global const uint *ce, global const float4 *x,
-                        global const float *rho, global const float *k, MZ_BOUNDARY_PARAMS,
+kernel void dfsph_apply(uint n, float scale, int first, mz_sph P, global const float4 *x,
+                        global const float *rho, global const float *k, MZ_LIST_PARAMS,
                         global float *K, global float4 *v)
 {
     uint i = get_global_id(0);
@@ -214,15 +221,13 @@ kernel void dfsph_apply(uint n, float scale, int first, mz_sph P, mz_grid_desc g
         return;
     float4 xi = x[i], dv = (float4)(0.0f);
     float ki = k[i] / rho[i];
-    MZ_NEIGHBOURS_BEGIN(g, cs, ce, x, xi, j, r2)
-        if (j == i)
-            continue;
+    MZ_LIST_BEGIN(nl, nc, stride, i, x, xi, j, r2)
         dv += (P.mass * (ki + k[j] / rho[j])) * mz_dfsph_grad(&P, mz_vec(xi - x[j]), r2);
-    MZ_NEIGHBOURS_END
-    if (nb > 0 && ki != 0.0f) {
-        MZ_NEIGHBOURS_BEGIN(gb, bcs, bce, bx, xi, b, r2)
+    MZ_LIST_END
+    if (ki != 0.0f) {
+        MZ_LIST_BEGIN(bl, bc, stride, i, bx, xi, b, r2)
             dv += (2.0f * bm[b] * ki) * mz_dfsph_grad(&P, mz_vec(xi - bx[b]), r2);
-        MZ_NEIGHBOURS_END
+        MZ_LIST_END
     }
     v[i] -= scale * dv;
     K[i] = first ? k[i] : K[i] + k[i];

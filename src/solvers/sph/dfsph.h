@@ -9,9 +9,16 @@ typedef struct mz_dfsph_stats {
     long divergence_iterations; /* of the divergence-free solves */
     long capped;                /* solves that stopped at the iteration limit above tolerance */
     double worst_density_error; /* the largest average density error a solve ended with, of ρ0 */
+    unsigned list_cap;          /* the neighbour lists' entries a particle now */
+    long lists_grown;           /* steps that found them short and built them again, longer */
 } mz_dfsph_stats;
 
 /* The stats of a DFSPH simulation: 0, or -1 when sim is not one. */
 int dfsph_stats(const mz_sim *sim, mz_dfsph_stats *out);
+
+/* Give the neighbour lists room for cap neighbours a particle from now on (for tests: lists
+ * too short must grow at the next step and change nothing). 0, or -1 when sim is not DFSPH or
+ * the lists cannot be made. */
+int dfsph_set_list_cap(mz_sim *sim, unsigned cap);
 
 #endif
