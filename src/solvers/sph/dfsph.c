@@ -14,6 +14,7 @@
 #include "solvers/sim.h"
 #include "solvers/sph/boundary.h"
 #include "solvers/sph/dfsph.h"
+#include "solvers/sph/neighbour_list.h"
 #include "solvers/sph/sph.h"
 #include "solvers/sph/step_size.h"
 #include "util/err.h"
@@ -41,8 +42,7 @@ typedef struct dfsph_state {
     sph_boundary bound;
     cl_mem rho, alpha, k, K, Kv, p, a2;
     cl_mem partial, total; /* the error sums */
-    cl_mem nl, nc, bl, bc, overflow; /* the step's neighbour lists (grid/neighbour_list.clh) */
-    cl_uint list_cap; /* entries a particle in each list */
+    sph_lists lists; /* the step's neighbours, written by the density pass */
     sph_step_size step_size; /* |v|max and |a|max */
     double dt_last; /* the last step's dt (the first step's guess before any) */
     double dt_viscous; /* the explicit viscosity's stable step (infinite without) */
@@ -60,65 +60,25 @@ static sph_boundary_args bound_of(const dfsph_state *st)
     return sph_boundary_of(&st->bound, st->grid.desc);
 }
 
-/* A particle's neighbours at rest: the lattice points within h, itself excluded (32 in 3D and
- * 12 in 2D at h = 2 spacings). */
-static cl_uint lattice_neighbours(const mz_scene *s)
-{
-    double r = scene_support_radius(s) / s->fluids[0].spacing;
-    int m = (int)r, dz = s->sim.dimensions == 3 ? m : 0;
-    cl_uint count = 0;
-    for (int z = -dz; z <= dz; z++)
-        for (int y = -m; y <= m; y++)
-            for (int x = -m; x <= m; x++)
-                count += (x || y || z) && x * x + y * y + z * z <= r * r;
-    return count;
-}
-
-/* The lists' first capacity: room for compression and splashes; grown when a step needs more. */
-static cl_uint list_cap_first(const mz_scene *s)
-{
-    cl_uint lattice = lattice_neighbours(s);
-    return lattice + lattice / 2 + 8;
-}
-
-static bool lists_alloc(mz_sim *sim, dfsph_state *st, cl_uint cap)
-{
-    cl_mem ms[] = {st->nl, st->bl};
-    mz_cl_release_mems(ms, 2);
-    size_t n = sim->cap ? sim->cap : 1;
-    st->list_cap = cap;
-    st->nl = dfsph_buffer(sim, 4 * n * cap, "clCreateBuffer(DFSPH neighbour list)");
-    st->bl = dfsph_buffer(sim, 4 * n * cap, "clCreateBuffer(DFSPH wall neighbour list)");
-    return st->nl && st->bl;
-}
-
 /* ρ and α at the current positions (after a grid build), and the neighbour lists the step's
  * other passes read: built again, longer, when a particle has more neighbours than they hold. */
 static bool density_alpha(mz_sim *sim, dfsph_state *st)
 {
     sph_boundary_args b = bound_of(st);
-    cl_uint stride = (cl_uint)(sim->cap ? sim->cap : 1), most = 0;
+    sph_lists *l = &st->lists;
     for (;;) {
-        if (!cl_ok(clEnqueueFillBuffer(sim->cl->queue, st->overflow, &most, sizeof most, 0,
-                                       sizeof most, 0, NULL, NULL),
-                   "clEnqueueFillBuffer(DFSPH list overflow)") ||
+        if (sph_lists_before_build(l, sim) != 0 ||
             !KARGS(st->k_density, "dfsph_density_alpha", A(sim->n_u), A(st->P),
                    A(st->min_neighbours), A(st->grid.desc), A(st->grid.cell_start),
                    A(st->grid.cell_end), A(sim->pos), A(b.desc), A(b.start), A(b.end),
-                   A(b.pos), A(b.mass), A(b.nb), A(stride), A(st->list_cap), A(st->nl),
-                   A(st->nc), A(st->bl), A(st->bc), A(st->overflow), A(st->rho),
-                   A(st->alpha)) ||
-            !sim_launch(sim, st->k_density, sim->n, STAGE_DENSITY, "dfsph_density_alpha") ||
-            !cl_ok(clEnqueueReadBuffer(sim->cl->queue, st->overflow, CL_TRUE, 0, sizeof most,
-                                       &most, 0, NULL, NULL),
-                   "clEnqueueReadBuffer(DFSPH list overflow)"))
+                   A(b.pos), A(b.mass), A(b.nb), A(l->stride), A(l->cap), A(l->fluid),
+                   A(l->fluid_count), A(l->wall), A(l->wall_count), A(l->overflow),
+                   A(st->rho), A(st->alpha)) ||
+            !sim_launch(sim, st->k_density, sim->n, STAGE_DENSITY, "dfsph_density_alpha"))
             return false;
-        if (most <= st->list_cap)
-            return true;
-        st->stats.lists_grown++;
-        if (!lists_alloc(sim, st, most + most / 4))
-            return false;
-        most = 0;
+        int fits = sph_lists_after_build(l, sim);
+        if (fits != 0)
+            return fits > 0;
     }
 }
 
@@ -133,12 +93,14 @@ static bool error_pass(mz_sim *sim, dfsph_state *st, int density, double dt, int
     if (groups == 0)
         groups = 1;
     cl_float dt_f = (cl_float)dt;
-    cl_uint groups_u = (cl_uint)groups, stride = (cl_uint)(sim->cap ? sim->cap : 1);
+    cl_uint groups_u = (cl_uint)groups;
+    const sph_lists *l = &st->lists;
     float total = 0.0f;
     bool ok =
         KARGS(st->k_error, "dfsph_error", A(sim->n_u), A(density), A(dt_f), A(warm),
-              A(st->P), A(sim->pos), A(sim->vel), A(st->rho), A(st->alpha), A(stride),
-              A(st->nl), A(st->nc), A(st->bl), A(st->bc), A(b.pos), A(b.mass), A(K), A(st->k),
+              A(st->P), A(sim->pos), A(sim->vel), A(st->rho), A(st->alpha), A(l->stride),
+              A(l->fluid), A(l->fluid_count), A(l->wall), A(l->wall_count), A(b.pos),
+              A(b.mass), A(K), A(st->k),
               A(st->partial)) &&
         cl_ok(clSetKernelArg(st->k_error, 19, 4 * local, NULL),
               "clSetKernelArg(dfsph_error, scratch)") &&
@@ -160,10 +122,11 @@ static bool apply_pass(mz_sim *sim, dfsph_state *st, double scale, int first, cl
 {
     sph_boundary_args b = bound_of(st);
     cl_float scale_f = (cl_float)scale;
-    cl_uint stride = (cl_uint)(sim->cap ? sim->cap : 1);
+    const sph_lists *l = &st->lists;
     return KARGS(st->k_apply, "dfsph_apply", A(sim->n_u), A(scale_f), A(first), A(st->P),
-                 A(sim->pos), A(st->rho), A(st->k), A(stride), A(st->nl), A(st->nc),
-                 A(st->bl), A(st->bc), A(b.pos), A(b.mass), A(K), A(sim->vel)) &&
+                 A(sim->pos), A(st->rho), A(st->k), A(l->stride), A(l->fluid),
+                 A(l->fluid_count), A(l->wall), A(l->wall_count), A(b.pos), A(b.mass), A(K),
+                 A(sim->vel)) &&
            sim_launch(sim, st->k_apply, sim->n, stage, "dfsph_apply");
 }
 
@@ -258,11 +221,11 @@ static int dfsph_step(mz_sim *sim, dfsph_state *st, double frame_dt)
         warn_capped(sim, st, "divergence", left, f->divergence_tolerance * rho0);
     sph_boundary_args b = bound_of(st);
     cl_float dt_last = (cl_float)st->dt_last;
-    cl_uint stride = (cl_uint)(sim->cap ? sim->cap : 1);
+    const sph_lists *l = &st->lists;
     if (!KARGS(st->k_forces, "dfsph_forces", A(sim->n_u), A(dt_last), A(st->P), A(st->gravity),
-               A(st->walls), A(st->penalty), A(sim->pos), A(sim->vel), A(st->rho), A(stride),
-               A(st->nl), A(st->nc), A(st->bl), A(st->bc), A(b.pos), A(b.mass), A(sim->pred),
-               A(st->a2)) ||
+               A(st->walls), A(st->penalty), A(sim->pos), A(sim->vel), A(st->rho),
+               A(l->stride), A(l->fluid), A(l->fluid_count), A(l->wall), A(l->wall_count),
+               A(b.pos), A(b.mass), A(sim->pred), A(st->a2)) ||
         !sim_launch(sim, st->k_forces, sim->n, STAGE_FORCES, "dfsph_forces"))
         return -1;
     double dt;
@@ -340,11 +303,7 @@ static int dfsph_init(mz_sim *sim)
             return -1;
     st->partial = dfsph_buffer(sim, 4 * groups, "clCreateBuffer(DFSPH error sums)");
     st->total = dfsph_buffer(sim, 4, "clCreateBuffer(DFSPH error)");
-    st->nc = dfsph_buffer(sim, 4 * (n ? n : 1), "clCreateBuffer(DFSPH neighbour counts)");
-    st->bc = dfsph_buffer(sim, 4 * (n ? n : 1), "clCreateBuffer(DFSPH neighbour counts)");
-    st->overflow = dfsph_buffer(sim, 4, "clCreateBuffer(DFSPH list overflow)");
-    if (!st->partial || !st->total || !st->nc || !st->bc || !st->overflow ||
-        !lists_alloc(sim, st, list_cap_first(s)))
+    if (!st->partial || !st->total || sph_lists_init(&st->lists, sim) != 0)
         return -1;
     cl_float zero = 0.0f;
     cl_mem *zeroed[] = {&st->K, &st->Kv, &st->p};
@@ -391,11 +350,12 @@ static void dfsph_release(mz_sim *sim)
     if (st->grid_made)
         grid_release(&st->grid);
     sph_boundary_release(&st->bound);
+    sph_lists_release(&st->lists);
     cl_kernel ks[] = {st->k_density, st->k_forces, st->k_predict, st->k_error,
                       st->k_sum,     st->k_apply,  st->k_advect,  st->k_max};
     mz_cl_release_kernels(ks, sizeof ks / sizeof *ks);
-    cl_mem ms[] = {st->rho, st->alpha, st->k,  st->K,  st->Kv,      st->p,    st->a2,
-                   st->partial, st->total, st->nl, st->nc, st->bl, st->bc, st->overflow};
+    cl_mem ms[] = {st->rho, st->alpha,   st->k,     st->K,          st->Kv, st->p,
+                   st->a2,  st->partial, st->total};
     mz_cl_release_mems(ms, sizeof ms / sizeof *ms);
     if (st->program)
         clReleaseProgram(st->program);
@@ -423,8 +383,7 @@ static size_t dfsph_state_parts(mz_sim *sim, mz_state_part *parts, size_t max)
  * mass, id, body, K and K_v; the boundary particles; the cell tables. */
 static size_t dfsph_device_bytes(const mz_scene *s, size_t n)
 {
-    size_t lists = 2 * 4 * ((size_t)list_cap_first(s) + 1);
-    return n * (7 * 4 + lists + 16 + (16 + 16 + 4 * 5)) + sph_boundary_bytes(s) +
+    return n * (7 * 4 + sph_lists_bytes(s) + 16 + (16 + 16 + 4 * 5)) + sph_boundary_bytes(s) +
            sim_grid_bytes(s, n, scene_support_radius(s));
 }
 
@@ -434,7 +393,8 @@ int dfsph_stats(const mz_sim *sim, mz_dfsph_stats *out)
         return -1;
     const dfsph_state *st = sim->state;
     *out = st->stats;
-    out->list_cap = st->list_cap;
+    out->list_cap = st->lists.cap;
+    out->lists_grown = st->lists.grown;
     return 0;
 }
 
@@ -442,7 +402,7 @@ int dfsph_set_list_cap(mz_sim *sim, unsigned cap)
 {
     if (sim->solver != &mz_solver_dfsph || !sim->state)
         return -1;
-    return lists_alloc(sim, sim->state, cap ? cap : 1) ? 0 : -1;
+    return sph_lists_resize(&((dfsph_state *)sim->state)->lists, sim, cap);
 }
 
 static void dfsph_report(const mz_sim *sim, FILE *out)

@@ -1,0 +1,30 @@
+/* The step's neighbour lists on the device (kernels/grid/neighbour_list.clh): written by a
+ * solver's one grid walk of the step, read by its later passes. Shared by DFSPH (a dozen passes
+ * a step) and WCSPH (its force pass). */
+#ifndef MZ_SPH_NEIGHBOUR_LIST_H
+#define MZ_SPH_NEIGHBOUR_LIST_H
+#include "solvers/sim.h"
+
+typedef struct sph_lists {
+    cl_mem fluid, fluid_count; /* neighbour k of particle i at fluid[k · stride + i] */
+    cl_mem wall, wall_count;   /* the wall particles within h, likewise */
+    cl_mem overflow;           /* the largest count over cap the last build met */
+    cl_uint cap, stride;       /* entries a particle; stride = the particle capacity */
+    long grown;                /* builds that found the lists short */
+} sph_lists;
+
+/* Entries a particle the lists start with: 1.5 × the lattice's neighbours within h, + 8. */
+cl_uint sph_lists_cap_first(const mz_scene *s);
+/* Device bytes a particle the lists take at their first capacity. */
+size_t sph_lists_bytes(const mz_scene *s);
+/* 0, or -1 after reporting. */
+int sph_lists_init(sph_lists *l, mz_sim *sim);
+/* Room for cap entries a particle from now on. 0, or -1 after reporting. */
+int sph_lists_resize(sph_lists *l, mz_sim *sim, cl_uint cap);
+/* Before a build: clears the overflow mark. After it: 1 when the lists were long enough, 0
+ * when they were short and have been grown (build again), -1 after reporting. */
+int sph_lists_before_build(sph_lists *l, mz_sim *sim);
+int sph_lists_after_build(sph_lists *l, mz_sim *sim);
+void sph_lists_release(sph_lists *l);
+
+#endif
