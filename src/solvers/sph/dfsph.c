@@ -100,8 +100,7 @@ static bool error_pass(mz_sim *sim, dfsph_state *st, int density, double dt, int
         KARGS(st->k_error, "dfsph_error", A(sim->n_u), A(density), A(dt_f), A(warm),
               A(st->P), A(sim->pos), A(sim->vel), A(st->rho), A(st->alpha), A(l->stride),
               A(l->fluid), A(l->fluid_count), A(l->wall), A(l->wall_count), A(b.pos),
-              A(b.mass), A(K), A(st->k),
-              A(st->partial)) &&
+              A(b.mass), A(K), A(st->k), A(st->partial)) &&
         cl_ok(clSetKernelArg(st->k_error, 19, 4 * local, NULL),
               "clSetKernelArg(dfsph_error, scratch)") &&
         sim_launch_local(sim, st->k_error, 0, groups * local, local, stage,
