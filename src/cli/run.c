@@ -26,6 +26,7 @@
 #include "scene/bodies.h"
 #include "scene/sizes.h"
 #include "solvers/health.h"
+#include "solvers/observe.h"
 #include "solvers/sim.h"
 #include "util/clock.h"
 #include "util/digest.h"
@@ -221,6 +222,7 @@ static void print_summary(const run_ctx *r, long frames_written, double setup_s,
         double total = 0;
         for (int i = 0; sim->solver->stages[i]; i++)
             total += sim->stages[i].seconds;
+        total += sim->stages[MZ_STAGE_OBSERVE].seconds;
         fprintf(stderr, "  device time per stage (OpenCL events), %.3f s in all:\n", total);
         for (int i = 0; sim->solver->stages[i]; i++)
             fprintf(stderr, "    %-12s %9.3f ms %5.1f%%  %8lu launches  %8.2f ns/particle-step\n",
@@ -228,6 +230,11 @@ static void print_summary(const run_ctx *r, long frames_written, double setup_s,
                     total > 0 ? 100.0 * sim->stages[i].seconds / total : 0.0,
                     sim->stages[i].launches,
                     psteps > 0 ? 1e9 * sim->stages[i].seconds / psteps : 0.0);
+        const mz_stage_stat *ob = &sim->stages[MZ_STAGE_OBSERVE];
+        if (ob->launches)
+            fprintf(stderr, "    %-12s %9.3f ms %5.1f%%  %8lu launches\n", "probes",
+                    1e3 * ob->seconds, total > 0 ? 100.0 * ob->seconds / total : 0.0,
+                    ob->launches);
     }
 }
 
@@ -348,7 +355,7 @@ static int open_output(run_ctx *r)
         r->out = h5_out_reopen(r->path, r->parts.n_total, r->fields, r->sim.n_rigids,
                                r->ck.frames_written, r->run_id,
                                output_frames(s, s->sim.frames));
-        return r->out ? 0 : -1;
+        return r->out && h5_out_reopen_observables(r->out, s, r->ck.step) == 0 ? 0 : -1;
     }
     mz_h5_meta meta = {.scene_path = s->path, .scene_given = s->given_json,
                        .scene_effective = s->effective_json,
@@ -380,7 +387,7 @@ static int open_output(run_ctx *r)
                            &meta, &st);
     free(boundary);
     free(rigid_body);
-    return r->out ? 0 : -1;
+    return r->out && h5_out_add_observables(r->out, s) == 0 ? 0 : -1;
 }
 
 /* The signal that stops the run: this process's, or under mpirun the one any rank has (every
@@ -491,6 +498,24 @@ static const char *drain_failure(int d)
     return d > 0 ? "the simulation blew up" : "writing the output failed";
 }
 
+/* The probes' and gauges' samples of the steps up to `upto` (whose frames passed the
+ * blow-up check) into the output, while the writer thread is idle. 0, or -1 after reporting. */
+static int write_samples(run_ctx *r, long upto)
+{
+    mz_observers *ob = r->sim.obs;
+    if (!ob || !r->out)
+        return 0;
+    if (observe_collect(ob, &r->sim) != 0)
+        return -1;
+    size_t c = 0;
+    while (c < ob->taken.count && ob->taken.step[c] <= upto)
+        c++;
+    if (h5_out_write_samples(r->out, &ob->taken, c, ob->row) != 0)
+        return -1;
+    observe_forget(ob, upto);
+    return 0;
+}
+
 static int save_checkpoint(run_ctx *r, long frame)
 {
     const mz_scene *s = &r->scene;
@@ -528,6 +553,7 @@ static loop_end frame_loop(run_ctx *r, long first, long *last_frame, const char 
     *last_frame = first - 1;
     for (long f = first; f <= frames; f++) {
         int cur = (int)(f & 1), prev = 1 - cur; /* frame slots: this one, the one before */
+        long before = r->sim.step; /* the end of frame f - 1 */
         int advanced = f > 0 ? sim_advance_frame(&r->sim, frame_dt) : 0;
         if (advanced < 0) {
             /* The frame before is whole (its readback was queued before the failing step): keep
@@ -540,6 +566,8 @@ static loop_end frame_loop(run_ctx *r, long first, long *last_frame, const char 
             /* Signalled between two steps of frame f: the frames before are written, and the
              * checkpoint holds the state at this step (the frame's progress with it). */
             int d = drain(r);
+            if (d == 0 && write_samples(r, r->sim.step) != 0)
+                d = -1;
             if (d != 0) {
                 *why = drain_failure(d);
                 end = d > 0 ? LOOP_BLOWN_UP : LOOP_FAILED;
@@ -557,7 +585,9 @@ static loop_end frame_loop(run_ctx *r, long first, long *last_frame, const char 
             break;
         }
         /* cur held frame f - 2, which the writer may still be writing */
-        if (frames_wait(&r->frames) != 0) {
+        /* The probes' samples of frame f - 1 and before, checked with it, while the writer
+         * is idle. */
+        if (frames_wait(&r->frames) != 0 || write_samples(r, before) != 0) {
             *why = "writing the output failed";
             end = LOOP_FAILED;
             break;
@@ -585,6 +615,8 @@ static loop_end frame_loop(run_ctx *r, long first, long *last_frame, const char 
          * extend it. */
         if (signalled || (ck_every > 0 && f > 0 && (f % ck_every == 0 || f == frames))) {
             int d = drain(r);
+            if (d == 0 && write_samples(r, r->sim.step) != 0)
+                d = -1;
             if (d != 0) {
                 *why = drain_failure(d);
                 end = d > 0 ? LOOP_BLOWN_UP : LOOP_FAILED;
@@ -598,6 +630,8 @@ static loop_end frame_loop(run_ctx *r, long first, long *last_frame, const char 
         }
     }
     int d = end == LOOP_DONE ? drain(r) : 0;
+    if (d == 0 && end == LOOP_DONE && write_samples(r, r->sim.step) != 0)
+        d = -1;
     if (d != 0) {
         *why = drain_failure(d);
         end = d > 0 ? LOOP_BLOWN_UP : LOOP_FAILED;
@@ -697,6 +731,9 @@ static int refuse_distributed(const run_ctx *r)
         why = "DFSPH is not distributed yet (its pressure solves would exchange halos every "
               "iteration): run DFSPH scenes without mpirun; WCSPH and collapsed SPH scenes run "
               "under mpirun";
+    else if (r->scene.n_probes + r->scene.n_gauges > 0)
+        why = "probes and gauges are not sampled in distributed runs yet: run this scene "
+              "without mpirun, or without probes[] and gauges[]";
     else if (!scene_is_sph(&r->scene))
         why = "the position-based solvers (PBF, cloth, soft and rigid bodies) are not "
               "distributed yet: run this scene without mpirun; WCSPH and collapsed SPH scenes "

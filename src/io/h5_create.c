@@ -29,7 +29,7 @@
 #define TIME_CHUNK 1024            /* frames per chunk of step/time (8 KiB) */
 #define MAX_CHUNK_BYTES 0xffffffffu /* HDF5's limit on one chunk */
 
-static int make_groups(const mz_h5_out *o, const char *const *names)
+int h5_make_groups(const mz_h5_out *o, const char *const *names)
 {
     hid_t gcpl = h5_untimed_plist(H5P_GROUP_CREATE);
     for (; *names; names++) {
@@ -102,7 +102,7 @@ static int write_h5md(const mz_h5_out *o)
     const char *user = getenv("USER");
     if (!user || !*user)
         user = "unknown";
-    return make_groups(o, groups) ||
+    return h5_make_groups(o, groups) ||
                    h5_put_attr(o, "/h5md", "version", H5T_STD_I32LE, H5T_NATIVE_INT32, 2, version) ||
                    h5_put_str_attr(o, "/h5md/author", "name", user) ||
                    h5_put_str_attr(o, "/h5md/creator", "name", "mizu") ||
@@ -174,7 +174,7 @@ static int write_box(const mz_h5_out *o, const char *group, const mz_h5_meta *m)
     for (int k = 0; k < 3; k++)
         edges[k] = m->domain_max[k] - m->domain_min[k];
     hid_t t = h5_str_type();
-    int rc = make_groups(o, groups) || h5_put_int_attr(o, box, "dimension", 3) ||
+    int rc = h5_make_groups(o, groups) || h5_put_int_attr(o, box, "dimension", 3) ||
              h5_put_attr(o, box, "boundary", t, t, 3, boundary) ||
              put_dataset(o, edges_name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 0, 3, edges) ||
              h5_put_str_attr(o, edges_name, "unit", "m");
@@ -185,7 +185,7 @@ static int write_box(const mz_h5_out *o, const char *group, const mz_h5_meta *m)
 static int write_particles(const mz_h5_out *o, const mz_h5_meta *m, const mz_h5_static *st)
 {
     static const char *const groups[] = {"/particles", NULL};
-    if (make_groups(o, groups) || write_box(o, "/particles/all", m))
+    if (h5_make_groups(o, groups) || write_box(o, "/particles/all", m))
         return -1;
     /* Rows are in id order, so id is 0..n-1; it is written for H5MD readers that look for it. */
     return put_column(o, "/particles/all/id", column_ids, NULL) ||
@@ -205,7 +205,7 @@ static int write_connectivity(const mz_h5_out *o, const mz_h5_static *st)
     static const char name[] = "/connectivity/triangles";
     if (st->n_triangles == 0)
         return 0;
-    if (make_groups(o, groups) || put_table(o, name, H5T_STD_I32LE, H5T_NATIVE_UINT32, 0,
+    if (h5_make_groups(o, groups) || put_table(o, name, H5T_STD_I32LE, H5T_NATIVE_UINT32, 0,
                                             st->n_triangles, 3, st->triangles))
         return -1;
     /* An object reference is the object's address in the file: as reproducible as the rest. */
@@ -246,7 +246,7 @@ static int make_view_groups(const mz_h5_out *o)
             names[k++] = buf[f];
         }
     names[k] = NULL;
-    return make_groups(o, names);
+    return h5_make_groups(o, names);
 }
 
 static int write_parameters(const mz_h5_out *o, const mz_h5_meta *m)
@@ -259,7 +259,7 @@ static int write_parameters(const mz_h5_out *o, const mz_h5_meta *m)
     snprintf(hdf5, sizeof hdf5, "%u.%u.%u", maj, min, rel);
     char one[300];
     snprintf(one, sizeof one, "0: %s", m->device);
-    return make_groups(o, groups) || put_str(o, "/parameters/scene/given", m->scene_given) ||
+    return h5_make_groups(o, groups) || put_str(o, "/parameters/scene/given", m->scene_given) ||
                    put_str(o, "/parameters/scene/effective", m->scene_effective) ||
                    put_str_list(o, "/parameters/scene/overrides", m->overrides,
                                 m->overrides ? m->n_overrides : 0) ||
@@ -284,10 +284,7 @@ static int write_parameters(const mz_h5_out *o, const mz_h5_meta *m)
                : 0;
 }
 
-/* A dataset that grows by one row a frame: dims [0, n, cols] (rank 3), [0, n] (rank 2) or [0]
- * (rank 1), unlimited along the first; chunk [rows0, n, cols] (n cut down only past HDF5's
- * 4 GiB chunk limit). Elements are 4 bytes when rank > 1. */
-static hid_t new_series_of(const mz_h5_out *o, const char *name, hid_t ftype, int rank,
+hid_t h5_series_create(const mz_h5_out *o, const char *name, hid_t ftype, int rank,
                            hsize_t rows0, int gzip_level, hsize_t n, hsize_t cols)
 {
     hsize_t dims[3] = {0, n, cols}, maxd[3] = {H5S_UNLIMITED, n, cols};
@@ -313,7 +310,7 @@ static hid_t new_series_of(const mz_h5_out *o, const char *name, hid_t ftype, in
 static hid_t new_series(const mz_h5_out *o, const char *name, hid_t ftype, int rank,
                         hsize_t rows0, int gzip_level)
 {
-    return new_series_of(o, name, ftype, rank, rows0, gzip_level, o->n, 3);
+    return h5_series_create(o, name, ftype, rank, rows0, gzip_level, o->n, 3);
 }
 
 /* Hard links GROUP/step and GROUP/time to position's: H5MD lets elements sampled together
@@ -342,7 +339,7 @@ static int create_fields(mz_h5_out *o, int gzip_level)
         const mz_field_info *fi = &mz_field_infos[f];
         const char *const group[] = {name, NULL};
         snprintf(name, sizeof name, "/particles/all/%s", fi->name);
-        if (make_groups(o, group))
+        if (h5_make_groups(o, group))
             return -1;
         snprintf(name, sizeof name, "/particles/all/%s/value", fi->name);
         o->value[f] = new_series(o, name, H5T_IEEE_F32LE, fi->components == 3 ? 3 : 2, 1,
@@ -374,15 +371,15 @@ static int create_rigids(mz_h5_out *o, const mz_h5_static *st, int gzip_level)
                                          RIGID "/orientation", NULL};
     if (o->n_rigids == 0)
         return 0;
-    if (make_groups(o, groups) || put_dataset(o, RIGID "/body", H5T_STD_I32LE,
+    if (h5_make_groups(o, groups) || put_dataset(o, RIGID "/body", H5T_STD_I32LE,
                                               H5T_NATIVE_UINT32, 0, o->n_rigids, st->rigid_body))
         return -1;
-    o->rigid_com = new_series_of(o, RIGID "/center_of_mass/value", H5T_IEEE_F32LE, 3, 1,
+    o->rigid_com = h5_series_create(o, RIGID "/center_of_mass/value", H5T_IEEE_F32LE, 3, 1,
                                  gzip_level, o->n_rigids, 3);
     if (o->rigid_com < 0 || h5_put_str_attr(o, RIGID "/center_of_mass/value", "unit", "m") ||
         link_step_time(o, RIGID "/center_of_mass"))
         return -1;
-    o->rigid_quat = new_series_of(o, RIGID "/orientation/value", H5T_IEEE_F32LE, 3, 1,
+    o->rigid_quat = h5_series_create(o, RIGID "/orientation/value", H5T_IEEE_F32LE, 3, 1,
                                   gzip_level, o->n_rigids, 4);
     if (o->rigid_quat < 0 ||
         h5_put_str_attr(o, RIGID "/orientation/value", "convention", RIGID_CONVENTION) ||

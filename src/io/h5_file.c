@@ -154,6 +154,7 @@ int h5_file_discard(mz_h5_out *o, int failed_create)
     h5_close_id(o->rigid_com);
     h5_close_id(o->rigid_quat);
     free(o->rigid_buf);
+    h5_obs_free(o->obs);
     /* After a failed creation the first message said it all. */
     if (o->file >= 0 && H5Fclose(o->file) < 0) {
         if (!failed_create)

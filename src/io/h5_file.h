@@ -35,6 +35,7 @@ struct mz_h5_out {
     long frames;       /* complete frames in the file */
     bool in_frame;     /* a frame begun (series one row longer), not yet committed */
     mz_xdmf *xdmf;     /* the sidecar */
+    struct h5_obs *obs; /* /observables/probes and /gauges, or NULL */
 };
 
 /* The sidecar's per-frame views (h5_views.c): /xdmf/<field>/<frame> for each field, a virtual
@@ -63,6 +64,18 @@ int h5_put_attr(const mz_h5_out *o, const char *obj, const char *name, hid_t fty
                 hid_t mtype, size_t n, const void *v);
 int h5_put_str_attr(const mz_h5_out *o, const char *obj, const char *name, const char *s);
 int h5_put_int_attr(const mz_h5_out *o, const char *obj, const char *name, int64_t v);
+
+/* Groups names[] (NULL-terminated, parents first), untimed. 0, or -1 after reporting. */
+int h5_make_groups(const mz_h5_out *o, const char *const *names);
+/* A dataset that grows by rows: dims [0, n, cols] (rank 3), [0, n] (rank 2) or [0] (rank 1),
+ * unlimited along the first; chunk [rows0, n, cols] (n cut down only past HDF5's 4 GiB chunk
+ * limit). Elements are 4 bytes when rank > 1. The dataset, or -1 after reporting. */
+hid_t h5_series_create(const mz_h5_out *o, const char *name, hid_t ftype, int rank,
+                       hsize_t rows0, int gzip_level, hsize_t n, hsize_t cols);
+
+/* The probes' and gauges' series (h5_observables.c): closed and freed. */
+struct h5_obs;
+void h5_obs_free(struct h5_obs *obs);
 
 /* A handle with nothing open yet (every id -1). */
 mz_h5_out *h5_file_new(const char *path, size_t n, unsigned fields, size_t n_rigids);

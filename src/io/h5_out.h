@@ -117,6 +117,18 @@ int h5_out_write_rows(mz_h5_out *o, size_t first, size_t count,
 int h5_out_commit_frame(mz_h5_out *o, long step, double time, const float *rigid_pose);
 void h5_out_abort_frame(mz_h5_out *o);
 
+/* The scene's probes and gauges (/observables/probes, /observables/gauges:
+ * h5_observables.c), after h5_out_create; on a resumed output (after h5_out_reopen) opened
+ * and cut back to the samples of steps up to `step`, the checkpoint's. Nothing without any.
+ * 0, or -1 after reporting. */
+struct mz_scene;
+struct mz_samples;
+int h5_out_add_observables(mz_h5_out *o, const struct mz_scene *s);
+int h5_out_reopen_observables(mz_h5_out *o, const struct mz_scene *s, long step);
+/* Append the first `count` samples of t (rows of `row` floats, as solvers/observe.h lays them
+ * out): each observer's due ones, then flush. 0, or -1 after reporting. */
+int h5_out_write_samples(mz_h5_out *o, const struct mz_samples *t, size_t count, size_t row);
+
 long h5_out_frames(const mz_h5_out *o);
 const char *h5_out_path(const mz_h5_out *o);
 

@@ -421,6 +421,37 @@ static const mz_key rigid_keys[] = {
     {0}};
 static const mz_schema rigid_schema = {"rigid", rigid_keys, sizeof(mz_body)};
 
+static const mz_key probe_keys[] = {
+    {.name = "name", .type = K_STRING, .offset = OFF(mz_probe, name), .flags = K_REQUIRED,
+     .doc = "the probe's group in the output, /observables/probes/<name> (letters, digits, "
+            "'_', '-' and '.')"},
+    {.name = "position", .type = K_VEC3, .offset = OFF(mz_probe, position), .flags = K_REQUIRED,
+     .unit = "m", .doc = "the point sampled (inside the domain)"},
+    {.name = "fields", .type = K_FLAGS, .offset = OFF(mz_probe, fields), .def = "[]",
+     .names = mz_probe_field_names,
+     .doc = "what to sample: pressure, velocity, density (kernel interpolation over the fluid's "
+            "particles, Shepard-normalised), fraction (1 in water, 0 in air or a solid; where it "
+            "is below 0.05 the other fields read 0: no fluid); []: every field the solver has"},
+    {.name = "rate", .type = K_NUMBER, .offset = OFF(mz_probe, rate), .def = "0",
+     .flags = K_MIN, .min = 0, .unit = "Hz",
+     .doc = "samples a second, taken after the first step that reaches each multiple of "
+            "1/rate; 0: after every step"},
+    {0}};
+static const mz_schema probe_schema = {"probe", probe_keys, sizeof(mz_probe)};
+
+static const mz_key gauge_keys[] = {
+    {.name = "name", .type = K_STRING, .offset = OFF(mz_gauge, name), .flags = K_REQUIRED,
+     .doc = "the gauge's group in the output, /observables/gauges/<name>"},
+    {.name = "start", .type = K_VEC3, .offset = OFF(mz_gauge, start), .flags = K_REQUIRED,
+     .unit = "m", .doc = "where the gauge starts: on the floor, under the water (inside the "
+                         "domain)"},
+    {.name = "end", .type = K_VEC3, .offset = OFF(mz_gauge, end), .flags = K_REQUIRED,
+     .unit = "m", .doc = "where it ends, above the highest water expected (inside the domain)"},
+    {.name = "rate", .type = K_NUMBER, .offset = OFF(mz_gauge, rate), .def = "0",
+     .flags = K_MIN, .min = 0, .unit = "Hz", .doc = "as probes[].rate"},
+    {0}};
+static const mz_schema gauge_schema = {"gauge", gauge_keys, sizeof(mz_gauge)};
+
 static const mz_key output_keys[] = {
     {.name = "path", .type = K_STRING, .offset = OFF(mz_output, path),
      .doc = "HDF5 file to write, relative to the working directory (-o overrides; default: "
@@ -464,6 +495,14 @@ static const mz_key scene_keys[] = {
      .aux_offset = OFF(mz_scene, n_rigids), .sub = &rigid_schema,
      .doc = "rigid bodies by shape matching: particles on a lattice inside a box, a sphere or "
             "a closed OBJ mesh"},
+    {.name = "probes", .type = K_LIST, .offset = OFF(mz_scene, probes),
+     .aux_offset = OFF(mz_scene, n_probes), .sub = &probe_schema,
+     .doc = "points where the fluid's pressure, velocity and density are sampled, as often as "
+            "every step: /observables/probes/<name>/<field>/{step,time,value}"},
+    {.name = "gauges", .type = K_LIST, .offset = OFF(mz_scene, gauges),
+     .aux_offset = OFF(mz_scene, n_gauges), .sub = &gauge_schema,
+     .doc = "water-level gauges: the distance from start along the segment to where the fluid "
+            "fraction first falls below 0.5, /observables/gauges/<name>/{step,time,value}"},
     {.name = "output", .type = K_OBJECT, .offset = OFF(mz_scene, output),
      .sub = &output_schema, .doc = "what is written, and where"},
     {0}};

@@ -206,6 +206,25 @@ typedef struct mz_body {
 /* Signed distance from p to the collider's surface: negative inside the solid. */
 double collider_distance(const mz_collider *c, const double p[3], int dimensions);
 
+/* Most probes, and most gauges, a scene may have. */
+#define MZ_MAX_OBSERVERS 4096
+
+/* probes[]: a point sampled by kernel interpolation over the fluid's particles
+ * (solvers/observe.h); the fields are MZ_PROBE_FIELD_BIT of scene/fields.h's probe fields. */
+typedef struct mz_probe {
+    char *name;
+    double position[3];
+    unsigned fields;
+    double rate; /* samples a second; 0: after every step */
+} mz_probe;
+
+/* gauges[]: a water-level gauge along the segment start → end. */
+typedef struct mz_gauge {
+    char *name;
+    double start[3], end[3];
+    double rate;
+} mz_gauge;
+
 typedef struct mz_output {
     char *path;
     int every;        /* write every N-th frame */
@@ -225,6 +244,10 @@ typedef struct mz_scene {
     size_t n_colliders;
     mz_body *cloths, *meshes, *rigids;
     size_t n_cloths, n_meshes, n_rigids;
+    mz_probe *probes;
+    size_t n_probes;
+    mz_gauge *gauges;
+    size_t n_gauges;
     mz_output output;
 
     char *path;           /* as given on the command line */
@@ -243,6 +266,8 @@ extern const char *const mz_pressure_solver_names[];
 /* The solver of the scene (every fluid shares it; the scene checks that). */
 mz_solver_kind scene_solver(const mz_scene *s);
 bool scene_is_sph(const mz_scene *s);
+/* The points a gauge samples: one every quarter of fluids[0].spacing from start to end. */
+size_t scene_gauge_points(const mz_scene *s, const mz_gauge *g);
 /* SPH: the support radius h and the speed of sound c0 the scene resolves to. */
 double scene_support_radius(const mz_scene *s);
 double scene_speed_of_sound(const mz_scene *s);

@@ -365,6 +365,7 @@ void scene_validate(mz_scene *s, mz_diag *d)
             diag_add(d, "output.fields: %s is not produced by the %s solver", mz_field_names[f],
                      mz_solver_names[scene_solver(s)]);
     s->output.fields |= MZ_FIELD_BIT(MZ_FIELD_POSITION);
+    validate_observers(s, produced, d);
     /* The checks below walk lattices: only on a scene that is otherwise sound. */
     if (d->count)
         return;

@@ -8,4 +8,8 @@
  * when the rest is sound, and output.fields gets position. */
 void scene_validate(mz_scene *s, mz_diag *d);
 
+/* probes[] and gauges[] (observers.c), given the particle fields the solver produces
+ * (MZ_FIELD_BIT): empty probe field lists become every field it has. */
+void validate_observers(mz_scene *s, unsigned produced, mz_diag *d);
+
 #endif

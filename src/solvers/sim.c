@@ -4,6 +4,7 @@
 #include "device/grid.h"
 #include "dist/dist.h"
 #include "dist/slabs.h"
+#include "solvers/observe.h"
 #include "scene/bodies.h"
 #include "util/err.h"
 
@@ -144,6 +145,10 @@ int sim_create_share(mz_sim *sim, mz_cl *cl, const mz_scene *scene, const mz_par
     int rc = sim->solver->init(sim);
     sim->parts = NULL;
     sim->plan = NULL;
+    if (rc == 0 && scene->n_probes + scene->n_gauges > 0) {
+        sim->obs = xcalloc(1, sizeof *sim->obs);
+        rc = observe_create(sim->obs, sim);
+    }
     return rc;
 }
 
@@ -167,12 +172,15 @@ int sim_plan_slabs(const mz_scene *scene, struct mz_slab_plan *plan)
 
 void sim_count_step(mz_sim *sim, double dt)
 {
+    double t0 = sim->time;
     sim->dt_min = sim->step ? fmin(sim->dt_min, dt) : dt;
     sim->dt_max = sim->step ? fmax(sim->dt_max, dt) : dt;
     sim->step++;
     sim->time += dt;
     sim->frame_steps++;
     sim->frame_time += dt;
+    if (sim->obs)
+        observe_step(sim->obs, sim, t0);
 }
 
 bool sim_frame_left(const mz_sim *sim, double frame_dt)
@@ -335,6 +343,10 @@ void sim_release(mz_sim *sim)
     if (sim->cl && sim->cl->queue)
         clFinish(sim->cl->queue);
     sim_collect_profile(sim);
+    if (sim->obs) {
+        observe_release(sim->obs);
+        free(sim->obs);
+    }
     if (sim->solver && sim->solver->release)
         sim->solver->release(sim);
     cl_mem *bufs[] = {&sim->pos, &sim->pred, &sim->vel, &sim->inv_mass, &sim->id, &sim->body};

@@ -20,8 +20,12 @@
 #include <stdio.h>
 
 #define MZ_MAX_STAGES 16
+/* The stage --profile charges probes and gauges to (solvers/observe.h), after the solver's. */
+#define MZ_STAGE_OBSERVE (MZ_MAX_STAGES - 1)
 
 struct mz_slabs;
+struct mz_grid;
+struct mz_observers;
 
 typedef struct mz_sim mz_sim;
 
@@ -114,6 +118,15 @@ struct mz_sim {
     long frame_steps;
     double frame_time;
     mz_pace pace; /* pace.stop_requested: set to let a frame stop between two steps */
+    /* The particle grid the solver built for its last step (cells at least its support
+     * radius wide), for what samples the fluid between steps; NULL when it keeps none. With
+     * grid_by_vals the grid sorts a copy and its vals map a sorted slot to the particle;
+     * otherwise the particle buffers themselves are in the grid's order. */
+    struct mz_grid *grid;
+    bool grid_by_vals;
+    /* The scene's probes and gauges (solvers/observe.h), sampled as steps are counted; NULL
+     * when it has none. */
+    struct mz_observers *obs;
 
     mz_stage_stat stages[MZ_MAX_STAGES];
     cl_event *events; /* launches not yet timed (profiling only) */
@@ -158,7 +171,8 @@ bool sim_frame_left(const mz_sim *sim, double frame_dt);
 double sim_frame_step(const mz_sim *sim, double frame_dt, double want);
 /* One step of dt (solvers with fixed substeps; tests). */
 int sim_substep(mz_sim *sim, double dt);
-/* Count a step a solver took (advance solvers call it), in the run and in the frame. */
+/* Count a step a solver took (advance solvers call it), in the run and in the frame, and
+ * sample the probes and gauges that are due. */
 void sim_count_step(mz_sim *sim, double dt);
 
 mz_walls_arg sim_walls(const mz_scene *scene);

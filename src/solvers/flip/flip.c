@@ -234,6 +234,7 @@ static int flip_init(mz_sim *sim)
                     MZ_GRID_DENSE) != 0)
         return -1;
     st->grid_made = true;
+    sim->grid = &st->grid;
     cl_mem *moved4[] = {&sim->inv_mass, &sim->id, &sim->body};
     if (grid_register(&st->grid, &sim->pos, 16) || grid_register(&st->grid, &sim->vel, 16))
         return -1;

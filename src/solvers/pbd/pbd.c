@@ -200,6 +200,8 @@ static int pbd_init(mz_sim *sim)
                                        s->domain.min, s->domain.max, MZ_GRID_AUTO) != 0)
             return -1;
         st->grid_made = true;
+        sim->grid = &st->grid;
+        sim->grid_by_vals = true;
     }
 
     mz_walls_arg walls = sim_walls(s);

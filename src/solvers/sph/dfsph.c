@@ -315,6 +315,7 @@ static int dfsph_init(mz_sim *sim)
                     s->domain.max, MZ_GRID_AUTO) != 0)
         return -1;
     st->grid_made = true;
+    sim->grid = &st->grid;
     /* The stiffnesses travel with the particles: the next step's warm start. */
     cl_mem *moved4[] = {&sim->inv_mass, &sim->id, &sim->body, &st->K, &st->Kv};
     if (grid_set_count(&st->grid, sim->n) != 0 || grid_register(&st->grid, &sim->pos, 16) ||

@@ -206,6 +206,7 @@ static int sph_init(mz_sim *sim)
                     s->domain.max, sim->plan ? MZ_GRID_SLABS : MZ_GRID_AUTO) != 0)
         return -1;
     st->grid_made = true;
+    sim->grid = &st->grid;
     if (grid_set_count(&st->grid, sim->n) != 0)
         return -1;
     cl_mem *moved4[] = {&sim->inv_mass, &sim->id, &sim->body, &st->rho_prev, &st->drho_prev};

@@ -1,0 +1,331 @@
+/* The probes' and gauges' time series (scene probes[], gauges[]; solvers/observe.h samples
+ * them), H5MD observables that grow by the samples a run takes:
+ *
+ *   /observables/probes/<name>           attr position [3] (m)
+ *     <field>/step [S] int64, time [S] float64, value [S] float32 or [S, 3] (velocity),
+ *                                        attr unit; the fields as probes[].fields lists them;
+ *                                        the first field's step and time are hard-linked into
+ *                                        the others (they are sampled together)
+ *   /observables/gauges/<name>           attrs start, end [3] (m)
+ *     step [S], time [S], value [S] float32: the level, the distance from start to the
+ *                                        surface along the gauge (m)
+ *
+ * Samples are appended as the run collects them and the file flushed; a resumed run cuts every
+ * series back to the samples of the checkpoint's step and before. */
+#include "io/h5_file.h"
+#include "solvers/observe.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#define PROBES "/observables/probes"
+#define GAUGES "/observables/gauges"
+#define SAMPLE_CHUNK 1024 /* rows per chunk */
+
+/* Per observer (probes first, then gauges): its step and time, and a value per field (a
+ * gauge's in slot 0), -1 where absent. */
+typedef struct h5_series {
+    hid_t step, time, value[MZ_PROBE_FIELD_COUNT];
+    unsigned fields; /* MZ_PROBE_FIELD_BIT; a gauge: bit 0 */
+} h5_series;
+
+struct h5_obs {
+    size_t n_probes, n_gauges;
+    h5_series *s;
+};
+
+void h5_obs_free(struct h5_obs *obs)
+{
+    if (!obs)
+        return;
+    for (size_t i = 0; i < obs->n_probes + obs->n_gauges; i++) {
+        h5_close_id(obs->s[i].step);
+        h5_close_id(obs->s[i].time);
+        for (int f = 0; f < MZ_PROBE_FIELD_COUNT; f++)
+            h5_close_id(obs->s[i].value[f]);
+    }
+    free(obs->s);
+    free(obs);
+}
+
+static struct h5_obs *obs_new(const mz_scene *s)
+{
+    struct h5_obs *obs = xcalloc(1, sizeof *obs);
+    obs->n_probes = s->n_probes;
+    obs->n_gauges = s->n_gauges;
+    obs->s = xcalloc(s->n_probes + s->n_gauges, sizeof *obs->s);
+    for (size_t i = 0; i < s->n_probes + s->n_gauges; i++) {
+        h5_series *se = &obs->s[i];
+        se->step = se->time = -1;
+        for (int f = 0; f < MZ_PROBE_FIELD_COUNT; f++)
+            se->value[f] = -1;
+        se->fields = i < s->n_probes ? s->probes[i].fields : 1u;
+    }
+    return obs;
+}
+
+/* The group of observer i and the element of its field f ("" for a gauge). */
+static void names_of(const mz_scene *s, size_t i, int f, char *group, char *elem, size_t size)
+{
+    if (i < s->n_probes) {
+        snprintf(group, size, PROBES "/%s", s->probes[i].name);
+        snprintf(elem, size, "%s/%s", group, mz_probe_field_infos[f].name);
+    } else {
+        snprintf(group, size, GAUGES "/%s", s->gauges[i - s->n_probes].name);
+        snprintf(elem, size, "%s", group);
+    }
+}
+
+static int first_field(unsigned fields)
+{
+    for (int f = 0; f < MZ_PROBE_FIELD_COUNT; f++)
+        if (fields & (1u << f))
+            return f;
+    return 0;
+}
+
+static int link_to(const mz_h5_out *o, const char *src, const char *dst)
+{
+    if (H5Lcreate_hard(o->file, src, H5L_SAME_LOC, dst, H5P_DEFAULT, H5P_DEFAULT) < 0) {
+        h5_fail(o->path, "linking %s", dst);
+        return -1;
+    }
+    return 0;
+}
+
+static int create_one(mz_h5_out *o, const mz_scene *s, size_t i)
+{
+    h5_series *se = &o->obs->s[i];
+    char group[256], elem[320], name[400], first[400];
+    bool gauge = i >= s->n_probes;
+    names_of(s, i, 0, group, elem, sizeof group);
+    const char *const g[] = {group, NULL};
+    if (h5_make_groups(o, g))
+        return -1;
+    if (gauge) {
+        const mz_gauge *ga = &s->gauges[i - s->n_probes];
+        if (h5_put_attr(o, group, "start", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 3, ga->start) ||
+            h5_put_attr(o, group, "end", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 3, ga->end))
+            return -1;
+    } else if (h5_put_attr(o, group, "position", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 3,
+                           s->probes[i].position)) {
+        return -1;
+    }
+    int f0 = first_field(se->fields);
+    for (int f = 0; f < MZ_PROBE_FIELD_COUNT; f++) {
+        if (!(se->fields & (1u << f)))
+            continue;
+        names_of(s, i, f, group, elem, sizeof group);
+        const char *const e[] = {elem, NULL};
+        if (!gauge && h5_make_groups(o, e))
+            return -1;
+        const mz_field_info *fi = &mz_probe_field_infos[f];
+        snprintf(name, sizeof name, "%s/value", elem);
+        hid_t v = gauge ? h5_series_create(o, name, H5T_IEEE_F32LE, 1, SAMPLE_CHUNK, 0, 0, 0)
+                        : h5_series_create(o, name, H5T_IEEE_F32LE, fi->components == 3 ? 2 : 1,
+                                           SAMPLE_CHUNK, 0, 3, 0);
+        se->value[f] = v;
+        if (v < 0 || h5_put_str_attr(o, name, "unit", gauge ? "m" : fi->unit))
+            return -1;
+        if (f == f0) {
+            snprintf(name, sizeof name, "%s/step", elem);
+            se->step = h5_series_create(o, name, H5T_STD_I64LE, 1, SAMPLE_CHUNK, 0, 0, 0);
+            snprintf(name, sizeof name, "%s/time", elem);
+            se->time = se->step < 0 ? -1
+                                    : h5_series_create(o, name, H5T_IEEE_F64LE, 1, SAMPLE_CHUNK,
+                                                       0, 0, 0);
+            if (se->time < 0 || h5_put_str_attr(o, name, "unit", "s"))
+                return -1;
+            snprintf(first, sizeof first, "%s", elem);
+            continue;
+        }
+        for (int k = 0; k < 2; k++) {
+            char src[420], dst[420];
+            snprintf(src, sizeof src, "%s/%s", first, k ? "time" : "step");
+            snprintf(dst, sizeof dst, "%s/%s", elem, k ? "time" : "step");
+            if (link_to(o, src, dst))
+                return -1;
+        }
+    }
+    return 0;
+}
+
+int h5_out_add_observables(mz_h5_out *o, const mz_scene *s)
+{
+    if (s->n_probes + s->n_gauges == 0)
+        return 0;
+    o->obs = obs_new(s);
+    const char *const top[] = {"/observables", NULL}, *const probes[] = {PROBES, NULL},
+                      *const gauges[] = {GAUGES, NULL};
+    if ((H5Lexists(o->file, "/observables", H5P_DEFAULT) <= 0 && h5_make_groups(o, top)) ||
+        (s->n_probes && h5_make_groups(o, probes)) || (s->n_gauges && h5_make_groups(o, gauges)))
+        return -1;
+    for (size_t i = 0; i < s->n_probes + s->n_gauges; i++)
+        if (create_one(o, s, i))
+            return -1;
+    if (H5Fflush(o->file, H5F_SCOPE_GLOBAL) < 0) {
+        h5_fail(o->path, "flushing");
+        return -1;
+    }
+    return 0;
+}
+
+/* Open dataset NAME and cut it to `rows`. The dataset, or -1 after reporting. */
+static hid_t open_cut(const mz_h5_out *o, const char *name, hsize_t rows)
+{
+    hid_t d = H5Lexists(o->file, name, H5P_DEFAULT) > 0 ? H5Dopen2(o->file, name, H5P_DEFAULT)
+                                                        : -1;
+    if (d < 0) {
+        mz_error("resuming into %s: it has no %s (written by another scene's run?)", o->path,
+                 name);
+        return -1;
+    }
+    hid_t sp = H5Dget_space(d);
+    hsize_t dims[2] = {0, 0};
+    int rank = sp < 0 ? -1 : H5Sget_simple_extent_dims(sp, dims, NULL);
+    h5_close_id(sp);
+    dims[0] = rows;
+    if (rank < 1 || H5Dset_extent(d, dims) < 0) {
+        h5_fail(o->path, "cutting %s back", name);
+        h5_close_id(d);
+        return -1;
+    }
+    return d;
+}
+
+/* The samples of observer i at steps up to `step` (its steps ascend). -1 after reporting. */
+static long rows_up_to(const mz_h5_out *o, const char *name, long step)
+{
+    hsize_t dims[1] = {0};
+    hid_t d = H5Lexists(o->file, name, H5P_DEFAULT) > 0 ? H5Dopen2(o->file, name, H5P_DEFAULT)
+                                                        : -1;
+    hid_t sp = d < 0 ? -1 : H5Dget_space(d);
+    long rows = -1;
+    if (sp >= 0 && H5Sget_simple_extent_ndims(sp) == 1 &&
+        H5Sget_simple_extent_dims(sp, dims, NULL) == 1) {
+        int64_t *v = xmalloc((dims[0] ? dims[0] : 1) * sizeof *v);
+        if (H5Dread(d, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) >= 0) {
+            rows = 0;
+            while ((hsize_t)rows < dims[0] && v[rows] <= step)
+                rows++;
+        }
+        free(v);
+    }
+    if (rows < 0)
+        mz_error("resuming into %s: cannot read %s", o->path, name);
+    h5_close_id(sp);
+    h5_close_id(d);
+    return rows;
+}
+
+int h5_out_reopen_observables(mz_h5_out *o, const mz_scene *s, long step)
+{
+    if (s->n_probes + s->n_gauges == 0)
+        return 0;
+    o->obs = obs_new(s);
+    char group[256], elem[320], name[400];
+    for (size_t i = 0; i < s->n_probes + s->n_gauges; i++) {
+        h5_series *se = &o->obs->s[i];
+        int f0 = first_field(se->fields);
+        names_of(s, i, f0, group, elem, sizeof group);
+        snprintf(name, sizeof name, "%s/step", elem);
+        long rows = rows_up_to(o, name, step);
+        if (rows < 0 || (se->step = open_cut(o, name, (hsize_t)rows)) < 0)
+            return -1;
+        snprintf(name, sizeof name, "%s/time", elem);
+        if ((se->time = open_cut(o, name, (hsize_t)rows)) < 0)
+            return -1;
+        for (int f = 0; f < MZ_PROBE_FIELD_COUNT; f++) {
+            if (!(se->fields & (1u << f)))
+                continue;
+            names_of(s, i, f, group, elem, sizeof group);
+            snprintf(name, sizeof name, "%s/value", elem);
+            if ((se->value[f] = open_cut(o, name, (hsize_t)rows)) < 0)
+                return -1;
+        }
+    }
+    return 0;
+}
+
+/* Append c rows (cols values each, 0: one) from v to series d. */
+static int append(const mz_h5_out *o, hid_t d, hid_t mtype, size_t c, size_t cols,
+                  const void *v)
+{
+    hsize_t dims[2], start[2] = {0, 0}, cnt[2] = {c, cols};
+    hid_t fs = H5Dget_space(d), ms = -1;
+    int rank = fs < 0 ? -1 : H5Sget_simple_extent_dims(fs, dims, NULL);
+    h5_close_id(fs);
+    fs = -1;
+    start[0] = dims[0];
+    dims[0] += c;
+    int ok = rank >= 1 && H5Dset_extent(d, dims) >= 0 && (fs = H5Dget_space(d)) >= 0 &&
+             H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, cnt, NULL) >= 0 &&
+             (ms = H5Screate_simple(rank, cnt, NULL)) >= 0 &&
+             H5Dwrite(d, mtype, ms, fs, H5P_DEFAULT, v) >= 0;
+    h5_close_id(ms);
+    h5_close_id(fs);
+    if (!ok)
+        h5_fail(o->path, "appending samples");
+    return ok ? 0 : -1;
+}
+
+/* Observer i's samples among t's first `count`: their steps, times and each field's values. */
+static int write_observer(mz_h5_out *o, const mz_samples *t, size_t count, size_t i,
+                          size_t row, void *buf)
+{
+    const struct h5_obs *obs = o->obs;
+    const h5_series *se = &obs->s[i];
+    size_t m = obs->n_probes + obs->n_gauges, c = 0;
+    int64_t *step = buf;
+    double *time = (double *)(step + count);
+    float *val = (float *)(time + count);
+    for (size_t k = 0; k < count; k++)
+        if (t->due[k * m + i]) {
+            step[c] = t->step[k];
+            time[c++] = t->time[k];
+        }
+    if (c == 0)
+        return 0;
+    if (append(o, se->step, H5T_NATIVE_INT64, c, 0, step) ||
+        append(o, se->time, H5T_NATIVE_DOUBLE, c, 0, time))
+        return -1;
+    bool gauge = i >= obs->n_probes;
+    for (int f = 0; f < MZ_PROBE_FIELD_COUNT; f++) {
+        if (!(se->fields & (1u << f)))
+            continue;
+        /* The row's layout (observe.h): per probe fraction, pressure, density, velocity. */
+        size_t at = gauge ? 6 * obs->n_probes + (i - obs->n_probes) : 6 * i, comps = 1;
+        if (!gauge)
+            at += f == MZ_PROBE_FRACTION ? 0 : f == MZ_PROBE_PRESSURE ? 1
+                  : f == MZ_PROBE_DENSITY ? 2 : 3;
+        if (!gauge && f == MZ_PROBE_VELOCITY)
+            comps = 3;
+        size_t j = 0;
+        for (size_t k = 0; k < count; k++)
+            if (t->due[k * m + i])
+                for (size_t q = 0; q < comps; q++)
+                    val[j++] = t->rows[k * row + at + q];
+        if (append(o, se->value[f], H5T_NATIVE_FLOAT, c, comps == 3 ? 3 : 0, val))
+            return -1;
+    }
+    return 0;
+}
+
+int h5_out_write_samples(mz_h5_out *o, const mz_samples *t, size_t count, size_t row)
+{
+    if (!o->obs || count == 0)
+        return 0;
+    size_t m = o->obs->n_probes + o->obs->n_gauges;
+    if (h5_file_reserve(o, (unsigned long long)count * m * 28, "the probes' samples"))
+        return -1;
+    void *buf = xmalloc(count * (8 + 8 + 12));
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < m; i++)
+        rc = write_observer(o, t, count, i, row, buf);
+    free(buf);
+    if (rc == 0 && H5Fflush(o->file, H5F_SCOPE_GLOBAL) < 0) {
+        h5_fail(o->path, "flushing");
+        rc = -1;
+    }
+    return rc;
+}

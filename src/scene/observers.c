@@ -1,0 +1,102 @@
+/* The checks of probes[] and gauges[]: names that make HDF5 groups, points inside the domain,
+ * fields the solver has. An empty probes[].fields becomes every field the solver has. */
+#include "scene/fields.h"
+#include "scene/validate.h"
+
+#include <math.h>
+#include <string.h>
+
+/* Most points a gauge samples (one every quarter spacing). */
+#define MAX_GAUGE_POINTS 100000
+
+static bool in_domain(const mz_domain *dom, const double *p, int dim)
+{
+    for (int a = 0; a < dim; a++)
+        if (!(p[a] >= dom->min[a] && p[a] <= dom->max[a]))
+            return false;
+    return true;
+}
+
+/* A name that is one HDF5 link: letters, digits, '_', '-', '.', not "." or "..". */
+static bool good_name(const char *name)
+{
+    if (!name || !*name || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+        return false;
+    for (const char *c = name; *c; c++)
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+              *c == '_' || *c == '-' || *c == '.'))
+            return false;
+    return true;
+}
+
+/* The name of list[i] (stride bytes apart, name first): good and not one before it. */
+static void check_name(const void *list, size_t stride, size_t i, const char *what, mz_diag *d)
+{
+    const char *name = *(char *const *)((const char *)list + i * stride);
+    if (!good_name(name)) {
+        diag_add(d, "%s[%zu].name \"%s\": use letters, digits, '_', '-' and '.' (it names an "
+                    "HDF5 group)", what, i, name ? name : "");
+        return;
+    }
+    for (size_t k = 0; k < i; k++)
+        if (strcmp(*(char *const *)((const char *)list + k * stride), name) == 0) {
+            diag_add(d, "%s[%zu].name \"%s\" is taken by %s[%zu]: names must differ", what, i,
+                     name, what, k);
+            return;
+        }
+}
+
+size_t scene_gauge_points(const mz_scene *s, const mz_gauge *g)
+{
+    double len2 = 0;
+    for (int a = 0; a < s->sim.dimensions; a++)
+        len2 += (g->end[a] - g->start[a]) * (g->end[a] - g->start[a]);
+    double ds = 0.25 * s->fluids[0].spacing;
+    return (size_t)ceil(sqrt(len2) / ds) + 1;
+}
+
+void validate_observers(mz_scene *s, unsigned produced, mz_diag *d)
+{
+    if (s->n_probes + s->n_gauges == 0)
+        return;
+    if (s->n_fluids == 0) {
+        diag_add(d, "probes and gauges sample a fluid: the scene has no fluids");
+        return;
+    }
+    if (s->n_probes > MZ_MAX_OBSERVERS || s->n_gauges > MZ_MAX_OBSERVERS) {
+        diag_add(d, "%s: at most %d are supported", s->n_probes > MZ_MAX_OBSERVERS ? "probes"
+                                                                                  : "gauges",
+                 MZ_MAX_OBSERVERS);
+        return;
+    }
+    int dim = s->sim.dimensions;
+    unsigned has = MZ_PROBE_FIELD_BIT(MZ_PROBE_VELOCITY) | MZ_PROBE_FIELD_BIT(MZ_PROBE_FRACTION);
+    if (produced & MZ_FIELD_BIT(MZ_FIELD_PRESSURE))
+        has |= MZ_PROBE_FIELD_BIT(MZ_PROBE_PRESSURE);
+    if (produced & MZ_FIELD_BIT(MZ_FIELD_DENSITY))
+        has |= MZ_PROBE_FIELD_BIT(MZ_PROBE_DENSITY);
+    for (size_t i = 0; i < s->n_probes; i++) {
+        mz_probe *p = &s->probes[i];
+        check_name(s->probes, sizeof *p, i, "probes", d);
+        if (!in_domain(&s->domain, p->position, dim))
+            diag_add(d, "probes[%zu].position (%g, %g, %g) lies outside the domain", i,
+                     p->position[0], p->position[1], p->position[2]);
+        if (p->fields == 0)
+            p->fields = has;
+        for (int f = 0; f < MZ_PROBE_FIELD_COUNT; f++)
+            if (p->fields & ~has & MZ_PROBE_FIELD_BIT(f))
+                diag_add(d, "probes[%zu].fields: the %s solver has no %s", i,
+                         mz_solver_names[scene_solver(s)], mz_probe_field_names[f]);
+    }
+    for (size_t i = 0; i < s->n_gauges; i++) {
+        const mz_gauge *g = &s->gauges[i];
+        check_name(s->gauges, sizeof *g, i, "gauges", d);
+        if (!in_domain(&s->domain, g->start, dim) || !in_domain(&s->domain, g->end, dim))
+            diag_add(d, "gauges[%zu]: start and end must lie inside the domain", i);
+        else if (scene_gauge_points(s, g) < 2)
+            diag_add(d, "gauges[%zu]: start and end are the same point", i);
+        else if (scene_gauge_points(s, g) > MAX_GAUGE_POINTS)
+            diag_add(d, "gauges[%zu] is %zu quarter spacings long; at most %d are supported", i,
+                     scene_gauge_points(s, g) - 1, MAX_GAUGE_POINTS - 1);
+    }
+}

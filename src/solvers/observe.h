@@ -1,0 +1,58 @@
+/* Probes and gauges (the scene's probes[] and gauges[]): the fluid sampled at points between
+ * steps, on the device, as often as every step, and read back in batches.
+ *
+ * After each step (sim_count_step) the observers that are due sample the state just reached:
+ * one launch for all probes, two for all gauges (kernels/grid/probes.cl), each writing a row
+ * of a device buffer of sample rows; the rows are read back when the buffer is full and when
+ * the run collects them (observe_collect, once a frame). A row holds, for each probe, its
+ * fluid fraction, pressure, density and velocity (6 floats), then each gauge's level (1).
+ *
+ * When: an observer of rate r is due after a step that ends at or past a multiple of 1/r it
+ * had not reached before (k = floor(t r) grew); rate 0, after every step. The rule depends on
+ * the steps' times only, so a resumed run samples where an uninterrupted one does. The state
+ * at t = 0 is not sampled. */
+#ifndef MZ_OBSERVE_H
+#define MZ_OBSERVE_H
+#include "solvers/sim.h"
+
+/* Samples read back, in the order taken: row k holds sample k of every observer; due[k × m +
+ * o] says whether observer o (probes first, then gauges; m of them) was due then (those that
+ * were not hold a value the output skips). */
+typedef struct mz_samples {
+    size_t count, cap;
+    long *step;
+    double *time;
+    unsigned char *due;
+    float *rows;
+} mz_samples;
+
+typedef struct mz_observers {
+    size_t n_probes, n_gauges;
+    size_t row;         /* floats a sample row holds: 6 per probe, 1 per gauge */
+    double *rate;       /* per observer */
+    cl_program program;
+    cl_kernel k_probe, k_fraction, k_level;
+    cl_mem points;      /* probe positions */
+    cl_mem gauge_pts, gauge_frac, gauge_first, gauge_count, gauge_ds;
+    size_t n_gauge_pts;
+    float kh, inv_rest; /* interpolation radius; 1 / the weights' sum on the rest lattice */
+    cl_uint fluid_bodies;
+    cl_mem rows;        /* device sample rows */
+    size_t cap_rows;    /* rows it holds */
+    size_t used;        /* rows written since the last read-back */
+    mz_samples taken;   /* read back, not yet handed on */
+    bool failed;        /* a launch or a read-back failed (reported); observe_collect says so */
+} mz_observers;
+
+/* The scene's probes and gauges for sim (whose solver has built its grid: sim->grid). 0, or -1
+ * after reporting. sim_create calls it; NULL sim->obs when the scene has none. */
+int observe_create(mz_observers *o, mz_sim *sim);
+/* After a step from t0 to sim->time: sample what is due. */
+void observe_step(mz_observers *o, mz_sim *sim, double t0);
+/* Every sample taken so far read back into o->taken. 0, or -1 after a failure (reported). */
+int observe_collect(mz_observers *o, mz_sim *sim);
+/* Forget the samples in o->taken up to and including step `step` (handed on). */
+void observe_forget(mz_observers *o, long step);
+void observe_release(mz_observers *o);
+
+#endif
