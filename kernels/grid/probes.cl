@@ -15,14 +15,12 @@
 
 #if MZ_DIM == 2
 #define MZ_PROBE_DZ 0
+#define MZ_PROBE_GROUP 32 /* a work-item per cell of the 5 × 5 around a point */
 #else
 #define MZ_PROBE_DZ 2
+#define MZ_PROBE_GROUP 128 /* 5 × 5 × 5 */
 #endif
-
-typedef struct {
-    float w, p, rho;
-    float4 v;
-} mz_probe_sum;
+#define MZ_PROBE_CELLS (25 * (2 * MZ_PROBE_DZ + 1))
 
 inline float mz_probe_weight(float r2, float kh)
 {
@@ -33,112 +31,143 @@ inline float mz_probe_weight(float r2, float kh)
     return a * a * (1.0f + 4.0f * q);
 }
 
-/* The sums over the fluid's particles (body < fluid_bodies) within kh of x. Slot k of a cell
- * is particle k, or with by_vals particle vals[k] (a solver that sorts a copy). */
-inline mz_probe_sum mz_probe_gather(float4 x, mz_grid_desc g, global const uint *cs,
-                                    global const uint *ce, global const uint *vals, int by_vals,
-                                    global const float4 *pos, global const float4 *vel,
-                                    global const float *rho, int has_rho,
-                                    global const float *p, int has_p,
-                                    global const uint *body, uint fluid_bodies, float kh)
+/* One work-group per point: each work-item sums one cell of the point's 5 × 5 (× 5) (a
+ * point's hundred-odd cells walked by one work-item were a latency chain on GPUs), then a fixed
+ * tree adds the cells' sums: the same order every run. The sums over the fluid's particles
+ * (body < fluid_bodies) within kh of the point are (Σ w, Σ w p, Σ w rho, Σ w v). Slot k of a
+ * cell is particle k, or with by_vals particle vals[k] (a solver that sorts a copy).
+ *
+ * Points 0 .. n_probes − 1 are the probes: each writes its row of the sample (fraction,
+ * pressure, density, velocity; where the fraction is below 0.05 the point is in air or a solid
+ * and the fields read 0, no fluid, rather than a ratio of a few stray weights or NaN). The
+ * gauges' points follow: their sums go to gauge_sums for gauge_level. A launch may cover the
+ * probes, the gauges' points or both (its global offset says where it starts). */
+kernel __attribute__((reqd_work_group_size(MZ_PROBE_GROUP, 1, 1)))
+void probe_sums(mz_grid_desc g, global const uint *cs, global const uint *ce,
+                global const uint *vals, int by_vals, global const float4 *pos,
+                global const float4 *vel, global const float *rho, int has_rho,
+                global const float *p, int has_p, global const uint *body, uint fluid_bodies,
+                float kh, float inv_rest, global const float4 *points, uint n_probes,
+                global float *rows, uint row_base, global float8 *gauge_sums)
 {
-    mz_probe_sum s = {0.0f, 0.0f, 0.0f, (float4)(0.0f)};
-    const int4 c = mz_cell_coord(&g, x);
+    local uint keys[MZ_PROBE_GROUP];
+    local float8 part[MZ_PROBE_GROUP];
+    const uint pt = get_global_id(0) / MZ_PROBE_GROUP, c = get_local_id(0);
+    const float4 x = points[pt];
+    const int4 cell = mz_cell_coord(&g, x);
+    uint key = 0xffffffffu;
+    if (c < MZ_PROBE_CELLS) {
+        int4 d = (int4)((int)(c % 5) - 2, (int)(c / 5 % 5) - 2, (int)(c / 25) - MZ_PROBE_DZ, 0);
+        uint none[1];
+        int nnone = 0;
+        if (g.hashed)
+            key = mz_cell_key(&g, cell + d);
+        else if (!mz_grid_visit_cell_(&g, cell + d, none, &nnone, &key))
+            key = 0xffffffffu;
+    }
+    keys[c] = key;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    /* Hashed: cells that share a bucket scan it once, the first of them. */
+    bool scan = key != 0xffffffffu;
+    for (uint k = 0; scan && g.hashed && k < c; k++)
+        if (keys[k] == key)
+            scan = false;
+    float8 s = (float8)(0.0f);
     const float kh2 = kh * kh;
-    uint seen[125];
-    int nseen = 0;
-    for (int dz = -MZ_PROBE_DZ; dz <= MZ_PROBE_DZ; dz++)
-        for (int dy = -2; dy <= 2; dy++)
-            for (int dx = -2; dx <= 2; dx++) {
-                uint key;
-                if (!mz_grid_visit_cell_(&g, c + (int4)(dx, dy, dz, 0), seen, &nseen, &key))
-                    continue;
-                const uint end = ce[key];
-                for (uint k = cs[key]; k < end; k++) {
-                    const uint j = by_vals ? vals[k] : k;
-                    if (body[j] >= fluid_bodies)
-                        continue;
-                    const float r2 = mz_grid_dist2_(pos[j] - x);
-                    if (!(r2 < kh2))
-                        continue;
-                    const float w = mz_probe_weight(r2, kh);
-                    s.w += w;
-                    if (has_p)
-                        s.p += w * p[j];
-                    if (has_rho)
-                        s.rho += w * rho[j];
-                    s.v += w * mz_vec(vel[j]);
-                }
-            }
-    return s;
-}
-
-/* A probe's row: fraction, pressure, density, velocity x, y, z. Where the fraction is below
- * 0.05 the point is in air or a solid: the fields read 0 (no fluid) rather than a ratio of
- * a few stray weights, or NaN. */
-kernel void probe_sample(uint n, mz_grid_desc g, global const uint *cs, global const uint *ce,
-                         global const uint *vals, int by_vals, global const float4 *pos,
-                         global const float4 *vel, global const float *rho, int has_rho,
-                         global const float *p, int has_p, global const uint *body,
-                         uint fluid_bodies, float kh, float inv_rest,
-                         global const float4 *points, global float *rows, uint row_base)
-{
-    uint i = get_global_id(0);
-    if (i >= n)
+    if (scan) {
+        const uint end = ce[key];
+        for (uint k = cs[key]; k < end; k++) {
+            const uint j = by_vals ? vals[k] : k;
+            if (body[j] >= fluid_bodies)
+                continue;
+            const float r2 = mz_grid_dist2_(pos[j] - x);
+            if (!(r2 < kh2))
+                continue;
+            const float w = mz_probe_weight(r2, kh);
+            const float4 v = mz_vec(vel[j]);
+            s.s0 += w;
+            if (has_p)
+                s.s1 += w * p[j];
+            if (has_rho)
+                s.s2 += w * rho[j];
+            s.s3 += w * v.x;
+            s.s4 += w * v.y;
+            s.s5 += w * v.z;
+        }
+    }
+    part[c] = s;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint stride = MZ_PROBE_GROUP / 2; stride > 0; stride >>= 1) {
+        if (c < stride)
+            part[c] += part[c + stride];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (c != 0)
         return;
-    mz_probe_sum s = mz_probe_gather(points[i], g, cs, ce, vals, by_vals, pos, vel, rho, has_rho,
-                                     p, has_p, body, fluid_bodies, kh);
-    float fraction = s.w * inv_rest;
-    float inv = fraction >= 0.05f ? 1.0f / s.w : 0.0f;
-    global float *row = rows + row_base + 6 * i;
+    s = part[0];
+    if (pt >= n_probes) {
+        gauge_sums[pt - n_probes] = s;
+        return;
+    }
+    float fraction = s.s0 * inv_rest;
+    float inv = fraction >= 0.05f ? 1.0f / s.s0 : 0.0f;
+    global float *row = rows + row_base + 6 * pt;
     row[0] = fraction;
-    row[1] = s.p * inv;
-    row[2] = s.rho * inv;
-    row[3] = s.v.x * inv;
-    row[4] = s.v.y * inv;
-    row[5] = s.v.z * inv;
+    row[1] = s.s1 * inv;
+    row[2] = s.s2 * inv;
+    row[3] = s.s3 * inv;
+    row[4] = s.s4 * inv;
+    row[5] = s.s5 * inv;
 }
 
-/* The fluid fraction at every point of every gauge. */
-kernel void gauge_fraction(uint n, mz_grid_desc g, global const uint *cs, global const uint *ce,
-                           global const uint *vals, int by_vals, global const float4 *pos,
-                           global const float4 *vel, global const uint *body,
-                           uint fluid_bodies, float kh, float inv_rest,
-                           global const float4 *points, global float *fraction)
+#define MZ_GAUGE_GROUP 256
+#define MZ_FRACTION(k) (sums[first[i] + (k)].s0 * inv_rest)
+
+/* The smallest of the work-group's v (every work-item gets it). */
+inline uint mz_group_min(local uint *best, uint v)
 {
-    uint i = get_global_id(0);
-    if (i >= n)
-        return;
-    mz_probe_sum s = mz_probe_gather(points[i], g, cs, ce, vals, by_vals, pos, vel, NULL, 0,
-                                     NULL, 0, body, fluid_bodies, kh);
-    fraction[i] = s.w * inv_rest;
+    const uint t = get_local_id(0);
+    best[t] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint stride = MZ_GAUGE_GROUP / 2; stride > 0; stride >>= 1) {
+        if (t < stride)
+            best[t] = min(best[t], best[t + stride]);
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    v = best[0];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return v;
 }
 
-/* A gauge's level: from its start along its points (first .. first + count − 1, ds apart),
- * the distance to where the fraction falls below 0.5 after first reaching it, linear between
- * the two points around the crossing; 0 when no point is wet, the gauge's length when the
- * water reaches its end. A start on the floor reads about 0.5 (half its kernel is in the
- * wall), hence "after first reaching it"; water above the first crossing (spray, a plunging
- * jet) does not count. */
-kernel void gauge_level(uint n, global const uint *first, global const uint *count,
-                        global const float *ds, global const float *fraction,
-                        global float *rows, uint row_base)
+/* One work-group per gauge, each work-item a stretch of its points (one work-item walking a
+ * thousand points was a chain of memory latencies on GPUs): the first wet point, then the
+ * first dry one after it, by minimum over the stretches. */
+kernel __attribute__((reqd_work_group_size(MZ_GAUGE_GROUP, 1, 1)))
+void gauge_level(global const uint *first, global const uint *count, global const float *ds,
+                 global const float8 *sums, float inv_rest, global float *rows, uint row_base)
 {
-    uint i = get_global_id(0);
-    if (i >= n)
+    local uint best[MZ_GAUGE_GROUP];
+    const uint i = get_group_id(0), t = get_local_id(0), m = count[i];
+    const uint chunk = (m + MZ_GAUGE_GROUP - 1) / MZ_GAUGE_GROUP;
+    const uint lo = min(t * chunk, m), hi = min(lo + chunk, m);
+    uint wet = m;
+    for (uint k = lo; k < hi && wet == m; k++)
+        if (MZ_FRACTION(k) >= 0.5f)
+            wet = k;
+    wet = mz_group_min(best, wet);
+    uint dry = m;
+    for (uint k = max(lo, wet + 1); wet < m && k < hi && dry == m; k++)
+        if (!(MZ_FRACTION(k) >= 0.5f))
+            dry = k;
+    dry = mz_group_min(best, dry);
+    if (t != 0)
         return;
-    global const float *f = fraction + first[i];
-    uint m = count[i], k = 0;
-    while (k < m && !(f[k] >= 0.5f))
-        k++;
     float level = 0.0f;
-    if (k < m) {
-        while (k < m && f[k] >= 0.5f)
-            k++;
+    if (wet < m) {
         level = (float)(m - 1) * ds[i];
-        if (k < m) {
-            float t = (f[k - 1] - 0.5f) / (f[k - 1] - f[k]);
-            level = ((float)(k - 1) + t) * ds[i];
+        if (dry < m) {
+            float a = MZ_FRACTION(dry - 1), b = MZ_FRACTION(dry);
+            level = ((float)(dry - 1) + (a - 0.5f) / (a - b)) * ds[i];
         }
     }
     rows[row_base + i] = level;

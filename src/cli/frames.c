@@ -22,6 +22,7 @@ static void free_slot(mz_cl *cl, mz_readback *rb)
         if (rb->raw[f])
             mz_cl_unpin(cl, rb->pin_raw[f], rb->raw[f]);
     memset(rb->raw, 0, sizeof rb->raw);
+    observe_samples_free(&rb->samples);
 }
 
 /* Room for n particles in a readback (its contents are not kept), in pinned memory: the
@@ -84,6 +85,7 @@ void frames_drop(mz_frames *fr, int k)
         clReleaseEvent(rb->done);
     }
     rb->pending = false;
+    rb->samples.count = 0;
 }
 
 /* Device layout (vec3 as 4 floats) to output rows (3). */
@@ -168,6 +170,9 @@ static int write_readback(void *ctx, void *job)
             data[f] = r->ordered[f];
         }
         rc = h5_out_write_frame(r->out, rb->step, rb->time, data, rb->rigid_pose);
+        if (rc == 0)
+            rc = h5_out_write_samples(r->out, &rb->samples, rb->samples.count, rb->sample_row);
+        rb->samples.count = 0;
     }
     signals_writing(false);
     r->write_s += now_seconds() - t0;

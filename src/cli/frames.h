@@ -7,6 +7,7 @@
 #define MZ_FRAMES_H
 #include "cli/writer.h"
 #include "io/h5_out.h"
+#include "solvers/observe.h"
 #include "solvers/sim.h"
 
 /* One frame in flight from the device: raw arrays in device order, the rigid bodies' poses
@@ -22,6 +23,10 @@ typedef struct mz_readback {
     double time;
     size_t count, cap; /* particles read, room for */
     bool pending;
+    /* Probe and gauge samples (up to this frame's step) the writer appends after the frame,
+     * rows of sample_row floats; emptied once written or dropped. */
+    mz_samples samples;
+    size_t sample_row;
 } mz_readback;
 
 typedef struct mz_frames {

@@ -498,8 +498,9 @@ static const char *drain_failure(int d)
     return d > 0 ? "the simulation blew up" : "writing the output failed";
 }
 
-/* The probes' and gauges' samples of the steps up to `upto` (whose frames passed the
- * blow-up check) into the output, while the writer thread is idle. 0, or -1 after reporting. */
+/* The probes' and gauges' samples of the steps up to `upto` not handed to the writer with a
+ * frame (their frames passed the blow-up check) into the output, while the writer thread is
+ * idle (at a checkpoint, a stop or the end). 0, or -1 after reporting. */
 static int write_samples(run_ctx *r, long upto)
 {
     mz_observers *ob = r->sim.obs;
@@ -585,9 +586,7 @@ static loop_end frame_loop(run_ctx *r, long first, long *last_frame, const char 
             break;
         }
         /* cur held frame f - 2, which the writer may still be writing */
-        /* The probes' samples of frame f - 1 and before, checked with it, while the writer
-         * is idle. */
-        if (frames_wait(&r->frames) != 0 || write_samples(r, before) != 0) {
+        if (frames_wait(&r->frames) != 0) {
             *why = "writing the output failed";
             end = LOOP_FAILED;
             break;
@@ -598,6 +597,17 @@ static loop_end frame_loop(run_ctx *r, long first, long *last_frame, const char 
             *why = "a device failure";
             end = LOOP_FAILED;
             break;
+        }
+        /* The probes' samples up to frame f - 1 (checked with it; read back while frame f ran)
+         * go with that frame to the writer, or wait for the next frame written. */
+        if (r->sim.obs && observe_flush(r->sim.obs, &r->sim) != 0) {
+            *why = "a device failure";
+            end = LOOP_FAILED;
+            break;
+        }
+        if (r->sim.obs && r->frames.slot[prev].pending) {
+            observe_take(r->sim.obs, before, &r->frames.slot[prev].samples);
+            r->frames.slot[prev].sample_row = r->sim.obs->row;
         }
         if (r->frames.slot[prev].pending && frames_finish(&r->frames, prev) != 0) {
             *why = "writing the output failed";

@@ -6,7 +6,7 @@
 #include <math.h>
 #include <string.h>
 
-/* Most points a gauge samples (one every quarter spacing). */
+/* Most points a gauge samples (one every half spacing). */
 #define MAX_GAUGE_POINTS 100000
 
 static bool in_domain(const mz_domain *dom, const double *p, int dim)
@@ -51,7 +51,7 @@ size_t scene_gauge_points(const mz_scene *s, const mz_gauge *g)
     double len2 = 0;
     for (int a = 0; a < s->sim.dimensions; a++)
         len2 += (g->end[a] - g->start[a]) * (g->end[a] - g->start[a]);
-    double ds = 0.25 * s->fluids[0].spacing;
+    double ds = 0.5 * s->fluids[0].spacing;
     return (size_t)ceil(sqrt(len2) / ds) + 1;
 }
 
@@ -96,7 +96,7 @@ void validate_observers(mz_scene *s, unsigned produced, mz_diag *d)
         else if (scene_gauge_points(s, g) < 2)
             diag_add(d, "gauges[%zu]: start and end are the same point", i);
         else if (scene_gauge_points(s, g) > MAX_GAUGE_POINTS)
-            diag_add(d, "gauges[%zu] is %zu quarter spacings long; at most %d are supported", i,
+            diag_add(d, "gauges[%zu] is %zu half spacings long; at most %d are supported", i,
                      scene_gauge_points(s, g) - 1, MAX_GAUGE_POINTS - 1);
     }
 }

@@ -266,7 +266,8 @@ extern const char *const mz_pressure_solver_names[];
 /* The solver of the scene (every fluid shares it; the scene checks that). */
 mz_solver_kind scene_solver(const mz_scene *s);
 bool scene_is_sph(const mz_scene *s);
-/* The points a gauge samples: one every quarter of fluids[0].spacing from start to end. */
+/* The points a gauge samples: one every half of fluids[0].spacing from start to end (the
+ * fraction is smooth over the support radius: linear between points that close). */
 size_t scene_gauge_points(const mz_scene *s, const mz_gauge *g);
 /* SPH: the support radius h and the speed of sound c0 the scene resolves to. */
 double scene_support_radius(const mz_scene *s);

@@ -27,24 +27,31 @@ static cl_mem buffer_of(mz_sim *sim, size_t bytes, const void *host, const char 
                         (void *)host, what);
 }
 
-/* The gauges' points (start + k ds along each), first point and count, and spacing. */
-static int make_gauges(mz_observers *o, mz_sim *sim)
+/* The points sampled: the probes, then each gauge's (start + k ds along it); each gauge's
+ * first point (counted from the gauges' first), count and spacing. */
+static int make_points(mz_observers *o, mz_sim *sim)
 {
     const mz_scene *s = sim->scene;
     size_t total = 0;
     for (size_t g = 0; g < o->n_gauges; g++)
         total += scene_gauge_points(s, &s->gauges[g]);
-    cl_float4 *pts = xcalloc(total, sizeof *pts);
-    cl_uint *first = xcalloc(o->n_gauges, sizeof *first), *count = xcalloc(o->n_gauges, 4);
-    cl_float *ds = xcalloc(o->n_gauges, sizeof *ds);
-    size_t at = 0;
+    o->n_gauge_pts = total;
+    cl_float4 *pts = xcalloc(o->n_probes + total, sizeof *pts);
+    for (size_t i = 0; i < o->n_probes; i++) {
+        double p[3] = {s->probes[i].position[0], s->probes[i].position[1],
+                       s->sim.dimensions == 3 ? s->probes[i].position[2] : 0};
+        pts[i] = sim_float4(p);
+    }
+    size_t ng = o->n_gauges ? o->n_gauges : 1, at = o->n_probes;
+    cl_uint *first = xcalloc(ng, sizeof *first), *count = xcalloc(ng, sizeof *count);
+    cl_float *ds = xcalloc(ng, sizeof *ds);
     for (size_t g = 0; g < o->n_gauges; g++) {
         const mz_gauge *ga = &s->gauges[g];
         size_t m = scene_gauge_points(s, ga);
         double len2 = 0;
         for (int a = 0; a < s->sim.dimensions; a++)
             len2 += (ga->end[a] - ga->start[a]) * (ga->end[a] - ga->start[a]);
-        first[g] = (cl_uint)at;
+        first[g] = (cl_uint)(at - o->n_probes);
         count[g] = (cl_uint)m;
         ds[g] = (cl_float)(sqrt(len2) / (double)(m - 1));
         for (size_t k = 0; k < m; k++, at++) {
@@ -54,19 +61,20 @@ static int make_gauges(mz_observers *o, mz_sim *sim)
             pts[at] = sim_float4(p);
         }
     }
-    o->n_gauge_pts = total;
-    o->gauge_pts = buffer_of(sim, 16 * total, pts, "clCreateBuffer(gauge points)");
-    o->gauge_frac = buffer_of(sim, 4 * total, NULL, "clCreateBuffer(gauge fractions)");
-    o->gauge_first = buffer_of(sim, 4 * o->n_gauges, first, "clCreateBuffer(gauges)");
-    o->gauge_count = buffer_of(sim, 4 * o->n_gauges, count, "clCreateBuffer(gauges)");
-    o->gauge_ds = buffer_of(sim, 4 * o->n_gauges, ds, "clCreateBuffer(gauges)");
+    o->points = buffer_of(sim, 16 * at, pts, "clCreateBuffer(probe and gauge points)");
+    bool ok = o->points != NULL;
+    if (ok && o->n_gauges) {
+        o->gauge_sums = buffer_of(sim, 32 * total, NULL, "clCreateBuffer(gauge sums)");
+        o->gauge_first = buffer_of(sim, 4 * ng, first, "clCreateBuffer(gauges)");
+        o->gauge_count = buffer_of(sim, 4 * ng, count, "clCreateBuffer(gauges)");
+        o->gauge_ds = buffer_of(sim, 4 * ng, ds, "clCreateBuffer(gauges)");
+        ok = o->gauge_sums && o->gauge_first && o->gauge_count && o->gauge_ds;
+    }
     free(pts);
     free(first);
     free(count);
     free(ds);
-    return o->gauge_pts && o->gauge_frac && o->gauge_first && o->gauge_count && o->gauge_ds
-               ? 0
-               : -1;
+    return ok ? 0 : -1;
 }
 
 int observe_create(mz_observers *o, mz_sim *sim)
@@ -91,29 +99,18 @@ int observe_create(mz_observers *o, mz_sim *sim)
     o->kh = (float)kh;
     o->inv_rest = (float)(1.0 / rest_sum(s->fluids[0].spacing, kh, s->sim.dimensions));
     o->fluid_bodies = (cl_uint)s->n_fluids;
-    static const char *const names[] = {"probe_sample", "gauge_fraction", "gauge_level", NULL};
-    cl_kernel *const kernels[] = {&o->k_probe, &o->k_fraction, &o->k_level};
+    static const char *const names[] = {"probe_sums", "gauge_level", NULL};
+    cl_kernel *const kernels[] = {&o->k_sums, &o->k_level};
     o->program = sim_build_kernels(sim, "grid/probes.cl", names, kernels);
     if (!o->program)
         return -1;
-    if (o->n_probes) {
-        cl_float4 *pts = xcalloc(o->n_probes, sizeof *pts);
-        for (size_t i = 0; i < o->n_probes; i++) {
-            double p[3] = {s->probes[i].position[0], s->probes[i].position[1],
-                           s->sim.dimensions == 3 ? s->probes[i].position[2] : 0};
-            pts[i] = sim_float4(p);
-        }
-        o->points = buffer_of(sim, 16 * o->n_probes, pts, "clCreateBuffer(probe points)");
-        free(pts);
-        if (!o->points)
-            return -1;
-    }
-    if (o->n_gauges && make_gauges(o, sim) != 0)
+    if (make_points(o, sim) != 0)
         return -1;
     o->cap_rows = ROWS_BYTES / (4 * o->row);
     o->cap_rows = o->cap_rows < 1 ? 1 : o->cap_rows > MAX_ROWS ? MAX_ROWS : o->cap_rows;
     o->rows = buffer_of(sim, 4 * o->row * o->cap_rows, NULL, "clCreateBuffer(sample rows)");
-    return o->rows ? 0 : -1;
+    o->stage = mz_cl_pinned(sim->cl, 4 * o->row * o->cap_rows, &o->stage_pin);
+    return o->rows && o->stage ? 0 : -1;
 }
 
 /* Room in o->taken for one more sample. */
@@ -128,7 +125,9 @@ static void grow_taken(mz_samples *t, size_t row, size_t m)
     t->rows = xrealloc(t->rows, t->cap * row * sizeof *t->rows);
 }
 
-/* The launches of one sample into device row `slot`. */
+/* The launches of one sample into device row `slot`: probe_sums over the probes, the gauges'
+ * points or both (the points buffer holds the probes, then the gauges' points), and the
+ * gauges' levels. */
 static bool sample(mz_observers *o, mz_sim *sim, size_t slot, bool probes, bool gauges)
 {
     mz_grid *g = sim->grid;
@@ -136,29 +135,23 @@ static bool sample(mz_observers *o, mz_sim *sim, size_t slot, bool probes, bool 
     cl_mem *rho = sim->field[MZ_FIELD_DENSITY], *p = sim->field[MZ_FIELD_PRESSURE];
     cl_int has_rho = rho != NULL, has_p = p != NULL;
     cl_mem rho_m = rho ? *rho : sim->pos, p_m = p ? *p : sim->pos;
-    cl_uint base = (cl_uint)(slot * o->row);
-    bool ok = true;
-    if (probes) {
-        cl_uint n = (cl_uint)o->n_probes;
-        ok = KARGS(o->k_probe, "probe_sample", A(n), A(g->desc), A(g->cell_start),
-                   A(g->cell_end), A(g->vals), A(by_vals), A(sim->pos), A(sim->vel), A(rho_m),
-                   A(has_rho), A(p_m), A(has_p), A(sim->body), A(o->fluid_bodies), A(o->kh),
-                   A(o->inv_rest), A(o->points), A(o->rows), A(base)) &&
-             sim_launch(sim, o->k_probe, o->n_probes, MZ_STAGE_OBSERVE, "probe_sample");
-    }
-    if (ok && gauges) {
-        cl_uint n = (cl_uint)o->n_gauge_pts, ng = (cl_uint)o->n_gauges;
-        cl_uint gbase = base + (cl_uint)(6 * o->n_probes);
-        ok = KARGS(o->k_fraction, "gauge_fraction", A(n), A(g->desc), A(g->cell_start),
-                   A(g->cell_end), A(g->vals), A(by_vals), A(sim->pos), A(sim->vel),
-                   A(sim->body), A(o->fluid_bodies), A(o->kh), A(o->inv_rest),
-                   A(o->gauge_pts), A(o->gauge_frac)) &&
-             sim_launch(sim, o->k_fraction, o->n_gauge_pts, MZ_STAGE_OBSERVE, "gauge_fraction") &&
-             KARGS(o->k_level, "gauge_level", A(ng), A(o->gauge_first), A(o->gauge_count),
-                   A(o->gauge_ds), A(o->gauge_frac), A(o->rows), A(gbase)) &&
-             sim_launch(sim, o->k_level, o->n_gauges, MZ_STAGE_OBSERVE, "gauge_level");
-    }
-    return ok;
+    cl_uint base = (cl_uint)(slot * o->row), np = (cl_uint)o->n_probes;
+    cl_uint gbase = base + (cl_uint)(6 * o->n_probes);
+    size_t group = sim->scene->sim.dimensions == 3 ? 128 : 32; /* MZ_PROBE_GROUP */
+    size_t from = probes ? 0 : o->n_probes, to = gauges ? o->n_probes + o->n_gauge_pts
+                                                        : o->n_probes;
+    cl_mem gsums = o->gauge_sums ? o->gauge_sums : o->rows;
+    return KARGS(o->k_sums, "probe_sums", A(g->desc), A(g->cell_start), A(g->cell_end),
+                 A(g->vals), A(by_vals), A(sim->pos), A(sim->vel), A(rho_m), A(has_rho), A(p_m),
+                 A(has_p), A(sim->body), A(o->fluid_bodies), A(o->kh), A(o->inv_rest),
+                 A(o->points), A(np), A(o->rows), A(base), A(gsums)) &&
+           sim_launch_local(sim, o->k_sums, from * group, (to - from) * group, group,
+                            MZ_STAGE_OBSERVE, "probe_sums") &&
+           (!gauges ||
+            (KARGS(o->k_level, "gauge_level", A(o->gauge_first), A(o->gauge_count),
+                   A(o->gauge_ds), A(o->gauge_sums), A(o->inv_rest), A(o->rows), A(gbase)) &&
+             sim_launch_local(sim, o->k_level, 0, 256 * o->n_gauges, 256, MZ_STAGE_OBSERVE,
+                              "gauge_level")));
 }
 
 void observe_step(mz_observers *o, mz_sim *sim, double t0)
@@ -177,7 +170,7 @@ void observe_step(mz_observers *o, mz_sim *sim, double t0)
     }
     if (o->failed || !(probes || gauges))
         return;
-    if (o->used == o->cap_rows && observe_collect(o, sim) != 0)
+    if (o->used == o->cap_rows && observe_flush(o, sim) != 0)
         return;
     mz_samples *t = &o->taken;
     grow_taken(t, o->row, m);
@@ -192,31 +185,54 @@ void observe_step(mz_observers *o, mz_sim *sim, double t0)
     o->used++;
 }
 
-int observe_collect(mz_observers *o, mz_sim *sim)
+/* The read-back in flight, waited for and copied into o->taken. */
+static int land(mz_observers *o)
 {
-    if (o->failed)
+    if (o->staged == 0)
+        return 0;
+    bool ok = cl_ok(clWaitForEvents(1, &o->staged_done), "clWaitForEvents(samples)");
+    clReleaseEvent(o->staged_done);
+    o->staged_done = NULL;
+    if (!ok) {
+        o->failed = true;
+        return -1;
+    }
+    memcpy(o->taken.rows + o->on_host * o->row, o->stage, o->staged * o->row * sizeof *o->stage);
+    o->on_host += o->staged;
+    o->staged = 0;
+    return 0;
+}
+
+int observe_flush(mz_observers *o, mz_sim *sim)
+{
+    if (o->failed || land(o) != 0)
         return -1;
     if (o->used == 0)
         return 0;
-    mz_samples *t = &o->taken;
-    float *dst = t->rows + (t->count - o->used) * o->row;
-    if (!cl_ok(clEnqueueReadBuffer(sim->cl->queue, o->rows, CL_TRUE, 0,
-                                   4 * o->row * o->used, dst, 0, NULL, NULL),
+    if (!cl_ok(clEnqueueReadBuffer(sim->cl->queue, o->rows, CL_FALSE, 0, 4 * o->row * o->used,
+                                   o->stage, 0, NULL, &o->staged_done),
                "clEnqueueReadBuffer(probe and gauge samples)")) {
         o->failed = true;
         return -1;
     }
+    o->staged = o->used;
     o->used = 0;
     return 0;
+}
+
+int observe_collect(mz_observers *o, mz_sim *sim)
+{
+    return observe_flush(o, sim) != 0 || land(o) != 0 ? -1 : 0;
 }
 
 void observe_forget(mz_observers *o, long step)
 {
     mz_samples *t = &o->taken;
     size_t m = o->n_probes + o->n_gauges, k = 0;
-    while (k < t->count - o->used && t->step[k] <= step)
+    while (k < o->on_host && t->step[k] <= step)
         k++;
     size_t rest = t->count - k;
+    o->on_host -= k;
     memmove(t->step, t->step + k, rest * sizeof *t->step);
     memmove(t->time, t->time + k, rest * sizeof *t->time);
     memmove(t->due, t->due + k * m, rest * m);
@@ -224,19 +240,48 @@ void observe_forget(mz_observers *o, long step)
     t->count = rest;
 }
 
-void observe_release(mz_observers *o)
+void observe_take(mz_observers *o, long step, mz_samples *dst)
 {
-    cl_kernel ks[] = {o->k_probe, o->k_fraction, o->k_level};
+    const mz_samples *t = &o->taken;
+    size_t m = o->n_probes + o->n_gauges, c = 0;
+    while (c < o->on_host && t->step[c] <= step)
+        c++;
+    for (size_t k = 0; k < c; k++) {
+        grow_taken(dst, o->row, m);
+        dst->step[dst->count] = t->step[k];
+        dst->time[dst->count] = t->time[k];
+        memcpy(dst->due + dst->count * m, t->due + k * m, m);
+        memcpy(dst->rows + dst->count * o->row, t->rows + k * o->row, o->row * sizeof *t->rows);
+        dst->count++;
+    }
+    observe_forget(o, step);
+}
+
+void observe_samples_free(mz_samples *t)
+{
+    free(t->step);
+    free(t->time);
+    free(t->due);
+    free(t->rows);
+    memset(t, 0, sizeof *t);
+}
+
+void observe_release(mz_observers *o, mz_cl *cl)
+{
+    if (o->staged_done) {
+        clWaitForEvents(1, &o->staged_done);
+        clReleaseEvent(o->staged_done);
+    }
+    if (o->stage)
+        mz_cl_unpin(cl, o->stage_pin, o->stage);
+    cl_kernel ks[] = {o->k_sums, o->k_level};
     mz_cl_release_kernels(ks, sizeof ks / sizeof *ks);
-    cl_mem ms[] = {o->points,      o->gauge_pts, o->gauge_frac, o->gauge_first,
-                   o->gauge_count, o->gauge_ds,  o->rows};
+    cl_mem ms[] = {o->points,   o->gauge_sums, o->gauge_first,
+                   o->gauge_count, o->gauge_ds, o->rows};
     mz_cl_release_mems(ms, sizeof ms / sizeof *ms);
     if (o->program)
         clReleaseProgram(o->program);
     free(o->rate);
-    free(o->taken.step);
-    free(o->taken.time);
-    free(o->taken.due);
-    free(o->taken.rows);
+    observe_samples_free(&o->taken);
     memset(o, 0, sizeof *o);
 }

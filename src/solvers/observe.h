@@ -2,9 +2,11 @@
  * steps, on the device, as often as every step, and read back in batches.
  *
  * After each step (sim_count_step) the observers that are due sample the state just reached:
- * one launch for all probes, two for all gauges (kernels/grid/probes.cl), each writing a row
+ * one launch for the points of all probes and gauges, one for the gauges' levels
+ * (kernels/grid/probes.cl), writing a row
  * of a device buffer of sample rows; the rows are read back when the buffer is full and when
- * the run collects them (observe_collect, once a frame). A row holds, for each probe, its
+ * the run asks (observe_flush once a frame, without waiting: they land at the next flush,
+ * long done by then; observe_collect, waiting, at a checkpoint or the end). A row holds, for each probe, its
  * fluid fraction, pressure, density and velocity (6 floats), then each gauge's level (1).
  *
  * When: an observer of rate r is due after a step that ends at or past a multiple of 1/r it
@@ -31,16 +33,23 @@ typedef struct mz_observers {
     size_t row;         /* floats a sample row holds: 6 per probe, 1 per gauge */
     double *rate;       /* per observer */
     cl_program program;
-    cl_kernel k_probe, k_fraction, k_level;
-    cl_mem points;      /* probe positions */
-    cl_mem gauge_pts, gauge_frac, gauge_first, gauge_count, gauge_ds;
+    cl_kernel k_sums, k_level;
+    cl_mem points;      /* the probes, then the gauges' points */
+    cl_mem gauge_sums, gauge_first, gauge_count, gauge_ds; /* the gauges' points' sums, ... */
     size_t n_gauge_pts;
     float kh, inv_rest; /* interpolation radius; 1 / the weights' sum on the rest lattice */
     cl_uint fluid_bodies;
     cl_mem rows;        /* device sample rows */
     size_t cap_rows;    /* rows it holds */
-    size_t used;        /* rows written since the last read-back */
-    mz_samples taken;   /* read back, not yet handed on */
+    size_t used;        /* rows written since the last read-back began */
+    /* Samples taken, not yet handed on: the first on_host have their rows; the next staged
+     * are on their way into stage (pinned, behind the event staged_done); the last `used` are
+     * still in the device's rows. */
+    mz_samples taken;
+    size_t on_host, staged;
+    float *stage;
+    cl_mem stage_pin;
+    cl_event staged_done;
     bool failed;        /* a launch or a read-back failed (reported); observe_collect says so */
 } mz_observers;
 
@@ -49,10 +58,19 @@ typedef struct mz_observers {
 int observe_create(mz_observers *o, mz_sim *sim);
 /* After a step from t0 to sim->time: sample what is due. */
 void observe_step(mz_observers *o, mz_sim *sim, double t0);
-/* Every sample taken so far read back into o->taken. 0, or -1 after a failure (reported). */
+/* Start reading back the samples taken so far, without waiting (those of the read-back before
+ * land first). 0, or -1 after a failure (reported). */
+int observe_flush(mz_observers *o, mz_sim *sim);
+/* Every sample taken so far read back into o->taken (waits). 0, or -1 after a failure. */
 int observe_collect(mz_observers *o, mz_sim *sim);
-/* Forget the samples in o->taken up to and including step `step` (handed on). */
+/* Forget the samples in o->taken up to and including step `step` (handed on; only those whose
+ * rows are on the host). */
 void observe_forget(mz_observers *o, long step);
-void observe_release(mz_observers *o);
+/* Move the samples of o->taken up to and including step `step` whose rows are on the host to
+ * the end of *dst. */
+void observe_take(mz_observers *o, long step, mz_samples *dst);
+/* Free a batch's arrays (what observe_take filled). */
+void observe_samples_free(mz_samples *t);
+void observe_release(mz_observers *o, mz_cl *cl);
 
 #endif

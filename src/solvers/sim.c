@@ -344,7 +344,7 @@ void sim_release(mz_sim *sim)
         clFinish(sim->cl->queue);
     sim_collect_profile(sim);
     if (sim->obs) {
-        observe_release(sim->obs);
+        observe_release(sim->obs, sim->cl);
         free(sim->obs);
     }
     if (sim->solver && sim->solver->release)

@@ -261,35 +261,46 @@ static void test_hydrostatic_wcsph(void **state)
 }
 
 /* A block of water moving at (0.5, -0.2, 0.3) m/s with no gravity, far from the walls:
- * continuity density stays at rest, no force acts, and every probe inside reads the
- * velocity to 1e-5 m/s. */
+ * continuity density stays at rest, no force acts, and each of 1000 probes inside reads the
+ * velocity to 1e-5 m/s after each of 200 steps. So many probes make long sample rows: the
+ * device's buffer of rows fills (174 rows) and is read back mid-frame, which is checked too. */
 static void test_uniform_flow(void **state)
 {
     (void)state;
-    const char *json =
-        "{\"mizu_scene\": 1, \"simulation\": {\"fps\": 100, \"frames\": 2, \"dimensions\": 3, "
-        "\"gravity\": [0, 0, 0], \"substeps\": 10},"
-        "\"domain\": {\"min\": [-1, -1, -1], \"max\": [1, 1, 1]},"
-        "\"fluids\": [{\"solver\": \"wcsph\", \"box\": {\"min\": [-0.1, -0.1, -0.1], \"max\": "
-        "[0.1, 0.1, 0.1]}, \"spacing\": 0.01, \"velocity\": [0.5, -0.2, 0.3], "
-        "\"density_method\": \"continuity\"}],"
-        "\"probes\": [{\"name\": \"a\", \"position\": [0, 0, 0]}, {\"name\": \"b\", "
-        "\"position\": [0.03, 0.02, -0.01], \"fields\": [\"velocity\"]}]}";
+    char probes[65536] = "", *p = probes;
+    for (int k = 0; k < 1000; k++)
+        p += sprintf(p, "%s{\"name\": \"p%d\", \"position\": [%.3f, %.3f, %.3f]%s}",
+                     k ? ", " : "", k, -0.054 + 0.012 * (k % 10), -0.054 + 0.012 * (k / 10 % 10),
+                     -0.054 + 0.012 * (k / 100), k == 1 ? ", \"fields\": [\"velocity\"]" : "");
+    char *json = malloc(1 << 17);
+    snprintf(json, 1 << 17,
+             "{\"mizu_scene\": 1, \"simulation\": {\"fps\": 100, \"frames\": 2, "
+             "\"dimensions\": 3, \"gravity\": [0, 0, 0], \"substeps\": 100},"
+             "\"domain\": {\"min\": [-1, -1, -1], \"max\": [1, 1, 1]},"
+             "\"fluids\": [{\"solver\": \"wcsph\", \"box\": {\"min\": [-0.1, -0.1, -0.1], "
+             "\"max\": [0.1, 0.1, 0.1]}, \"spacing\": 0.01, \"velocity\": [0.5, -0.2, 0.3], "
+             "\"density_method\": \"continuity\"}], \"probes\": [%s]}",
+             probes);
     world w;
     world_open(&w, json, NULL, 0);
+    mz_observers *o = w.sim.obs;
+    assert_true(o->cap_rows < 200);
     for (int f = 0; f < 2; f++)
         assert_int_equal(sim_advance_frame(&w.sim, scene_frame_dt(&w.scene)), 0);
-    mz_observers *o = w.sim.obs;
     assert_int_equal(observe_collect(o, &w.sim), 0);
-    assert_int_equal(o->taken.count, 20);
+    assert_int_equal(o->taken.count, 200);
     double worst = 0, want[3] = {0.5, -0.2, 0.3};
-    for (size_t k = 0; k < o->taken.count; k++)
-        for (size_t i = 0; i < 2; i++)
+    for (size_t k = 0; k < o->taken.count; k++) {
+        assert_int_equal(o->taken.step[k], (long)k + 1);
+        for (size_t i = 0; i < o->n_probes; i++)
             for (int a = 0; a < 3; a++)
                 worst = fmax(worst, fabs(o->taken.rows[k * o->row + 6 * i + 3 + a] - want[a]));
-    print_message("uniform flow: 2 probes x 20 steps, velocity within %.1e m/s\n", worst);
+    }
+    print_message("uniform flow: %zu probes x 200 steps (device rows read back every %zu), "
+                  "velocity within %.1e m/s\n", o->n_probes, o->cap_rows, worst);
     assert_true(worst < 1e-5);
     world_close(&w);
+    free(json);
 }
 
 int main(void)
