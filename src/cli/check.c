@@ -13,6 +13,32 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+/* What the probes and gauges sample, and how often (the first few of each). */
+static void print_observers(const mz_scene *s)
+{
+    enum { SHOWN = 8 };
+    for (size_t i = 0; i < s->n_probes && i < SHOWN; i++) {
+        const mz_probe *p = &s->probes[i];
+        printf("  probes[%zu] \"%s\" at (%g, %g, %g):", i, p->name, p->position[0],
+               p->position[1], p->position[2]);
+        for (int f = 0, k = 0; f < MZ_PROBE_FIELD_COUNT; f++)
+            if (p->fields & MZ_PROBE_FIELD_BIT(f))
+                printf("%s %s", k++ ? "," : "", mz_probe_field_names[f]);
+        printf(p->rate > 0 ? ", %g samples a second\n" : ", every step\n", p->rate);
+    }
+    if (s->n_probes > SHOWN)
+        printf("  and %zu probes more\n", s->n_probes - SHOWN);
+    for (size_t i = 0; i < s->n_gauges && i < SHOWN; i++) {
+        const mz_gauge *g = &s->gauges[i];
+        printf("  gauges[%zu] \"%s\" from (%g, %g, %g) to (%g, %g, %g), %zu points", i, g->name,
+               g->start[0], g->start[1], g->start[2], g->end[0], g->end[1], g->end[2],
+               scene_gauge_points(s, g));
+        printf(g->rate > 0 ? ", %g samples a second\n" : ", every step\n", g->rate);
+    }
+    if (s->n_gauges > SHOWN)
+        printf("  and %zu gauges more\n", s->n_gauges - SHOWN);
+}
+
 int cmd_check(const mz_run_opts *o)
 {
     mz_scene s;
@@ -94,6 +120,7 @@ int cmd_check(const mz_run_opts *o)
         if (s.output.fields & MZ_FIELD_BIT(f))
             printf("%s %s", k++ ? "," : "", mz_field_names[f]);
     printf(", about %.1f MB uncompressed\n", run_output_bytes(&s, n, s.n_rigids, 0) / 1e6);
+    print_observers(&s);
     /* Against the device the run would get, when there is one. */
     mz_cl cl;
     int opened = mz_cl_open(&cl, o->device, false);

@@ -211,6 +211,9 @@ static void print_summary(const run_ctx *r, long frames_written, double setup_s,
         fprintf(stderr, "  %ld checkpoints written to %s\n", r->checkpoints, r->ckpt_path);
     if (sim->solver->report)
         sim->solver->report(sim, stderr);
+    if (sim->obs)
+        fprintf(stderr, "  %zu probes and %zu gauges: %ld samples taken, in /observables\n",
+                sim->obs->n_probes, sim->obs->n_gauges, sim->obs->samples);
     if (dist_active() && sim->slabs)
         fprintf(stderr, "  %d ranks (%s); slabs repartitioned %llu times; rank 0 sent %llu "
                         "particle records in %llu exchanges taking %.3f s, its buffers grew "

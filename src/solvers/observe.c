@@ -183,6 +183,7 @@ void observe_step(mz_observers *o, mz_sim *sim, double t0)
     memcpy(t->due + t->count * m, due, m);
     t->count++;
     o->used++;
+    o->samples++;
 }
 
 /* The read-back in flight, waited for and copied into o->taken. */

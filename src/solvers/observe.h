@@ -50,6 +50,7 @@ typedef struct mz_observers {
     float *stage;
     cl_mem stage_pin;
     cl_event staged_done;
+    long samples;       /* taken in this process (the run's summary) */
     bool failed;        /* a launch or a read-back failed (reported); observe_collect says so */
 } mz_observers;
 

@@ -1,6 +1,6 @@
 /* The Python the README and scripts/ show run as documented (issue 20, item 7): the README's
  * h5py snippet on a fresh output, scripts/dam_break_plot.py on a dam break (a PNG) and its clear
- * refusal of a cloth file. Needs Debian's python3 with h5py, numpy and matplotlib, which
+ * refusal of a cloth file; scripts/plot_observables.py on probes and a gauge. Needs Debian's python3 with h5py, numpy and matplotlib, which
  * scripts/install-deps.sh installs; skipped with a message where they are missing. */
 #include "test_util.h"
 
@@ -80,10 +80,68 @@ static void test_readme_and_plot(void **state)
     free(t);
 }
 
+static void assert_png(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    unsigned char sig[8] = {0};
+    if (!f)
+        fail_msg("%s was not written", path);
+    assert_int_equal(fread(sig, 1, 8, f), 8);
+    fclose(f);
+    assert_memory_equal(sig, "\x89PNG\r\n\x1a\n", 8);
+}
+
+/* scripts/plot_observables.py on a run with probes and a gauge: a PNG per probe field and one
+ * of the gauges; on a file without any, a clear refusal. */
+static void test_plot_observables(void **state)
+{
+    (void)state;
+    if (!python_ready()) {
+        print_message("skipped: %s lacks h5py, numpy or matplotlib\n", PY);
+        skip();
+    }
+    const char *dir = test_dir(), *scene = test_path("probed.json");
+    write_text(scene, "{\"mizu_scene\": 1, \"simulation\": {\"fps\": 50, \"frames\": 3, "
+                      "\"dimensions\": 2, \"adaptive\": true}, \"domain\": {\"min\": [0, 0, "
+                      "0], \"max\": [0.2, 0.3, 0]}, \"fluids\": [{\"solver\": \"wcsph\", "
+                      "\"box\": {\"min\": [0, 0, 0], \"max\": [0.1, 0.2, 0]}, \"spacing\": "
+                      "0.01}], \"probes\": [{\"name\": \"low\", \"position\": [0.05, 0.02, 0]}],"
+                      "\"gauges\": [{\"name\": \"g\", \"start\": [0.05, 0, 0], \"end\": [0.05, "
+                      "0.3, 0]}]}");
+    char args[1200], cmd[2400], *err = NULL;
+    snprintf(args, sizeof args, "run %s -q -o %s/probed.h5", scene, dir);
+    if (run_mizu(args, &err) != 0)
+        fail_msg("%s: %s", args, err);
+    free(err);
+    snprintf(cmd, sizeof cmd, PY " scripts/plot_observables.py %s/probed.h5 -o %s > %s 2>&1", dir,
+             dir, test_path("obs.txt"));
+    if (system(cmd) != 0) {
+        char *t = read_file_text(test_path("obs.txt"));
+        fail_msg("plot_observables.py failed: %s", t);
+    }
+    static const char *const pngs[] = {"probed_probes_pressure.png", "probed_probes_velocity.png",
+                                       "probed_probes_density.png", "probed_probes_fraction.png",
+                                       "probed_gauges.png"};
+    for (size_t i = 0; i < sizeof pngs / sizeof *pngs; i++)
+        assert_png(test_path(pngs[i]));
+    snprintf(args, sizeof args, "run scenes/cloth_hang.json --frames 1 -q -o %s/cl.h5", dir);
+    if (run_mizu(args, &err) != 0)
+        fail_msg("%s: %s", args, err);
+    free(err);
+    snprintf(cmd, sizeof cmd, PY " scripts/plot_observables.py %s/cl.h5 > %s 2>&1", dir,
+             test_path("cl.txt"));
+    int rc = system(cmd);
+    char *t = read_file_text(test_path("cl.txt"));
+    if (rc == 0 || !strstr(t, "no probes or gauges to plot") || strstr(t, "Traceback"))
+        fail_msg("plot_observables.py on a file without probes: %s", t);
+    free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_readme_and_plot),
+        cmocka_unit_test(test_plot_observables),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
