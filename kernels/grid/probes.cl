@@ -121,7 +121,41 @@ void probe_sums(mz_grid_desc g, global const uint *cs, global const uint *ce,
 }
 
 #define MZ_GAUGE_GROUP 256
-#define MZ_FRACTION(k) (sums[first[i] + (k)].s0 * inv_rest)
+#define MZ_WALL_TABLE 64 /* intervals of the walls' table, over distances 0 .. kh */
+
+/* The part of a point's kernel beyond a wall at distance d (table[k]: at d = k kh / 64,
+ * from the host's quadrature: 0.5 on the wall, 0 from kh on). */
+inline float mz_wall_part(float d, float kh, global const float *table)
+{
+    float q = fmax(d / kh, 0.0f) * (float)MZ_WALL_TABLE;
+    if (!(q < (float)MZ_WALL_TABLE))
+        return 0.0f;
+    int k = (int)q;
+    return table[k] + (q - (float)k) * (table[k + 1] - table[k]);
+}
+
+/* The domain's walls' share of a point's kernel: 1 minus the product of what each wall leaves
+ * (exact near one wall, close to it in a corner). */
+inline float mz_walls_fraction(float4 x, float4 lo, float4 hi, float kh,
+                               global const float *table)
+{
+    float inside = (1.0f - mz_wall_part(x.x - lo.x, kh, table)) *
+                   (1.0f - mz_wall_part(hi.x - x.x, kh, table)) *
+                   (1.0f - mz_wall_part(x.y - lo.y, kh, table)) *
+                   (1.0f - mz_wall_part(hi.y - x.y, kh, table));
+#if MZ_DIM == 3
+    inside *= (1.0f - mz_wall_part(x.z - lo.z, kh, table)) *
+              (1.0f - mz_wall_part(hi.z - x.z, kh, table));
+#endif
+    return 1.0f - inside;
+}
+
+/* What a gauge sees at its point k: the fluid fraction plus the walls' share, so that the
+ * floor under a film of water counts as filled and the film reads its thickness (without it,
+ * a film thinner than the kernel's reach never filled half of it and read dry). */
+#define MZ_FRACTION(k)                                                                         \
+    (sums[first[i] + (k)].s0 * inv_rest +                                                      \
+     mz_walls_fraction(points[n_probes + first[i] + (k)], lo, hi, kh, table))
 
 /* The smallest of the work-group's v (every work-item gets it). */
 inline uint mz_group_min(local uint *best, uint v)
@@ -139,36 +173,36 @@ inline uint mz_group_min(local uint *best, uint v)
     return v;
 }
 
-/* One work-group per gauge, each work-item a stretch of its points (one work-item walking a
- * thousand points was a chain of memory latencies on GPUs): the first wet point, then the
- * first dry one after it, by minimum over the stretches. */
+/* A gauge's level: the distance from its start along its points (first .. first + count − 1
+ * of the gauges' points, ds apart; their sums from probe_sums) to where what it sees first
+ * falls below 0.5, linear between the two points around the crossing; 0 when its start is
+ * dry, its length when no point is. Water above the first crossing (spray, a plunging jet)
+ * does not count. One work-group per gauge, each work-item a stretch of its points (one
+ * work-item walking a thousand points was a chain of memory latencies on GPUs), the first dry
+ * point by minimum over the stretches. */
 kernel __attribute__((reqd_work_group_size(MZ_GAUGE_GROUP, 1, 1)))
 void gauge_level(global const uint *first, global const uint *count, global const float *ds,
-                 global const float8 *sums, float inv_rest, global float *rows, uint row_base)
+                 global const float8 *sums, float inv_rest, global const float4 *points,
+                 uint n_probes, float4 lo, float4 hi, float kh, global const float *table,
+                 global float *rows, uint row_base)
 {
     local uint best[MZ_GAUGE_GROUP];
     const uint i = get_group_id(0), t = get_local_id(0), m = count[i];
     const uint chunk = (m + MZ_GAUGE_GROUP - 1) / MZ_GAUGE_GROUP;
-    const uint lo = min(t * chunk, m), hi = min(lo + chunk, m);
-    uint wet = m;
-    for (uint k = lo; k < hi && wet == m; k++)
-        if (MZ_FRACTION(k) >= 0.5f)
-            wet = k;
-    wet = mz_group_min(best, wet);
+    const uint lo_k = min(t * chunk, m), hi_k = min(lo_k + chunk, m);
     uint dry = m;
-    for (uint k = max(lo, wet + 1); wet < m && k < hi && dry == m; k++)
+    for (uint k = lo_k; k < hi_k && dry == m; k++)
         if (!(MZ_FRACTION(k) >= 0.5f))
             dry = k;
     dry = mz_group_min(best, dry);
     if (t != 0)
         return;
-    float level = 0.0f;
-    if (wet < m) {
-        level = (float)(m - 1) * ds[i];
-        if (dry < m) {
-            float a = MZ_FRACTION(dry - 1), b = MZ_FRACTION(dry);
-            level = ((float)(dry - 1) + (a - 0.5f) / (a - b)) * ds[i];
-        }
+    float level = (float)(m - 1) * ds[i];
+    if (dry == 0) {
+        level = 0.0f;
+    } else if (dry < m) {
+        float a = MZ_FRACTION(dry - 1), b = MZ_FRACTION(dry);
+        level = ((float)(dry - 1) + (a - 0.5f) / (a - b)) * ds[i];
     }
     rows[row_base + i] = level;
 }

@@ -444,7 +444,7 @@ static const mz_key gauge_keys[] = {
      .doc = "the gauge's group in the output, /observables/gauges/<name>"},
     {.name = "start", .type = K_VEC3, .offset = OFF(mz_gauge, start), .flags = K_REQUIRED,
      .unit = "m", .doc = "where the gauge starts: on the floor, under the water (inside the "
-                         "domain)"},
+                         "domain; a start in the air reads 0)"},
     {.name = "end", .type = K_VEC3, .offset = OFF(mz_gauge, end), .flags = K_REQUIRED,
      .unit = "m", .doc = "where it ends, above the highest water expected (inside the domain)"},
     {.name = "rate", .type = K_NUMBER, .offset = OFF(mz_gauge, rate), .def = "0",
@@ -502,7 +502,8 @@ static const mz_key scene_keys[] = {
     {.name = "gauges", .type = K_LIST, .offset = OFF(mz_scene, gauges),
      .aux_offset = OFF(mz_scene, n_gauges), .sub = &gauge_schema,
      .doc = "water-level gauges: the distance from start along the segment to where the fluid "
-            "fraction first falls below 0.5, /observables/gauges/<name>/{step,time,value}"},
+            "fraction (the walls counted as filled) first falls below 0.5, "
+            "/observables/gauges/<name>/{step,time,value}"},
     {.name = "output", .type = K_OBJECT, .offset = OFF(mz_scene, output),
      .sub = &output_schema, .doc = "what is written, and where"},
     {0}};

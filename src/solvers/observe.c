@@ -21,6 +21,38 @@ static double rest_sum(double s, double kh, int dim)
     return integral / pow(s, dim);
 }
 
+/* The walls' table for gauges (kernels/grid/probes.cl, mz_wall_part): the part of the weights'
+ * integral beyond a plane at distance k kh / 64, k = 0 .. 64, by midpoint quadrature. The
+ * weight through a plane at distance z is a(z) = 2π ∫_z^1 w(u) u du in 3D (rings) and
+ * 2 ∫_0^sqrt(1 − z²) w(sqrt(x² + z²)) dx in 2D (a chord), in units of kh. */
+static void wall_table(int dim, cl_float table[65])
+{
+    enum { N = 400 };
+    double pi = acos(-1.0), a[N], total = 0;
+    for (int j = 0; j < N; j++) {
+        double z = (j + 0.5) / N, sum = 0;
+        for (int k = 0; k < N; k++) {
+            if (dim == 3) {
+                double u = z + (1 - z) * (k + 0.5) / N, q = 1 - u;
+                sum += q * q * q * q * (1 + 4 * u) * u * (1 - z) / N;
+            } else {
+                double half = sqrt(1 - z * z), x = half * (k + 0.5) / N, u = sqrt(x * x + z * z);
+                double q = 1 - u;
+                sum += q * q * q * q * (1 + 4 * u) * half / N;
+            }
+        }
+        a[j] = (dim == 3 ? 2 * pi : 2) * sum;
+        total += 2 * a[j] / N; /* both sides of the plane z = 0 */
+    }
+    for (int k = 0; k <= 64; k++) {
+        double beyond = 0;
+        for (int j = 0; j < N; j++)
+            if ((j + 0.5) / N > k / 64.0)
+                beyond += a[j] / N;
+        table[k] = (cl_float)(beyond / total);
+    }
+}
+
 static cl_mem buffer_of(mz_sim *sim, size_t bytes, const void *host, const char *what)
 {
     return mz_cl_buffer(sim->cl, CL_MEM_READ_WRITE | (host ? CL_MEM_COPY_HOST_PTR : 0), bytes,
@@ -68,7 +100,10 @@ static int make_points(mz_observers *o, mz_sim *sim)
         o->gauge_first = buffer_of(sim, 4 * ng, first, "clCreateBuffer(gauges)");
         o->gauge_count = buffer_of(sim, 4 * ng, count, "clCreateBuffer(gauges)");
         o->gauge_ds = buffer_of(sim, 4 * ng, ds, "clCreateBuffer(gauges)");
-        ok = o->gauge_sums && o->gauge_first && o->gauge_count && o->gauge_ds;
+        cl_float table[65];
+        wall_table(s->sim.dimensions, table);
+        o->wall_table = buffer_of(sim, sizeof table, table, "clCreateBuffer(gauges)");
+        ok = o->gauge_sums && o->gauge_first && o->gauge_count && o->gauge_ds && o->wall_table;
     }
     free(pts);
     free(first);
@@ -99,6 +134,8 @@ int observe_create(mz_observers *o, mz_sim *sim)
     o->kh = (float)kh;
     o->inv_rest = (float)(1.0 / rest_sum(s->fluids[0].spacing, kh, s->sim.dimensions));
     o->fluid_bodies = (cl_uint)s->n_fluids;
+    o->lo = sim_float4(s->domain.min);
+    o->hi = sim_float4(s->domain.max);
     static const char *const names[] = {"probe_sums", "gauge_level", NULL};
     cl_kernel *const kernels[] = {&o->k_sums, &o->k_level};
     o->program = sim_build_kernels(sim, "grid/probes.cl", names, kernels);
@@ -149,7 +186,8 @@ static bool sample(mz_observers *o, mz_sim *sim, size_t slot, bool probes, bool 
                             MZ_STAGE_OBSERVE, "probe_sums") &&
            (!gauges ||
             (KARGS(o->k_level, "gauge_level", A(o->gauge_first), A(o->gauge_count),
-                   A(o->gauge_ds), A(o->gauge_sums), A(o->inv_rest), A(o->rows), A(gbase)) &&
+                   A(o->gauge_ds), A(o->gauge_sums), A(o->inv_rest), A(o->points), A(np),
+                   A(o->lo), A(o->hi), A(o->kh), A(o->wall_table), A(o->rows), A(gbase)) &&
              sim_launch_local(sim, o->k_level, 0, 256 * o->n_gauges, 256, MZ_STAGE_OBSERVE,
                               "gauge_level")));
 }
@@ -277,8 +315,8 @@ void observe_release(mz_observers *o, mz_cl *cl)
         mz_cl_unpin(cl, o->stage_pin, o->stage);
     cl_kernel ks[] = {o->k_sums, o->k_level};
     mz_cl_release_kernels(ks, sizeof ks / sizeof *ks);
-    cl_mem ms[] = {o->points,   o->gauge_sums, o->gauge_first,
-                   o->gauge_count, o->gauge_ds, o->rows};
+    cl_mem ms[] = {o->points,   o->gauge_sums, o->gauge_first, o->gauge_count,
+                   o->gauge_ds, o->wall_table,  o->rows};
     mz_cl_release_mems(ms, sizeof ms / sizeof *ms);
     if (o->program)
         clReleaseProgram(o->program);

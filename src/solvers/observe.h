@@ -36,6 +36,8 @@ typedef struct mz_observers {
     cl_kernel k_sums, k_level;
     cl_mem points;      /* the probes, then the gauges' points */
     cl_mem gauge_sums, gauge_first, gauge_count, gauge_ds; /* the gauges' points' sums, ... */
+    cl_mem wall_table;  /* the walls' share of a kernel by distance (gauge_level) */
+    cl_float4 lo, hi;   /* the domain */
     size_t n_gauge_pts;
     float kh, inv_rest; /* interpolation radius; 1 / the weights' sum on the rest lattice */
     cl_uint fluid_bodies;
