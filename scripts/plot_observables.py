@@ -24,6 +24,16 @@ def series(group):
     return group["time"][:], group["value"][:]
 
 
+def pick(output, group, wanted, what):
+    """The names asked for (comma-separated; None: all) that the group has, or exit naming
+    those it lacks."""
+    names = wanted.split(",") if wanted else list(group)
+    missing = [n for n in names if n not in group]
+    if missing:
+        sys.exit(f"{output}: no {what} named {', '.join(missing)} (it has {', '.join(group)})")
+    return names
+
+
 def plot(path, title, ylabel, lines):
     fig, ax = plt.subplots(figsize=(9, 4.5), dpi=110)
     for name, t, v in lines:
@@ -57,11 +67,7 @@ def main():
                      "gauges[])")
         stem = os.path.splitext(os.path.basename(a.output))[0]
         if probes is not None:
-            names = a.probes.split(",") if a.probes else list(probes)
-            missing = [n for n in names if n not in probes]
-            if missing:
-                sys.exit(f"{a.output}: no probe named {', '.join(missing)} (it has "
-                         f"{', '.join(probes)})")
+            names = pick(a.output, probes, a.probes, "probe")
             for field, unit in UNITS.items():
                 lines = []
                 for n in names:
@@ -80,11 +86,7 @@ def main():
                     plot(os.path.join(out_dir, f"{stem}_probes_{field}.png"),
                          f"{stem}: probes, {field}", label, lines)
         if gauges is not None:
-            names = a.gauges.split(",") if a.gauges else list(gauges)
-            missing = [n for n in names if n not in gauges]
-            if missing:
-                sys.exit(f"{a.output}: no gauge named {', '.join(missing)} (it has "
-                         f"{', '.join(gauges)})")
+            names = pick(a.output, gauges, a.gauges, "gauge")
             lines = []
             for n in names:
                 t, v = series(gauges[n])
