@@ -51,8 +51,10 @@ size_t scene_gauge_points(const mz_scene *s, const mz_gauge *g)
     double len2 = 0;
     for (int a = 0; a < s->sim.dimensions; a++)
         len2 += (g->end[a] - g->start[a]) * (g->end[a] - g->start[a]);
-    double ds = 0.5 * s->fluids[0].spacing;
-    return (size_t)ceil(sqrt(len2) / ds) + 1;
+    double points = ceil(sqrt(len2) / (0.5 * s->fluids[0].spacing)) + 1;
+    /* Checked before the particle counts: a spacing small enough to overflow is refused here
+     * (past MAX_GAUGE_POINTS), never converted out of range. */
+    return points <= 1e15 ? (size_t)points : (size_t)1e15;
 }
 
 void validate_observers(mz_scene *s, unsigned produced, mz_diag *d)
