@@ -1,30 +1,55 @@
 /* Weakly compressible SPH and the one-pass "collapsed" SPH. Every kernel runs over particles in
  * the grid's sorted order; neighbour sums visit neighbours in a fixed order (deterministic).
  * Boundary particles, when the scene has them, are a second, static particle set with a grid of
- * its own (gb, bcs, bce, bx) and per-particle masses bm. */
+ * its own (gb, bcs, bce, bx) and per-particle masses bm.
+ *
+ * Neighbour lists (src/solvers/sph/neighbour_list.h), where the solver keeps them (`lists`):
+ * the density pass, the step's one grid walk, writes each particle's fluid and wall neighbours
+ * into them, in the grid's order; the forces pass reads them, and walks the grid itself for a
+ * particle whose list ran short. The same neighbours in the same order: the same sums. */
+
+/* The lists a density pass writes: one stride, cap entries a particle, fluid (nl, nc) and
+ * wall (bl, bc), the overflow mark; `lists` 0: none (the buffers are stand-ins). */
+#define MZ_SPH_LISTS_OUT                                                                       \
+    int lists, uint stride, uint cap, global uint *nl, global uint *nc, global uint *bl,       \
+        global uint *bc, global uint *overflow
+#define MZ_SPH_LISTS_IN                                                                        \
+    int lists, uint stride, uint cap, global const uint *nl, global const uint *nc,            \
+        global const uint *bl, global const uint *bc
 #include "common/common.clh"
 #include "grid/grid.clh"
+#include "grid/neighbour_list.clh"
 #include "common/walls.clh"
 #include "sph/sph_kernels.clh"
 #include "sph/step_size.clh"
 
 /* ρ_i = m Σ_j W_ij + Σ_b m_b W_ib over fluid neighbours j (i itself included) and boundary b. */
-inline float mz_sph_density_at(const mz_sph *P, float4 xi, mz_grid_desc g, global const uint *cs,
-                               global const uint *ce, global const float4 *x, mz_grid_desc gb,
-                               global const uint *bcs, global const uint *bce,
-                               global const float4 *bx, global const float *bm, int nb)
+inline float mz_sph_density_at(const mz_sph *P, uint i, float4 xi, mz_grid_desc g,
+                               global const uint *cs, global const uint *ce,
+                               global const float4 *x, mz_grid_desc gb, global const uint *bcs,
+                               global const uint *bce, global const float4 *bx,
+                               global const float *bm, int nb, MZ_SPH_LISTS_OUT)
 {
     float sum = 0.0f;
+    uint nf = 0, nw = 0;
     MZ_NEIGHBOURS_BEGIN(g, cs, ce, x, xi, j, r2)
+        if (lists)
+            mz_list_put(nl, cap, stride, i, &nf, j);
         sum += mz_poly6_unscaled(P, r2);
     MZ_NEIGHBOURS_END
     float rho = P->mass * P->poly6 * sum;
     if (nb > 0) {
         float bsum = 0.0f;
         MZ_NEIGHBOURS_BEGIN(gb, bcs, bce, bx, xi, b, r2)
+            if (lists)
+                mz_list_put(bl, cap, stride, i, &nw, b);
             bsum += bm[b] * mz_poly6_unscaled(P, r2);
         MZ_NEIGHBOURS_END
         rho += P->poly6 * bsum;
+    }
+    if (lists) {
+        mz_list_close(nc, cap, overflow, i, nf);
+        mz_list_close(bc, cap, overflow, i, nw);
     }
     return rho;
 }
@@ -36,17 +61,20 @@ inline float mz_sph_density_at(const mz_sph *P, float4 xi, mz_grid_desc g, globa
  * 2019), with Δρ_H = ρ0 g·(x_j − x_i)/c0², the linearised Tait density difference of a fluid at
  * rest: plain 2(ρ_j − ρ_i) would flatten the hydrostatic gradient where the kernel is cut by
  * the free surface and sink the surface particles' pressure again. */
-inline float mz_sph_density_rate(const mz_sph *P, float4 xi, float4 vi, float rho_i,
+inline float mz_sph_density_rate(const mz_sph *P, uint i, float4 xi, float4 vi, float rho_i,
                                  float4 gravity, mz_grid_desc g, global const uint *cs,
                                  global const uint *ce, global const float4 *x,
                                  global const float4 *v, global const float *rho,
                                  mz_grid_desc gb, global const uint *bcs,
                                  global const uint *bce, global const float4 *bx,
-                                 global const float *bm, int nb)
+                                 global const float *bm, int nb, MZ_SPH_LISTS_OUT)
 {
     float rate = 0.0f, diffusion = 0.0f;
     float to_rho = P->rest_density / (P->c0 * P->c0);
+    uint nf = 0, nw = 0;
     MZ_NEIGHBOURS_BEGIN(g, cs, ce, x, xi, j, r2)
+        if (lists)
+            mz_list_put(nl, cap, stride, i, &nf, j);
         float r = sqrt(r2);
         if (r > P->r_min) {
             float4 dx = xi - x[j], vij = vi - v[j];
@@ -60,6 +88,8 @@ inline float mz_sph_density_rate(const mz_sph *P, float4 xi, float4 vi, float rh
     rate += P->diffusion * P->mass * diffusion;
     if (nb > 0) {
         MZ_NEIGHBOURS_BEGIN(gb, bcs, bce, bx, xi, b, r2)
+            if (lists)
+                mz_list_put(bl, cap, stride, i, &nw, b);
             float r = sqrt(r2);
             if (r > P->r_min) {
                 float4 dx = xi - bx[b];
@@ -68,6 +98,10 @@ inline float mz_sph_density_rate(const mz_sph *P, float4 xi, float4 vi, float rh
                         (vi.x * dx.x + vi.y * dx.y + vi.z * dx.z);
             }
         MZ_NEIGHBOURS_END
+    }
+    if (lists) {
+        mz_list_close(nc, cap, overflow, i, nf);
+        mz_list_close(bc, cap, overflow, i, nw);
     }
     return rate;
 }
@@ -111,15 +145,19 @@ kernel void sph_density(uint n, float lag, mz_sph P, float4 gravity, mz_grid_des
                         global const uint *cs, global const uint *ce, global const float4 *x,
                         global const float4 *v, mz_grid_desc gb, global const uint *bcs,
                         global const uint *bce, global const float4 *bx, global const float *bm,
-                        int nb, global const float *rho, global float *rho_out, global float *p)
+                        int nb, global const float *rho, global float *rho_out, global float *p,
+                        MZ_SPH_LISTS_OUT)
 {
     uint i = get_global_id(0);
     if (i >= n)
         return;
     float r = P.continuity
-                  ? rho[i] + lag * mz_sph_density_rate(&P, x[i], v[i], rho[i], gravity, g, cs,
-                                                       ce, x, v, rho, gb, bcs, bce, bx, bm, nb)
-                  : mz_sph_density_at(&P, x[i], g, cs, ce, x, gb, bcs, bce, bx, bm, nb);
+                  ? rho[i] + lag * mz_sph_density_rate(&P, i, x[i], v[i], rho[i], gravity, g,
+                                                       cs, ce, x, v, rho, gb, bcs, bce, bx, bm,
+                                                       nb, lists, stride, cap, nl, nc, bl, bc,
+                                                       overflow)
+                  : mz_sph_density_at(&P, i, x[i], g, cs, ce, x, gb, bcs, bce, bx, bm, nb,
+                                      lists, stride, cap, nl, nc, bl, bc, overflow);
     rho_out[i] = r;
     p[i] = mz_tait(&P, r);
 }
@@ -130,7 +168,8 @@ kernel void sph_forces(uint n, float dt, mz_sph P, float4 gravity, mz_walls wall
                        global const float4 *x, global const float4 *v, global const float *rho,
                        global const float *p, mz_grid_desc gb, global const uint *bcs,
                        global const uint *bce, global const float4 *bx, global const float *bm,
-                       int nb, global float4 *x_out, global float4 *v_out, global float *a2_out)
+                       int nb, global float4 *x_out, global float4 *v_out, global float *a2_out,
+                       MZ_SPH_LISTS_IN)
 {
     uint i = get_global_id(0);
     if (i >= n)
@@ -139,24 +178,46 @@ kernel void sph_forces(uint n, float dt, mz_sph P, float4 gravity, mz_walls wall
     float rho_i = rho[i];
     float pr_i = p[i] / (rho_i * rho_i);
     float4 a = (float4)(0.0f);
-    MZ_NEIGHBOURS_BEGIN(g, cs, ce, x, xi, j, r2)
-        if (j == i)
-            continue;
-        float4 dx = xi - x[j], vij = vi - v[j];
-        dx.w = 0.0f;
-        vij.w = 0.0f;
-        a = a + mz_sph_pair(&P, dx, r2, vij, rho_i, rho[j], pr_i, p[j]);
-    MZ_NEIGHBOURS_END
+    /* One neighbour's terms, from the list or the grid (the same neighbours, in one order). */
+#define MZ_SPH_FLUID_TERM(J, R2)                                                               \
+    if (J != i) {                                                                              \
+        float4 dx = xi - x[J], vij = vi - v[J];                                                \
+        dx.w = 0.0f;                                                                           \
+        vij.w = 0.0f;                                                                          \
+        a = a + mz_sph_pair(&P, dx, R2, vij, rho_i, rho[J], pr_i, p[J]);                       \
+    }
+#define MZ_SPH_WALL_TERM(B, R2)                                                                \
+    {                                                                                          \
+        float4 dx = xi - bx[B];                                                                \
+        dx.w = 0.0f;                                                                           \
+        mz_sph_boundary(&P, &ws, dx, R2, bm[B], p[i], rho_i, gravity, vi);                     \
+    }
+    const bool listed = lists && nc[i] <= cap && (nb == 0 || bc[i] <= cap);
+    if (listed) {
+        MZ_LIST_BEGIN(nl, nc, stride, i, x, xi, j, r2)
+            MZ_SPH_FLUID_TERM(j, r2)
+        MZ_LIST_END
+    } else {
+        MZ_NEIGHBOURS_BEGIN(g, cs, ce, x, xi, j, r2)
+            MZ_SPH_FLUID_TERM(j, r2)
+        MZ_NEIGHBOURS_END
+    }
     if (nb > 0) {
         mz_wall_sum ws = mz_wall_sum_zero();
         ws.a = a; /* the fluid's sum first, then each boundary particle's: the order as ever */
-        MZ_NEIGHBOURS_BEGIN(gb, bcs, bce, bx, xi, b, r2)
-            float4 dx = xi - bx[b];
-            dx.w = 0.0f;
-            mz_sph_boundary(&P, &ws, dx, r2, bm[b], p[i], rho_i, gravity, vi);
-        MZ_NEIGHBOURS_END
+        if (listed) {
+            MZ_LIST_BEGIN(bl, bc, stride, i, bx, xi, b, r2)
+                MZ_SPH_WALL_TERM(b, r2)
+            MZ_LIST_END
+        } else {
+            MZ_NEIGHBOURS_BEGIN(gb, bcs, bce, bx, xi, b, r2)
+                MZ_SPH_WALL_TERM(b, r2)
+            MZ_NEIGHBOURS_END
+        }
         a = mz_sph_wall_accel(&P, &ws, vi, dt);
     }
+#undef MZ_SPH_FLUID_TERM
+#undef MZ_SPH_WALL_TERM
     mz_sph_integrate(&P, dt, gravity, &walls, penalty, xi, vi, a, x_out, v_out, a2_out, i);
 }
 

@@ -18,4 +18,11 @@ typedef struct sph_params {
 /* The kernel constants, Tait stiffness and wall terms of an SPH scene. */
 sph_params sph_params_for(const mz_scene *s);
 
+struct mz_sim;
+/* WCSPH's neighbour lists (sph.c), for tests: whether the run keeps them, their entries a
+ * particle and how often they grew; set_list_cap gives them room for `cap` entries (they grow
+ * again at a frame's end when short). 0, or -1 when the run keeps none or after reporting. */
+int sph_list_stats(const struct mz_sim *sim, unsigned *cap, long *grown);
+int sph_set_list_cap(struct mz_sim *sim, unsigned cap);
+
 #endif
