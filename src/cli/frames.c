@@ -190,6 +190,37 @@ int frames_finish(mz_frames *fr, int k)
 
 int frames_wait(mz_frames *fr) { return writer_wait(&fr->writer); }
 
+int frames_take_samples(mz_frames *fr, mz_sim *sim, int k, long upto)
+{
+    mz_observers *ob = sim->obs;
+    if (!ob)
+        return 0;
+    /* Those up to upto were read back while the frame after ran: they land now. */
+    if (observe_flush(ob, sim) != 0)
+        return -1;
+    if (fr->slot[k].pending) {
+        observe_take(ob, upto, &fr->slot[k].samples);
+        fr->slot[k].sample_row = ob->row;
+    }
+    return 0;
+}
+
+int frames_write_samples(mz_frames *fr, mz_sim *sim, long upto)
+{
+    mz_observers *ob = sim->obs;
+    if (!ob || !fr->out)
+        return 0;
+    if (observe_collect(ob, sim) != 0)
+        return -1;
+    size_t c = 0;
+    while (c < ob->taken.count && ob->taken.step[c] <= upto)
+        c++;
+    if (h5_out_write_samples(fr->out, &ob->taken, c, ob->row) != 0)
+        return -1;
+    observe_forget(ob, upto);
+    return 0;
+}
+
 int frames_start(mz_frames *fr, mz_cl *cl, const mz_sim *sim, unsigned fields, size_t n_total,
                  mz_h5_out *out)
 {

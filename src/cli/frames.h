@@ -56,6 +56,14 @@ int frames_finish(mz_frames *fr, int k);
 void frames_drop(mz_frames *fr, int k);
 /* Every frame handed on is on disk: 0, or -1 when one failed. */
 int frames_wait(mz_frames *fr);
+/* Probes and gauges (solvers/observe.h): their samples up to step `upto` (checked with the
+ * frame that ends there) go to the writer with slot k's frame when it is pending, or wait for a
+ * later one; the read-back of those taken since starts. Nothing without probes. 0, or -1
+ * after a device failure (reported). */
+int frames_take_samples(mz_frames *fr, mz_sim *sim, int k, long upto);
+/* The samples up to `upto` not handed on, written now, while the writer is idle (at a
+ * checkpoint, a stop, the end). 0, or -1 after reporting. */
+int frames_write_samples(mz_frames *fr, mz_sim *sim, long upto);
 /* Stop the writer and free the slots (after a failure too). */
 void frames_release(mz_frames *fr);
 

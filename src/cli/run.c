@@ -26,7 +26,6 @@
 #include "scene/bodies.h"
 #include "scene/sizes.h"
 #include "solvers/health.h"
-#include "solvers/observe.h"
 #include "solvers/sim.h"
 #include "util/clock.h"
 #include "util/digest.h"
@@ -501,25 +500,6 @@ static const char *drain_failure(int d)
     return d > 0 ? "the simulation blew up" : "writing the output failed";
 }
 
-/* The probes' and gauges' samples of the steps up to `upto` not handed to the writer with a
- * frame (their frames passed the blow-up check) into the output, while the writer thread is
- * idle (at a checkpoint, a stop or the end). 0, or -1 after reporting. */
-static int write_samples(run_ctx *r, long upto)
-{
-    mz_observers *ob = r->sim.obs;
-    if (!ob || !r->out)
-        return 0;
-    if (observe_collect(ob, &r->sim) != 0)
-        return -1;
-    size_t c = 0;
-    while (c < ob->taken.count && ob->taken.step[c] <= upto)
-        c++;
-    if (h5_out_write_samples(r->out, &ob->taken, c, ob->row) != 0)
-        return -1;
-    observe_forget(ob, upto);
-    return 0;
-}
-
 static int save_checkpoint(run_ctx *r, long frame)
 {
     const mz_scene *s = &r->scene;
@@ -570,7 +550,7 @@ static loop_end frame_loop(run_ctx *r, long first, long *last_frame, const char 
             /* Signalled between two steps of frame f: the frames before are written, and the
              * checkpoint holds the state at this step (the frame's progress with it). */
             int d = drain(r);
-            if (d == 0 && write_samples(r, r->sim.step) != 0)
+            if (d == 0 && frames_write_samples(&r->frames, &r->sim, r->sim.step) != 0)
                 d = -1;
             if (d != 0) {
                 *why = drain_failure(d);
@@ -601,16 +581,11 @@ static loop_end frame_loop(run_ctx *r, long first, long *last_frame, const char 
             end = LOOP_FAILED;
             break;
         }
-        /* The probes' samples up to frame f - 1 (checked with it; read back while frame f ran)
-         * go with that frame to the writer, or wait for the next frame written. */
-        if (r->sim.obs && observe_flush(r->sim.obs, &r->sim) != 0) {
+        /* The probes' samples up to frame f - 1, checked with it, go with that frame. */
+        if (frames_take_samples(&r->frames, &r->sim, prev, before) != 0) {
             *why = "a device failure";
             end = LOOP_FAILED;
             break;
-        }
-        if (r->sim.obs && r->frames.slot[prev].pending) {
-            observe_take(r->sim.obs, before, &r->frames.slot[prev].samples);
-            r->frames.slot[prev].sample_row = r->sim.obs->row;
         }
         if (r->frames.slot[prev].pending && frames_finish(&r->frames, prev) != 0) {
             *why = "writing the output failed";
@@ -628,7 +603,7 @@ static loop_end frame_loop(run_ctx *r, long first, long *last_frame, const char 
          * extend it. */
         if (signalled || (ck_every > 0 && f > 0 && (f % ck_every == 0 || f == frames))) {
             int d = drain(r);
-            if (d == 0 && write_samples(r, r->sim.step) != 0)
+            if (d == 0 && frames_write_samples(&r->frames, &r->sim, r->sim.step) != 0)
                 d = -1;
             if (d != 0) {
                 *why = drain_failure(d);
@@ -643,7 +618,7 @@ static loop_end frame_loop(run_ctx *r, long first, long *last_frame, const char 
         }
     }
     int d = end == LOOP_DONE ? drain(r) : 0;
-    if (d == 0 && end == LOOP_DONE && write_samples(r, r->sim.step) != 0)
+    if (d == 0 && end == LOOP_DONE && frames_write_samples(&r->frames, &r->sim, r->sim.step) != 0)
         d = -1;
     if (d != 0) {
         *why = drain_failure(d);
