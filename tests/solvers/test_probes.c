@@ -1,9 +1,10 @@
 /* Probes and gauges (solvers/observe.h, kernels/grid/probes.cl) on PoCL: every sample against
- * a host brute force over the particles read back (WCSPH and PBF in 2D, WCSPH in 3D: the
- * grids that reorder particles and the one that sorts a copy), FLIP's still tank read at ten
+ * a host brute force over the particles read back (WCSPH and PBF in 2D, WCSPH in 3D on a dense
+ * and a hashed grid: the grids that reorder particles and the one that sorts a copy), FLIP's still tank read at ten
  * depths within 1% of rho0 g depth with its gauge at the water's level, WCSPH's against its
  * own particles, and a uniform flow's velocity exact to 1e-5. The resumed run's samples are
  * checked in tests/cli/test_stops.c. */
+#include "device/grid.h"
 #include "solvers/observe.h"
 #include "test_util.h"
 #include "test_world.h"
@@ -13,8 +14,8 @@
 /* A scene text: a tank of water `depth` deep and 0.4 m wide (box 0.4 × 0.6, 2D or 3D 0.1 m
  * deep), its solver and extra keys, ten probes at x = 0.2 from y = 0.04 up by 0.03, one in
  * the air, and a gauge from the floor to the top. */
-static char *tank_scene(const char *solver, int dim, const char *fluid_extra,
-                        const char *sim_extra, const char *boundary)
+static char *tank_scene_in(const char *solver, int dim, const char *fluid_extra,
+                           const char *sim_extra, const char *boundary, const char *domain_max)
 {
     char probes[4096] = "", *p = probes;
     for (int k = 0; k < 10; k++)
@@ -24,16 +25,22 @@ static char *tank_scene(const char *solver, int dim, const char *fluid_extra,
     snprintf(text, 8192,
              "{\"mizu_scene\": 1, \"simulation\": {\"fps\": 50, \"frames\": 10, "
              "\"dimensions\": %d %s},"
-             "\"domain\": {\"min\": [0, 0, 0], \"max\": [0.4, 0.6, %s], \"boundary\": {\"type\": "
+             "\"domain\": {\"min\": [0, 0, 0], \"max\": %s, \"boundary\": {\"type\": "
              "\"%s\"}},"
              "\"fluids\": [{\"solver\": \"%s\", \"box\": {\"min\": [0, 0, 0], \"max\": [0.4, 0.4, "
              "%s]}, \"spacing\": 0.01 %s}],"
              "\"probes\": [%s],"
              "\"gauges\": [{\"name\": \"level\", \"start\": [0.2, 0, 0.05], \"end\": [0.2, 0.6, "
              "0.05], \"rate\": 200}]}",
-             dim, sim_extra, dim == 3 ? "0.1" : "0", boundary, solver, dim == 3 ? "0.1" : "0",
-             fluid_extra, probes);
+             dim, sim_extra, domain_max ? domain_max : dim == 3 ? "[0.4, 0.6, 0.1]" : "[0.4, 0.6, 0]",
+             boundary, solver, dim == 3 ? "0.1" : "0", fluid_extra, probes);
     return text;
+}
+
+static char *tank_scene(const char *solver, int dim, const char *fluid_extra,
+                        const char *sim_extra, const char *boundary)
+{
+    return tank_scene_in(solver, dim, fluid_extra, sim_extra, boundary, NULL);
 }
 
 static double wendland(double r2, double kh)
@@ -143,9 +150,9 @@ static void check_last_sample(world *w)
         prev = f;
     }
     float got = t->rows[last * o->row + 6 * o->n_probes];
-    print_message("%s %dD: %zu probes within %.1e of the host's sums; gauge %.5f m (host "
-                  "%.5f m)\n", mz_solver_names[scene_solver(s)], s->sim.dimensions,
-                  o->n_probes, worst, got, level);
+    print_message("%s %dD, %s grid: %zu probes within %.1e of the host's sums; gauge %.5f m "
+                  "(host %.5f m)\n", mz_solver_names[scene_solver(s)], s->sim.dimensions,
+                  w->sim.grid->desc.hashed ? "hashed" : "dense", o->n_probes, worst, got, level);
     assert_true(fabs(got - level) < 1e-2 * s->fluids[0].spacing);
     /* The air probe reads no fluid: zeros, not NaN. */
     const float *air = t->rows + (t->count - 1) * o->row + 6 * 10;
@@ -153,10 +160,11 @@ static void check_last_sample(world *w)
         assert_true(air[k] == 0.0f);
 }
 
-static void run_and_check(const char *json, int frames)
+static void run_and_check(const char *json, int frames, int hashed)
 {
     world w;
     world_open(&w, json, NULL, 0);
+    assert_int_equal(w.sim.grid->desc.hashed, hashed);
     for (int f = 0; f < frames; f++)
         assert_int_equal(sim_advance_frame(&w.sim, scene_frame_dt(&w.scene)), 0);
     check_last_sample(&w);
@@ -169,12 +177,18 @@ static void test_host_reference(void **state)
     char *wc2 = tank_scene("wcsph", 2, "", ", \"adaptive\": true", "particles");
     char *wc3 = tank_scene("wcsph", 3, "", ", \"adaptive\": true", "particles");
     char *pbf = tank_scene("pbf", 2, "", ", \"substeps\": 4", "penalty");
-    run_and_check(wc2, 3);
-    run_and_check(wc3, 1);
-    run_and_check(pbf, 3);
+    /* The same 3D tank in a domain of 2000 x 30 x 2000 cells: a hashed grid, whose buckets the
+     * 125 cells around a point may share (each is summed once). */
+    char *hashed = tank_scene_in("wcsph", 3, "", ", \"adaptive\": true", "penalty",
+                                 "[40, 0.6, 40]");
+    run_and_check(wc2, 3, 0);
+    run_and_check(wc3, 1, 0);
+    run_and_check(pbf, 3, 0);
+    run_and_check(hashed, 1, 1);
     free(wc2);
     free(wc3);
     free(pbf);
+    free(hashed);
 }
 
 /* The samples at or after time `since`: each of the ten probes' mean pressure, and the gauge's
