@@ -7,6 +7,7 @@
 #include "scene/fields.h"
 #include "scene/scene.h"
 #include "solvers/sim.h"
+#include "solvers/sph/neighbour_list.h"
 #include "util/err.h"
 #include "util/hostmem.h"
 
@@ -109,6 +110,10 @@ int cmd_check(const mz_run_opts *o)
         printf(", and %zu boundary particles on the walls and colliders", scene_boundary_count(&s));
     printf("; device memory about %.1f MB (%zu bytes per particle)\n", (double)bytes / 1e6,
            n ? bytes / n : 0);
+    /* WCSPH's neighbour lists are kept only where the device has room beyond that. */
+    if (scene_solver(&s) == MZ_SOLVER_WCSPH)
+        printf("  and, where the device has room for them, neighbour lists: %.1f MB more "
+               "(MIZU_SPH_LISTS=0: none)\n", (double)(n * sph_lists_bytes(&s)) / 1e6);
     mz_host_limit limit = host_memory_limit();
     printf("  host memory about %.1f MB beside the device's (%s: %.1f MB)\n",
            run_host_bytes(&s, n) / 1e6, limit.what, limit.bytes / 1e6);
