@@ -212,10 +212,7 @@ int frames_write_samples(mz_frames *fr, mz_sim *sim, long upto)
         return 0;
     if (observe_collect(ob, sim) != 0)
         return -1;
-    size_t c = 0;
-    while (c < ob->taken.count && ob->taken.step[c] <= upto)
-        c++;
-    if (h5_out_write_samples(fr->out, &ob->taken, c, ob->row) != 0)
+    if (h5_out_write_samples(fr->out, &ob->taken, observe_upto(ob, upto), ob->row) != 0)
         return -1;
     observe_forget(ob, upto);
     return 0;

@@ -264,12 +264,18 @@ int observe_collect(mz_observers *o, mz_sim *sim)
     return observe_flush(o, sim) != 0 || land(o) != 0 ? -1 : 0;
 }
 
+size_t observe_upto(const mz_observers *o, long step)
+{
+    size_t k = 0;
+    while (k < o->on_host && o->taken.step[k] <= step)
+        k++;
+    return k;
+}
+
 void observe_forget(mz_observers *o, long step)
 {
     mz_samples *t = &o->taken;
-    size_t m = o->n_probes + o->n_gauges, k = 0;
-    while (k < o->on_host && t->step[k] <= step)
-        k++;
+    size_t m = o->n_probes + o->n_gauges, k = observe_upto(o, step);
     size_t rest = t->count - k;
     o->on_host -= k;
     memmove(t->step, t->step + k, rest * sizeof *t->step);
@@ -282,9 +288,7 @@ void observe_forget(mz_observers *o, long step)
 void observe_take(mz_observers *o, long step, mz_samples *dst)
 {
     const mz_samples *t = &o->taken;
-    size_t m = o->n_probes + o->n_gauges, c = 0;
-    while (c < o->on_host && t->step[c] <= step)
-        c++;
+    size_t m = o->n_probes + o->n_gauges, c = observe_upto(o, step);
     for (size_t k = 0; k < c; k++) {
         grow_taken(dst, o->row, m);
         dst->step[dst->count] = t->step[k];

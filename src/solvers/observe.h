@@ -66,6 +66,9 @@ void observe_step(mz_observers *o, mz_sim *sim, double t0);
 int observe_flush(mz_observers *o, mz_sim *sim);
 /* Every sample taken so far read back into o->taken (waits). 0, or -1 after a failure. */
 int observe_collect(mz_observers *o, mz_sim *sim);
+/* How many of the samples in o->taken, from the first, are of steps up to `step` and have
+ * their rows on the host. */
+size_t observe_upto(const mz_observers *o, long step);
 /* Forget the samples in o->taken up to and including step `step` (handed on; only those whose
  * rows are on the host). */
 void observe_forget(mz_observers *o, long step);
