@@ -46,12 +46,17 @@ static void check_name(const void *list, size_t stride, size_t i, const char *wh
         }
 }
 
-size_t scene_gauge_points(const mz_scene *s, const mz_gauge *g)
+double scene_gauge_length(const mz_scene *s, const mz_gauge *g)
 {
     double len2 = 0;
     for (int a = 0; a < s->sim.dimensions; a++)
         len2 += (g->end[a] - g->start[a]) * (g->end[a] - g->start[a]);
-    double points = ceil(sqrt(len2) / (0.5 * s->fluids[0].spacing)) + 1;
+    return sqrt(len2);
+}
+
+size_t scene_gauge_points(const mz_scene *s, const mz_gauge *g)
+{
+    double points = ceil(scene_gauge_length(s, g) / (0.5 * s->fluids[0].spacing)) + 1;
     /* Checked before the particle counts: a spacing small enough to overflow is refused here
      * (past MAX_GAUGE_POINTS), never converted out of range. */
     return points <= 1e15 ? (size_t)points : (size_t)1e15;

@@ -269,6 +269,8 @@ bool scene_is_sph(const mz_scene *s);
 /* The points a gauge samples: one every half of fluids[0].spacing from start to end (the
  * fraction is smooth over the support radius: linear between points that close). */
 size_t scene_gauge_points(const mz_scene *s, const mz_gauge *g);
+/* Its length, from start to end in the simulated axes. */
+double scene_gauge_length(const mz_scene *s, const mz_gauge *g);
 /* SPH: the support radius h and the speed of sound c0 the scene resolves to. */
 double scene_support_radius(const mz_scene *s);
 double scene_speed_of_sound(const mz_scene *s);

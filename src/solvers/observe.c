@@ -80,12 +80,9 @@ static int make_points(mz_observers *o, mz_sim *sim)
     for (size_t g = 0; g < o->n_gauges; g++) {
         const mz_gauge *ga = &s->gauges[g];
         size_t m = scene_gauge_points(s, ga);
-        double len2 = 0;
-        for (int a = 0; a < s->sim.dimensions; a++)
-            len2 += (ga->end[a] - ga->start[a]) * (ga->end[a] - ga->start[a]);
         first[g] = (cl_uint)(at - o->n_probes);
         count[g] = (cl_uint)m;
-        ds[g] = (cl_float)(sqrt(len2) / (double)(m - 1));
+        ds[g] = (cl_float)(scene_gauge_length(s, ga) / (double)(m - 1));
         for (size_t k = 0; k < m; k++, at++) {
             double t = (double)k / (double)(m - 1), p[3];
             for (int a = 0; a < 3; a++)
