@@ -83,6 +83,18 @@ static const mz_key simulation_keys[] = {
     {0}};
 static const mz_schema simulation_schema = {"simulation", simulation_keys, sizeof(mz_simulation)};
 
+/* colliders[].forces and domain.boundary.forces (mz_load). */
+static const mz_key load_keys[] = {
+    {.name = "rate", .type = K_NUMBER, .offset = OFF(mz_load, rate), .def = "0",
+     .flags = K_MIN, .min = 0, .unit = "Hz",
+     .doc = "samples per simulated second, independent of the frames; 0: after every step"},
+    {.name = "about", .type = K_VEC3, .offset = OFF(mz_load, about),
+     .aux_offset = OFF(mz_load, has_about), .unit = "m",
+     .doc = "the point torques are taken about; left out: a sphere's or capsule's centre, a "
+            "box's centre, a plane's point, the domain's centre for its walls"},
+    {0}};
+static const mz_schema load_schema = {"forces", load_keys, sizeof(mz_load)};
+
 static const mz_key boundary_keys[] = {
     {.name = "type", .type = K_ENUM, .offset = OFF(mz_boundary, type), .def = "\"penalty\"",
      .names = boundary_names,
@@ -109,6 +121,10 @@ static const mz_key boundary_keys[] = {
      .unit = "m/s^2",
      .doc = "cap on the magnitude of a particle's acceleration from walls and particle forces "
             "(gravity excluded)"},
+    {.name = "forces", .type = K_OBJECT, .offset = OFF(mz_boundary, forces),
+     .sub = &load_schema, .aux_offset = OFF(mz_boundary, has_forces),
+     .doc = "measure the fluid's force and torque on each wall of the domain: "
+            "/observables/walls/<x_min|x_max|y_min|...>/{force,torque}"},
     {0}};
 static const mz_schema boundary_schema = {"boundary", boundary_keys, sizeof(mz_boundary)};
 
@@ -294,6 +310,10 @@ static const mz_key collider_keys[] = {
      .def = "0.4", .flags = K_MIN, .min = 0,
      .doc = "position-based: static friction coefficient (a contact sticks while the sliding "
             "it would need is below static_friction x penetration)"},
+    {.name = "forces", .type = K_OBJECT, .offset = OFF(mz_collider, forces),
+     .sub = &load_schema, .aux_offset = OFF(mz_collider, has_forces),
+     .doc = "measure the fluid's force and torque on this solid (needs a name): "
+            "/observables/colliders/<name>/{force,torque}"},
     {0}};
 static const mz_schema collider_schema = {"collider", collider_keys, sizeof(mz_collider)};
 

@@ -1,5 +1,7 @@
-/* The checks of probes[] and gauges[]: names that make HDF5 groups, points inside the domain,
- * fields the solver has. An empty probes[].fields becomes every field the solver has. */
+/* The checks of probes[], gauges[] and the forces measured on solids (colliders[].forces,
+ * domain.boundary.forces): names that make HDF5 groups, points inside the domain, fields the
+ * solver has, solvers that measure forces. An empty probes[].fields becomes every field the
+ * solver has; a load's missing `about`, the solid's centre. */
 #include "scene/fields.h"
 #include "scene/validate.h"
 
@@ -62,8 +64,85 @@ size_t scene_gauge_points(const mz_scene *s, const mz_gauge *g)
     return points <= 1e15 ? (size_t)points : (size_t)1e15;
 }
 
+const char *const mz_wall_names[6] = {"x_min", "x_max", "y_min", "y_max", "z_min", "z_max"};
+
+size_t scene_load_count(const mz_scene *s)
+{
+    size_t n = 0;
+    for (size_t c = 0; c < s->n_colliders; c++)
+        n += s->colliders[c].has_forces;
+    return n + (s->domain.boundary.has_forces ? 2 * (size_t)s->sim.dimensions : 0);
+}
+
+mz_load_ref scene_load_ref(const mz_scene *s, size_t k)
+{
+    for (size_t c = 0; c < s->n_colliders; c++)
+        if (s->colliders[c].has_forces && k-- == 0)
+            return (mz_load_ref){s->colliders[c].name, false, MZ_OWNER_COLLIDER + (int)c,
+                                 &s->colliders[c].forces};
+    return (mz_load_ref){mz_wall_names[k], true, (int)k, &s->domain.boundary.forces};
+}
+
+/* A collider's centre: where its torque is taken about unless the scene says. */
+static void collider_centre(const mz_collider *c, double out[3])
+{
+    for (int a = 0; a < 3; a++)
+        out[a] = c->has_sphere ? c->sphere.center[a]
+                 : c->has_box  ? 0.5 * (c->box.min[a] + c->box.max[a])
+                 : c->has_plane ? c->plane.point[a]
+                                : 0.5 * (c->capsule.a[a] + c->capsule.b[a]);
+}
+
+/* Forces are measured on SPH's boundary particles (walls and colliders as particles). */
+static void validate_loads(mz_scene *s, mz_diag *d)
+{
+    bool walls = s->domain.boundary.has_forces;
+    if (scene_load_count(s) == 0)
+        return;
+    if (s->n_fluids == 0) {
+        diag_add(d, "forces on solids come from a fluid: the scene has no fluids");
+        return;
+    }
+    mz_solver_kind solver = scene_solver(s);
+    if (solver != MZ_SOLVER_WCSPH && solver != MZ_SOLVER_COLLAPSED_SPH)
+        diag_add(d, "%s: the %s solver does not measure forces on solids yet (wcsph and "
+                    "collapsed_sph do)",
+                 walls ? "domain.boundary.forces" : "colliders[].forces", mz_solver_names[solver]);
+    else if (s->domain.boundary.type != MZ_BOUNDARY_PARTICLES)
+        diag_add(d, "domain.boundary.forces: SPH measures the forces on its boundary particles: "
+                    "set domain.boundary.type to \"particles\"");
+    if (walls && !s->domain.boundary.forces.has_about) {
+        for (int a = 0; a < 3; a++)
+            s->domain.boundary.forces.about[a] = 0.5 * (s->domain.min[a] + s->domain.max[a]);
+        s->domain.boundary.forces.has_about = true;
+    }
+    for (size_t c = 0; c < s->n_colliders; c++) {
+        mz_collider *co = &s->colliders[c];
+        if (!co->has_forces)
+            continue;
+        if (!co->name) {
+            diag_add(d, "colliders[%zu].forces: give the collider a name (it names the output "
+                        "group /observables/colliders/<name>)", c);
+            continue;
+        }
+        if (!good_name(co->name))
+            diag_add(d, "colliders[%zu].name \"%s\": use letters, digits, '_', '-' and '.' (it "
+                        "names an HDF5 group)", c, co->name);
+        for (size_t k = 0; k < c; k++)
+            if (s->colliders[k].has_forces && s->colliders[k].name &&
+                strcmp(s->colliders[k].name, co->name) == 0)
+                diag_add(d, "colliders[%zu].name \"%s\" is taken by colliders[%zu]: colliders "
+                            "whose forces are measured need names of their own", c, co->name, k);
+        if (!co->forces.has_about) {
+            collider_centre(co, co->forces.about);
+            co->forces.has_about = true;
+        }
+    }
+}
+
 void validate_observers(mz_scene *s, unsigned produced, mz_diag *d)
 {
+    validate_loads(s, d);
     if (s->n_probes + s->n_gauges == 0)
         return;
     if (s->n_fluids == 0) {

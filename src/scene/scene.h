@@ -79,8 +79,18 @@ typedef enum mz_wall_friction {
     MZ_FRICTION_FREE_SLIP      /* nothing along the wall */
 } mz_wall_friction;
 
+/* colliders[].forces and domain.boundary.forces: the fluid's force on a solid and its torque
+ * about a point, sampled between steps (solvers/observe.h). */
+typedef struct mz_load {
+    double rate;     /* samples a second; 0: after every step */
+    double about[3]; /* m; validation puts the solid's centre here when the scene gives none */
+    bool has_about;
+} mz_load;
+
 typedef struct mz_boundary {
     int type; /* mz_boundary_kind */
+    bool has_forces;
+    mz_load forces; /* on each wall of the domain */
     int friction; /* mz_wall_friction */
     double stiffness, damping, acceleration_limit;
 } mz_boundary;
@@ -138,6 +148,8 @@ typedef struct mz_collider {
         double a[3], b[3], radius; /* the segment a–b, swept by a sphere */
     } capsule;
     double friction, static_friction; /* position-based contacts */
+    bool has_forces;
+    mz_load forces;
 } mz_collider;
 
 /* The kind of body a particle belongs to (the `phase` output field). */
@@ -280,6 +292,22 @@ double scene_speed_of_sound(const mz_scene *s);
 void scene_flip_grid(const mz_scene *s, int cells[3], double cell[3]);
 /* SPH: the CFL number in force (simulation.cfl, or the solver's default). */
 double scene_cfl(const mz_scene *s);
+
+/* The solids whose forces a run measures: colliders with `forces` (in scene order), then the
+ * domain's walls when domain.boundary.forces is given (x_min, x_max, y_min, y_max, then in 3D
+ * z_min, z_max). A boundary particle or solid element carries its owner: the wall's index
+ * (MZ_WALL_X_MIN ..) or MZ_OWNER_COLLIDER + the collider's index. */
+#define MZ_OWNER_COLLIDER 6
+typedef struct mz_load_ref {
+    const char *name; /* the collider's name or the wall's ("x_min", ...) */
+    bool wall;
+    int owner;
+    const mz_load *load;
+} mz_load_ref;
+extern const char *const mz_wall_names[6];
+/* How many, and the k-th. */
+size_t scene_load_count(const mz_scene *s);
+mz_load_ref scene_load_ref(const mz_scene *s, size_t k);
 
 /* Read, override, validate. Returns 0, or -1 with every problem found in *diag (messages name
  * the JSON path: "fluids[0].spacing must be > 0 (got -0.01)"; syntax errors "line:column: ...")

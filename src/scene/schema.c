@@ -256,6 +256,8 @@ static void read_value(const mz_key *k, const cJSON *v, void *dst, const char *p
         break;
     case K_VEC3:
         read_vec3(v, FIELD(dst, k, double), path, d);
+        if (k->aux_offset) /* given or not (validation fills in a default) */
+            *AUX(dst, k, bool) = true;
         break;
     case K_VEC2:
     case K_INT2: {

@@ -212,6 +212,16 @@ static void test_bad_colliders(void **state)
          "colliders[0].sphere.radius must be > 0 (got -1)"},
         {"{\"box\": {\"min\": [0.5,0.5,0.5], \"max\": [0.9,0.9,0.9]}}",
          "fluids[1].positions[1] lies within half a spacing of colliders[0]"},
+        {"{\"sphere\": {\"center\": [0.5,0.5,0.5], \"radius\": 0.1}, \"forces\": {}}",
+         "colliders[0].forces: give the collider a name (it names the output group "
+         "/observables/colliders/<name>)"},
+        {"{\"name\": \"a/b\", \"sphere\": {\"center\": [0.5,0.5,0.5], \"radius\": 0.1}, "
+         "\"forces\": {\"rate\": 100}}",
+         "colliders[0].name \"a/b\": use letters, digits, '_', '-' and '.' (it names an HDF5 "
+         "group)"},
+        {"{\"name\": \"s\", \"sphere\": {\"center\": [0.5,0.5,0.5], \"radius\": 0.1}, "
+         "\"forces\": {\"rate\": -1}}",
+         "colliders[0].forces.rate must be >= 0 (got -1)"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         char text[1024];
@@ -236,6 +246,23 @@ static void test_bad_colliders(void **state)
     assert_string_equal(dd.msgs[0], "fluids[1].box overlaps fluids[0].box");
     diag_free(&dd);
     scene_free(&so);
+    /* Forces on solids: SPH measures them on boundary particles; the other solvers not yet. */
+    static const struct {
+        const char *scene, *set, *expected;
+    } loads[] = {
+        {"scenes/dam_break_2d.json", "domain.boundary.type=\"penalty\"",
+         "domain.boundary.forces: SPH measures the forces on its boundary particles: set "
+         "domain.boundary.type to \"particles\""},
+        {"scenes/pbf_dam_break.json", "simulation.frames=1",
+         "domain.boundary.forces: the pbf solver does not measure forces on solids yet (wcsph "
+         "and collapsed_sph do)"},
+    };
+    for (size_t i = 0; i < sizeof loads / sizeof *loads; i++) {
+        const char *sets[] = {"domain.boundary.forces={\"rate\": 10}", loads[i].set};
+        char *got = load_errors(loads[i].scene, sets, 2);
+        assert_string_equal(got, loads[i].expected);
+        free(got);
+    }
     /* Position-based solvers feel colliders by signed distance; SPH with penalty walls cannot
      * feel them at all: refused, not ignored. */
     const char *ballistic = "{\"mizu_scene\": 1, \"domain\": {\"min\": [0,0,0], \"max\": [1,1,1]},"
