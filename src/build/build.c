@@ -237,9 +237,29 @@ static void build_bodies(const mz_scene *s, mz_particles *p, size_t first)
     }
 }
 
+/* The wall a shell particle (lattice index idx) lies furthest beyond; a tie (edges, corners)
+ * goes to the wall across `down`, gravity's main axis, then to the later axis. */
+static int wall_owner(const long idx[3], const long cells[3], int dim, int down)
+{
+    long beyond = 0;
+    int owner = 0;
+    for (int k = 0; k < dim; k++) {
+        int a = (down + 1 + k) % dim; /* down last */
+        long below = -idx[a], above = idx[a] - cells[a] + 1;
+        if (below > 0 && below >= beyond)
+            beyond = below, owner = 2 * a;
+        if (above > 0 && above >= beyond)
+            beyond = above, owner = 2 * a + 1;
+    }
+    return owner;
+}
+
 size_t build_wall_particles(const mz_scene *s, double spacing, int layers, float **pos)
 {
-    int dim = s->sim.dimensions;
+    int dim = s->sim.dimensions, down = 1;
+    for (int a = 0; a < dim; a++)
+        if (fabs(s->sim.gravity[a]) > fabs(s->sim.gravity[down]))
+            down = a;
     long cells[3] = {1, 1, 1}; /* lattice cells across the domain; the last may poke out */
     for (int a = 0; a < dim; a++)
         cells[a] = (long)ceil((s->domain.max[a] - s->domain.min[a]) / spacing - 1e-9);
@@ -269,7 +289,7 @@ size_t build_wall_particles(const mz_scene *s, double spacing, int layers, float
                     p[4 * n + a] = a < dim ? (float)(s->domain.min[a] + ((double)idx[a] + 0.5) *
                                                                             spacing)
                                            : 0.0f;
-                p[4 * n + 3] = 0.0f;
+                p[4 * n + 3] = (float)wall_owner(idx, cells, dim, down);
                 n++;
             }
     *pos = p;
@@ -280,6 +300,7 @@ size_t build_wall_particles(const mz_scene *s, double spacing, int layers, float
 typedef struct sample_sink {
     float **pos;
     size_t n, cap;
+    float owner;
 } sample_sink;
 
 static void take_sample(void *ctx, const double x[3])
@@ -291,17 +312,19 @@ static void take_sample(void *ctx, const double x[3])
     }
     for (int a = 0; a < 3; a++)
         (*k->pos)[4 * k->n + a] = (float)x[a];
-    (*k->pos)[4 * k->n + 3] = 0.0f;
+    (*k->pos)[4 * k->n + 3] = k->owner;
     k->n++;
 }
 
 size_t build_collider_particles(const mz_scene *s, double spacing, int layers, float **pos,
                                 size_t n)
 {
-    sample_sink sink = {pos, n, n + 1024};
+    sample_sink sink = {pos, n, n + 1024, 0.0f};
     *pos = xrealloc(*pos, 4 * sink.cap * sizeof **pos);
-    for (size_t c = 0; c < s->n_colliders; c++)
+    for (size_t c = 0; c < s->n_colliders; c++) {
+        sink.owner = (float)(MZ_OWNER_COLLIDER + (int)c);
         scene_collider_samples(s, c, spacing, layers, take_sample, &sink);
+    }
     return sink.n;
 }
 

@@ -51,13 +51,16 @@ double build_wall_laplacian_sum(double spacing, double h, int dimensions, double
 /* The domain's walls as boundary particles: the fluid lattice (cells of `spacing` from the
  * domain's min corner, particles at cell centres) continued `layers` cells beyond every wall,
  * edges and corners included, so a fluid particle at rest near a wall sees the same
- * neighbourhood as one inside. 4 floats a particle (x, y, z, 0) into *pos (malloc'd); returns
- * the count. In 2D the shell around the rectangle (z = 0). */
+ * neighbourhood as one inside. 4 floats a particle (x, y, z, owner) into *pos (malloc'd);
+ * returns the count. In 2D the shell around the rectangle (z = 0). The owner is the wall a
+ * particle lies furthest beyond (scene.h's MZ_WALL_X_MIN order: x_min, x_max, y_min, ...; an
+ * edge's or corner's tie goes to the wall across gravity's main axis, the floor), for the
+ * forces on each wall. */
 size_t build_wall_particles(const mz_scene *s, double spacing, int layers, float **pos);
 
 /* The colliders likewise: lattice points inside the domain and inside a solid, no deeper than
  * `layers` spacings below its surface. Appends to *pos (n points already there); returns the
- * new count. */
+ * new count. Owner: MZ_OWNER_COLLIDER + the collider's index. */
 size_t build_collider_particles(const mz_scene *s, double spacing, int layers, float **pos,
                                 size_t n);
 
