@@ -106,6 +106,16 @@ inline float mz_sph_density_rate(const mz_sph *P, uint i, float4 xi, float4 vi, 
     return rate;
 }
 
+/* For the forces on walls (sph_wall_loads), walls other than no-slip: what mz_sph_wall_accel
+ * added to i's acceleration beyond the pairs' sum (a, its result), and in w the sum of the
+ * pairs' Laplacian shares, by which the loads spread it over the boundary particles. */
+inline void mz_sph_wall_rest(global float4 *rest, uint i, float4 a, const mz_wall_sum *w)
+{
+    float4 r = a - w->a;
+    r.w = w->lap;
+    rest[i] = r;
+}
+
 /* Symplectic Euler: v += dt·a, x += dt·v; walls, the acceleration cap, gravity, and the domain
  * clamp behind it all (a clamped axis loses its velocity). Also |a|² for the adaptive step. */
 inline void mz_sph_integrate(const mz_sph *P, float dt, float4 gravity, const mz_walls *w,
@@ -169,7 +179,7 @@ kernel void sph_forces(uint n, float dt, mz_sph P, float4 gravity, mz_walls wall
                        global const float *p, mz_grid_desc gb, global const uint *bcs,
                        global const uint *bce, global const float4 *bx, global const float *bm,
                        int nb, global float4 *x_out, global float4 *v_out, global float *a2_out,
-                       MZ_SPH_LISTS_IN)
+                       int rest_out, global float4 *wall_rest, MZ_SPH_LISTS_IN)
 {
     uint i = get_global_id(0);
     if (i >= n)
@@ -215,6 +225,8 @@ kernel void sph_forces(uint n, float dt, mz_sph P, float4 gravity, mz_walls wall
             MZ_NEIGHBOURS_END
         }
         a = mz_sph_wall_accel(&P, &ws, vi, dt);
+        if (rest_out)
+            mz_sph_wall_rest(wall_rest, i, a, &ws);
     }
 #undef MZ_SPH_FLUID_TERM
 #undef MZ_SPH_WALL_TERM
@@ -241,7 +253,8 @@ kernel void csph_step(uint n, float dt, float lag, mz_sph P, float4 gravity, mz_
                       mz_grid_desc gb, global const uint *bcs, global const uint *bce,
                       global const float4 *bx, global const float *bm, int nb,
                       global float *rho_out, global float *drho_out, global float *p_out,
-                      global float4 *x_out, global float4 *v_out, global float *a2_out)
+                      global float4 *x_out, global float4 *v_out, global float *a2_out,
+                      int rest_out, global float4 *wall_rest)
 {
     uint i = get_global_id(0);
     if (i >= n)
@@ -286,6 +299,8 @@ kernel void csph_step(uint n, float dt, float lag, mz_sph P, float4 gravity, mz_
             }
         MZ_NEIGHBOURS_END
         a = mz_sph_wall_accel(&P, &ws, vi, dt);
+        if (rest_out)
+            mz_sph_wall_rest(wall_rest, i, a, &ws);
         rho_new += P.poly6 * bsum;
     }
     rho_out[i] = rho_new;
@@ -330,4 +345,50 @@ kernel void sph_sums(uint n, mz_sph P, mz_grid_desc g, global const uint *cs,
     MZ_NEIGHBOURS_END
     grad.w = vol * P.poly6 * sum;
     out[i] = grad;
+}
+
+/* The fluid's force on each boundary particle of the solids whose forces are measured
+ * (src/solvers/sph/loads.c): element e is boundary slot slot[e], and its force is
+ * −Σ_i m (a_ib + rest_i lap_ib / lap_i) over the fluid particles i within h: a_ib the pair's
+ * terms the forces pass added to i's acceleration (mz_sph_wall_pair) and, for walls other than
+ * no-slip, b's share by the viscous Laplacian of what mz_sph_wall_accel made of i's pairs beyond
+ * their sum (rest_i, lap_i in its w; rest_on 0: no-slip, none). So the forces on all solids sum
+ * to minus what the walls gave the fluid. Run after the step's forces pass, on the state it
+ * read (x, v, and ρ, p; collapsed SPH: ρ carried forward by lag as its pass did). */
+kernel void sph_wall_loads(uint n_elems, mz_sph P, float4 gravity, int collapsed, float lag,
+                           mz_grid_desc g, global const uint *cs, global const uint *ce,
+                           global const float4 *x, global const float4 *v,
+                           global const float *rho, global const float *drho,
+                           global const float *p, global const float4 *bx,
+                           global const float *bm, global const uint *slot, int rest_on,
+                           global const float4 *rest, global float4 *at, global float4 *force)
+{
+    uint e = get_global_id(0);
+    if (e >= n_elems)
+        return;
+    uint b = slot[e];
+    float4 xb = bx[b];
+    float m_b = bm[b];
+    float4 f = (float4)(0.0f);
+    MZ_NEIGHBOURS_BEGIN(g, cs, ce, x, xb, i, r2)
+        float r = sqrt(r2);
+        if (r > P.r_min) {
+            float rho_i = collapsed ? mz_csph_density_now(rho[i], drho[i], lag) : rho[i];
+            float p_i = collapsed ? mz_tait(&P, rho_i) : p[i];
+            float4 dx = x[i] - xb, vi = v[i];
+            dx.w = 0.0f;
+            vi.w = 0.0f;
+            mz_wall_pair q = mz_sph_wall_pair(&P, dx, r2, r, m_b, p_i, rho_i, gravity, vi);
+            float4 a = q.a;
+            if (rest_on) {
+                float4 ri = rest[i];
+                if (ri.w > 0.0f)
+                    a = a + (q.lap / ri.w) * ri;
+            }
+            f = f - P.mass * a;
+        }
+    MZ_NEIGHBOURS_END
+    f.w = 0.0f;
+    at[e] = (float4)(xb.x, xb.y, xb.z, 0.0f);
+    force[e] = f;
 }

@@ -24,6 +24,7 @@
 #include "dist/slabs.h"
 #include "solvers/sim.h"
 #include "solvers/sph/boundary.h"
+#include "solvers/sph/loads.h"
 #include "solvers/sph/neighbour_list.h"
 #include "solvers/sph/sph.h"
 #include "solvers/sph/step_size.h"
@@ -47,6 +48,7 @@ typedef struct sph_state {
     mz_grid grid;
     bool grid_made;
     sph_boundary bound; /* wall and collider particles */
+    sph_loads loads;    /* forces on walls and colliders, when the scene measures them */
     mz_slabs slabs; /* a distributed run's (sim->slabs) */
     bool slabs_made;
     cl_mem vel_out, rho, p, a2;
@@ -260,7 +262,8 @@ static int sph_init(mz_sim *sim)
             return -1;
     }
     if (sph_boundary_init(&st->bound, sim, st->P.mass, st->P.h,
-                          st->grid.desc.hashed ? MZ_GRID_HASHED : MZ_GRID_DENSE) != 0)
+                          st->grid.desc.hashed ? MZ_GRID_HASHED : MZ_GRID_DENSE) != 0 ||
+        sph_loads_init(&st->loads, sim, &st->bound, st->program) != 0)
         return -1;
     /* WCSPH in one process: the density pass's lists for the forces pass. */
     st->listed = !st->collapsed && !sim->plan && sph_lists_wanted(sim);
@@ -329,6 +332,12 @@ static bool run_density(mz_sim *sim, sph_state *st, cl_mem *rho, cl_mem *scratch
     return ok;
 }
 
+/* The forces pass's buffer for the wall forces' rest (sph_wall_rest), or a stand-in. */
+static cl_mem *rest_arg(sph_state *st)
+{
+    return st->loads.rest ? &st->loads.rest : &st->a2;
+}
+
 static int sph_step(mz_sim *sim, sph_state *st, double dt_seconds)
 {
     cl_float dt = (cl_float)dt_seconds;
@@ -345,6 +354,9 @@ static int sph_step(mz_sim *sim, sph_state *st, double dt_seconds)
     size_t begin, end;
     sim_owned(sim, &begin, &end);
     cl_uint end_u = (cl_uint)end;
+    /* A step whose forces on solids are due: the forces pass keeps what the gather needs. */
+    bool loads = st->loads.on && sim_loads_due(sim, dt_seconds);
+    cl_int rest_out = loads && st->loads.rest_on;
     bool ok;
     if (!st->collapsed) {
         ok = run_density(sim, st, &st->rho, &st->rho_next, st->lag) &&
@@ -352,8 +364,11 @@ static int sph_step(mz_sim *sim, sph_state *st, double dt_seconds)
                    A(st->walls), A(st->penalty), A(st->grid.desc), A(st->grid.cell_start),
                    A(st->grid.cell_end), A(sim->pos), A(sim->vel), A(st->rho), A(st->p),
                    A(b.desc), A(b.start), A(b.end), A(b.pos), A(b.mass), A(b.nb), A(sim->pred),
-                   A(st->vel_out), A(st->a2), LIST_ARGS_IN(st)) &&
-             sim_launch_range(sim, st->k_forces, begin, end, STAGE_FORCES, "sph_forces");
+                   A(st->vel_out), A(st->a2), A(rest_out), A(*rest_arg(st)),
+                   LIST_ARGS_IN(st)) &&
+             sim_launch_range(sim, st->k_forces, begin, end, STAGE_FORCES, "sph_forces") &&
+             (!loads || sph_loads_gather(&st->loads, sim, &st->grid, &st->bound, &st->P,
+                                         st->gravity, 0, 0.0f, st->rho, st->rho, st->p));
     } else {
         cl_float lag = (cl_float)st->lag;
         ok = KARGS(st->k_collapsed, "csph_step", A(end_u), A(dt), A(lag), A(st->P),
@@ -361,8 +376,11 @@ static int sph_step(mz_sim *sim, sph_state *st, double dt_seconds)
                    A(st->grid.cell_start), A(st->grid.cell_end), A(sim->pos), A(sim->vel),
                    A(st->rho_prev), A(st->drho_prev), A(b.desc), A(b.start), A(b.end),
                    A(b.pos), A(b.mass), A(b.nb), A(st->rho), A(st->drho), A(st->p),
-                   A(sim->pred), A(st->vel_out), A(st->a2)) &&
-             sim_launch_range(sim, st->k_collapsed, begin, end, STAGE_FORCES, "csph_step");
+                   A(sim->pred), A(st->vel_out), A(st->a2), A(rest_out), A(*rest_arg(st))) &&
+             sim_launch_range(sim, st->k_collapsed, begin, end, STAGE_FORCES, "csph_step") &&
+             (!loads || sph_loads_gather(&st->loads, sim, &st->grid, &st->bound, &st->P,
+                                         st->gravity, 1, lag, st->rho_prev, st->drho_prev,
+                                         st->p));
         swap_mem(&st->rho, &st->rho_prev);
         swap_mem(&st->drho, &st->drho_prev);
     }
@@ -496,6 +514,7 @@ static void sph_release(mz_sim *sim)
         return;
     if (st->grid_made)
         grid_release(&st->grid);
+    sph_loads_release(&st->loads);
     sph_boundary_release(&st->bound);
     if (st->slabs_made)
         slabs_release(&st->slabs);
@@ -540,7 +559,8 @@ static size_t sph_state_parts(mz_sim *sim, mz_state_part *parts, size_t max)
 static size_t sph_device_bytes(const mz_scene *s, size_t n)
 {
     size_t bytes = n * (16 + 4 * 6 + 16 + (16 + 16 + 4 * 5));
-    return bytes + sph_boundary_bytes(s) + sim_grid_bytes(s, n, scene_support_radius(s));
+    return bytes + sph_boundary_bytes(s) + sph_loads_bytes(s, n) +
+           sim_grid_bytes(s, n, scene_support_radius(s));
 }
 
 static void sph_slab_geometry(const mz_scene *s, double *h, int *halo)

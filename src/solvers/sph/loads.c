@@ -1,0 +1,116 @@
+/* Forces on walls and colliders in the SPH solvers (loads.h). */
+#include "solvers/sph/loads.h"
+#include "util/err.h"
+
+#include <stdlib.h>
+
+/* The boundary particles' owners, read back once (the boundary grid sorted them), bucketed by
+ * load in scene_load_ref order, each bucket in slot order. */
+static int make_elements(sph_loads *l, mz_sim *sim, const sph_boundary *b)
+{
+    const mz_scene *s = sim->scene;
+    size_t nb = b->nb, n_loads = scene_load_count(s);
+    cl_float4 *pos = xmalloc((nb ? nb : 1) * sizeof *pos);
+    if (nb && !cl_ok(clEnqueueReadBuffer(sim->cl->queue, b->pos, CL_TRUE, 0, 16 * nb, pos, 0,
+                                         NULL, NULL),
+                     "clEnqueueReadBuffer(boundary owners)")) {
+        free(pos);
+        return -1;
+    }
+    /* The load of each owner (−1: not measured). */
+    int n_owners = MZ_OWNER_COLLIDER + (int)s->n_colliders;
+    int *load_of = xmalloc((size_t)n_owners * sizeof *load_of);
+    for (int o = 0; o < n_owners; o++)
+        load_of[o] = -1;
+    for (size_t k = 0; k < n_loads; k++)
+        load_of[scene_load_ref(s, k).owner] = (int)k;
+    cl_uint *first = xcalloc(n_loads, sizeof *first), *count = xcalloc(n_loads, sizeof *count);
+    for (size_t i = 0; i < nb; i++) {
+        int o = (int)pos[i].s[3];
+        if (o >= 0 && o < n_owners && load_of[o] >= 0)
+            count[load_of[o]]++;
+    }
+    size_t total = 0;
+    for (size_t k = 0; k < n_loads; k++) {
+        first[k] = (cl_uint)total;
+        total += count[k];
+    }
+    cl_uint *slot = xmalloc((total ? total : 1) * sizeof *slot), *fill = xcalloc(n_loads, 4);
+    for (size_t i = 0; i < nb; i++) {
+        int o = (int)pos[i].s[3];
+        if (o >= 0 && o < n_owners && load_of[o] >= 0) {
+            int k = load_of[o];
+            slot[first[k] + fill[k]++] = (cl_uint)i;
+        }
+    }
+    mz_load_elems *e = &sim->loads;
+    e->n = total;
+    size_t room = total ? total : 1;
+    int flags = CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR;
+    l->slot = mz_cl_buffer(sim->cl, flags, 4 * room, slot, "clCreateBuffer(load elements)");
+    e->first = mz_cl_buffer(sim->cl, flags, 4 * n_loads, first, "clCreateBuffer(loads)");
+    e->count = mz_cl_buffer(sim->cl, flags, 4 * n_loads, count, "clCreateBuffer(loads)");
+    e->at = mz_cl_buffer(sim->cl, CL_MEM_READ_WRITE, 16 * room, NULL,
+                         "clCreateBuffer(load positions)");
+    e->force = mz_cl_buffer(sim->cl, CL_MEM_READ_WRITE, 16 * room, NULL,
+                            "clCreateBuffer(load forces)");
+    free(pos);
+    free(load_of);
+    free(first);
+    free(count);
+    free(slot);
+    free(fill);
+    return l->slot && e->first && e->count && e->at && e->force ? 0 : -1;
+}
+
+int sph_loads_init(sph_loads *l, mz_sim *sim, const sph_boundary *b, cl_program program)
+{
+    const mz_scene *s = sim->scene;
+    *l = (sph_loads){0};
+    if (scene_load_count(s) == 0 || !b->made)
+        return 0;
+    l->on = true;
+    cl_int err;
+    l->k = clCreateKernel(program, "sph_wall_loads", &err);
+    if (!cl_ok(err, "clCreateKernel(sph_wall_loads)"))
+        return -1;
+    if (make_elements(l, sim, b) != 0)
+        return -1;
+    l->rest_on = s->domain.boundary.friction != MZ_FRICTION_NO_SLIP;
+    l->rest = mz_cl_buffer(sim->cl, CL_MEM_READ_WRITE, l->rest_on ? 16 * sim->cap : 16, NULL,
+                           "clCreateBuffer(wall forces' rest)");
+    return l->rest ? 0 : -1;
+}
+
+bool sph_loads_gather(sph_loads *l, mz_sim *sim, const mz_grid *fluid, const sph_boundary *b,
+                      const sph_params *P, cl_float4 gravity, cl_int collapsed, cl_float lag,
+                      cl_mem rho, cl_mem drho, cl_mem p)
+{
+    mz_load_elems *e = &sim->loads;
+    cl_uint n = (cl_uint)e->n;
+    if (n == 0)
+        return true;
+    return KARGS(l->k, "sph_wall_loads", A(n), A(*P), A(gravity), A(collapsed), A(lag),
+                 A(fluid->desc), A(fluid->cell_start), A(fluid->cell_end), A(sim->pos),
+                 A(sim->vel), A(rho), A(drho), A(p), A(b->pos), A(b->mass), A(l->slot),
+                 A(l->rest_on), A(l->rest), A(e->at), A(e->force)) &&
+           sim_launch(sim, l->k, n, MZ_STAGE_OBSERVE, "sph_wall_loads");
+}
+
+size_t sph_loads_bytes(const mz_scene *s, size_t n)
+{
+    if (scene_load_count(s) == 0 || s->domain.boundary.type != MZ_BOUNDARY_PARTICLES)
+        return 0;
+    /* At most every boundary particle an element: slot, position, force. */
+    size_t rest = s->domain.boundary.friction != MZ_FRICTION_NO_SLIP ? 16 * n : 0;
+    return rest + scene_boundary_count(s) * (4 + 16 + 16);
+}
+
+void sph_loads_release(sph_loads *l)
+{
+    if (l->k)
+        clReleaseKernel(l->k);
+    cl_mem ms[] = {l->slot, l->rest};
+    mz_cl_release_mems(ms, sizeof ms / sizeof *ms);
+    *l = (sph_loads){0};
+}

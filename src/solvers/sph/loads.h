@@ -1,0 +1,31 @@
+/* The forces on walls and colliders (scene_load_ref) in the SPH solvers: the fluid's force on
+ * each boundary particle of a measured solid, gathered from the fluid particles near it by the
+ * pairs the forces pass used (kernels/sph/sph.cl, sph_wall_loads), into sim->loads, whose sums
+ * observe.c takes. Only in the steps sim_loads_due marks. */
+#ifndef MZ_SPH_LOADS_H
+#define MZ_SPH_LOADS_H
+#include "solvers/sim.h"
+#include "solvers/sph/boundary.h"
+#include "solvers/sph/sph.h"
+
+typedef struct sph_loads {
+    bool on;        /* the scene measures forces on solids */
+    cl_int rest_on; /* walls other than no-slip: the forces pass keeps what rest holds */
+    cl_kernel k;    /* sph_wall_loads */
+    cl_mem slot;    /* per element: its boundary particle's slot */
+    cl_mem rest;    /* per fluid particle (rest_on), or a stand-in */
+} sph_loads;
+
+/* After the boundary's grid is built: the elements of every measured solid (its boundary
+ * particles, solid by solid in scene_load_ref order) into sim->loads, and the rest buffer for
+ * cap fluid particles. Nothing when the scene measures no forces. 0, or -1 after reporting. */
+int sph_loads_init(sph_loads *l, mz_sim *sim, const sph_boundary *b, cl_program program);
+/* The gather (after the step's forces pass; see sph_wall_loads for the arguments). */
+bool sph_loads_gather(sph_loads *l, mz_sim *sim, const mz_grid *fluid, const sph_boundary *b,
+                      const sph_params *P, cl_float4 gravity, cl_int collapsed, cl_float lag,
+                      cl_mem rho, cl_mem drho, cl_mem p);
+/* Device memory the scene's loads take beyond the boundary: n fluid particles. */
+size_t sph_loads_bytes(const mz_scene *s, size_t n);
+void sph_loads_release(sph_loads *l);
+
+#endif
