@@ -1,5 +1,6 @@
 /* Probes and gauges (src/solvers/observe.h): the fluid at given points, by kernel
- * interpolation over the particles near them, between two steps.
+ * interpolation over the particles near them, between two steps; and the loads' sums, the
+ * forces on solids the solver measured in the step.
  *
  * The grid is the one the solver built at the start of the step just taken; the particles have
  * moved since, by less than a grid cell (every solver's CFL condition keeps a step's motion
@@ -205,4 +206,44 @@ void gauge_level(global const uint *first, global const uint *count, global cons
         level = ((float)(dry - 1) + (a - 0.5f) / (a - b)) * ds[i];
     }
     rows[row_base + i] = level;
+}
+
+#define MZ_LOAD_GROUP 256
+
+/* A load's force and torque (src/solvers/observe.h): the sum of the forces its elements
+ * carry (first[i] .. first[i] + count[i] − 1, filled by the solver in the step) and of their
+ * moments (x − about) × f. One work-group per load, each work-item a strided share of the
+ * elements, then a fixed tree: the same order every run. */
+kernel __attribute__((reqd_work_group_size(MZ_LOAD_GROUP, 1, 1)))
+void load_sums(global const float4 *at, global const float4 *force, global const uint *first,
+               global const uint *count, global const float4 *about, global float *rows,
+               uint row_base)
+{
+    local float8 part[MZ_LOAD_GROUP];
+    const uint i = get_group_id(0), t = get_local_id(0);
+    const uint begin = first[i], end = begin + count[i];
+    const float4 c = about[i];
+    float4 f = (float4)(0.0f), m = (float4)(0.0f);
+    for (uint e = begin + t; e < end; e += MZ_LOAD_GROUP) {
+        const float4 fe = mz_vec(force[e]);
+        f += fe;
+        m += cross(mz_vec(at[e] - c), fe);
+    }
+    part[t] = (float8)(f.x, f.y, f.z, m.x, m.y, m.z, 0.0f, 0.0f);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint stride = MZ_LOAD_GROUP / 2; stride > 0; stride >>= 1) {
+        if (t < stride)
+            part[t] += part[t + stride];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (t != 0)
+        return;
+    global float *row = rows + row_base + 6 * i;
+    const float8 s = part[0];
+    row[0] = s.s0;
+    row[1] = s.s1;
+    row[2] = s.s2;
+    row[3] = s.s3;
+    row[4] = s.s4;
+    row[5] = s.s5;
 }

@@ -14,7 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-/* What the probes and gauges sample, and how often (the first few of each). */
+/* What the probes and gauges sample (the first few of each), the forces measured, and how
+ * often. */
 static void print_observers(const mz_scene *s)
 {
     enum { SHOWN = 8 };
@@ -38,6 +39,12 @@ static void print_observers(const mz_scene *s)
     }
     if (s->n_gauges > SHOWN)
         printf("  and %zu gauges more\n", s->n_gauges - SHOWN);
+    for (size_t k = 0; k < scene_load_count(s); k++) {
+        mz_load_ref l = scene_load_ref(s, k);
+        printf("  forces on %s \"%s\", torque about (%g, %g, %g)", l.wall ? "wall" : "collider",
+               l.name, l.load->about[0], l.load->about[1], l.load->about[2]);
+        printf(l.load->rate > 0 ? ", %g samples a second\n" : ", every step\n", l.load->rate);
+    }
 }
 
 int cmd_check(const mz_run_opts *o)

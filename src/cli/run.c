@@ -211,8 +211,9 @@ static void print_summary(const run_ctx *r, long frames_written, double setup_s,
     if (sim->solver->report)
         sim->solver->report(sim, stderr);
     if (sim->obs)
-        fprintf(stderr, "  %zu probes and %zu gauges: %ld samples taken, in /observables\n",
-                sim->obs->n_probes, sim->obs->n_gauges, sim->obs->samples);
+        fprintf(stderr, "  %zu probes, %zu gauges and %zu forces on solids: %ld samples taken, "
+                        "in /observables\n",
+                sim->obs->n_probes, sim->obs->n_gauges, sim->obs->n_loads, sim->obs->samples);
     if (dist_active() && sim->slabs)
         fprintf(stderr, "  %d ranks (%s); slabs repartitioned %llu times; rank 0 sent %llu "
                         "particle records in %llu exchanges taking %.3f s, its buffers grew "
@@ -234,7 +235,7 @@ static void print_summary(const run_ctx *r, long frames_written, double setup_s,
                     psteps > 0 ? 1e9 * sim->stages[i].seconds / psteps : 0.0);
         const mz_stage_stat *ob = &sim->stages[MZ_STAGE_OBSERVE];
         if (ob->launches)
-            fprintf(stderr, "    %-12s %9.3f ms %5.1f%%  %8lu launches\n", "probes",
+            fprintf(stderr, "    %-12s %9.3f ms %5.1f%%  %8lu launches\n", "observers",
                     1e3 * ob->seconds, total > 0 ? 100.0 * ob->seconds / total : 0.0,
                     ob->launches);
     }
@@ -719,9 +720,9 @@ static int refuse_distributed(const run_ctx *r)
         why = "DFSPH is not distributed yet (its pressure solves would exchange halos every "
               "iteration): run DFSPH scenes without mpirun; WCSPH and collapsed SPH scenes run "
               "under mpirun";
-    else if (r->scene.n_probes + r->scene.n_gauges > 0)
-        why = "probes and gauges are not sampled in distributed runs yet: run this scene "
-              "without mpirun, or without probes[] and gauges[]";
+    else if (r->scene.n_probes + r->scene.n_gauges + scene_load_count(&r->scene) > 0)
+        why = "probes, gauges and forces on solids are not sampled in distributed runs yet: "
+              "run this scene without mpirun, or without probes[], gauges[] and forces";
     else if (!scene_is_sph(&r->scene))
         why = "the position-based solvers (PBF, cloth, soft and rigid bodies) are not "
               "distributed yet: run this scene without mpirun; WCSPH and collapsed SPH scenes "

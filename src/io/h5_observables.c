@@ -1,5 +1,6 @@
-/* The probes' and gauges' time series (scene probes[], gauges[]; solvers/observe.h samples
- * them), H5MD observables that grow by the samples a run takes:
+/* The probes', gauges' and loads' time series (scene probes[], gauges[], colliders[].forces,
+ * domain.boundary.forces; solvers/observe.h samples them), H5MD observables that grow by the
+ * samples a run takes:
  *
  *   /observables/probes/<name>           attr position [3] (m)
  *     <field>/step [S] int64, time [S] float64, value [S] float32 or [S, 3] (velocity),
@@ -9,6 +10,11 @@
  *   /observables/gauges/<name>           attrs start, end [3] (m)
  *     step [S], time [S], value [S] float32: the level, the distance from start to the
  *                                        surface along the gauge (m)
+ *   /observables/colliders/<name>        attr about [3] (m): the point torques are taken about
+ *     force/{step, time, value [S, 3]}   the fluid's force on the solid (N)
+ *     torque/{step, time, value [S, 3]}  its moment about `about` (N m); step and time are
+ *                                        force's, hard-linked
+ *   /observables/walls/<x_min|x_max|..>  the same for each wall of the domain
  *
  * Samples are appended as the run collects them and the file flushed; a resumed run cuts every
  * series back to the samples of the checkpoint's step and before. */
@@ -20,25 +26,35 @@
 
 #define PROBES "/observables/probes"
 #define GAUGES "/observables/gauges"
+#define COLLIDERS "/observables/colliders"
+#define WALLS "/observables/walls"
 #define SAMPLE_CHUNK 1024 /* rows per chunk */
 
-/* Per observer (probes first, then gauges): its step and time, and a value per field (a
- * gauge's in slot 0), -1 where absent. */
+/* Per observer (probes first, then gauges, then loads): its step and time, and a value per
+ * field (a gauge's in slot 0, a load's force and torque in 0 and 1), -1 where absent. */
 typedef struct h5_series {
     hid_t step, time, value[MZ_PROBE_FIELD_COUNT];
-    unsigned fields; /* MZ_PROBE_FIELD_BIT; a gauge: bit 0 */
+    unsigned fields; /* MZ_PROBE_FIELD_BIT; a gauge: bit 0; a load: bits 0 and 1 */
+    size_t at[MZ_PROBE_FIELD_COUNT], comps[MZ_PROBE_FIELD_COUNT]; /* in a sample row */
 } h5_series;
 
 struct h5_obs {
-    size_t n_probes, n_gauges;
+    size_t n_probes, n_gauges, n_loads;
     h5_series *s;
 };
+
+static size_t row_at(const mz_scene *s, size_t i, int f, size_t *comps, const char **unit);
+
+static size_t obs_count(const mz_scene *s)
+{
+    return s->n_probes + s->n_gauges + scene_load_count(s);
+}
 
 void h5_obs_free(struct h5_obs *obs)
 {
     if (!obs)
         return;
-    for (size_t i = 0; i < obs->n_probes + obs->n_gauges; i++) {
+    for (size_t i = 0; i < obs->n_probes + obs->n_gauges + obs->n_loads; i++) {
         h5_close_id(obs->s[i].step);
         h5_close_id(obs->s[i].time);
         for (int f = 0; f < MZ_PROBE_FIELD_COUNT; f++)
@@ -53,26 +69,70 @@ static struct h5_obs *obs_new(const mz_scene *s)
     struct h5_obs *obs = xcalloc(1, sizeof *obs);
     obs->n_probes = s->n_probes;
     obs->n_gauges = s->n_gauges;
-    obs->s = xcalloc(s->n_probes + s->n_gauges, sizeof *obs->s);
-    for (size_t i = 0; i < s->n_probes + s->n_gauges; i++) {
+    obs->n_loads = scene_load_count(s);
+    obs->s = xcalloc(obs_count(s), sizeof *obs->s);
+    for (size_t i = 0; i < obs_count(s); i++) {
         h5_series *se = &obs->s[i];
         se->step = se->time = -1;
         for (int f = 0; f < MZ_PROBE_FIELD_COUNT; f++)
             se->value[f] = -1;
-        se->fields = i < s->n_probes ? s->probes[i].fields : 1u;
+        se->fields = i < s->n_probes ? s->probes[i].fields : i < s->n_probes + s->n_gauges ? 1u
+                                                                                           : 3u;
+        for (int f = 0; f < MZ_PROBE_FIELD_COUNT; f++) {
+            const char *unit;
+            if (se->fields & (1u << f))
+                se->at[f] = row_at(s, i, f, &se->comps[f], &unit);
+        }
     }
     return obs;
 }
 
-/* The group of observer i and the element of its field f ("" for a gauge). */
+typedef enum { OBS_PROBE, OBS_GAUGE, OBS_LOAD } obs_kind;
+
+static obs_kind kind_of(const mz_scene *s, size_t i)
+{
+    return i < s->n_probes ? OBS_PROBE : i < s->n_probes + s->n_gauges ? OBS_GAUGE : OBS_LOAD;
+}
+
+/* The group of observer i and the element of its field f (the group itself for a gauge). */
 static void names_of(const mz_scene *s, size_t i, int f, char *group, char *elem, size_t size)
 {
-    if (i < s->n_probes) {
+    switch (kind_of(s, i)) {
+    case OBS_PROBE:
         snprintf(group, size, PROBES "/%s", s->probes[i].name);
         snprintf(elem, size, "%s/%s", group, mz_probe_field_infos[f].name);
-    } else {
+        break;
+    case OBS_GAUGE:
         snprintf(group, size, GAUGES "/%s", s->gauges[i - s->n_probes].name);
         snprintf(elem, size, "%s", group);
+        break;
+    case OBS_LOAD: {
+        mz_load_ref l = scene_load_ref(s, i - s->n_probes - s->n_gauges);
+        snprintf(group, size, "%s/%s", l.wall ? WALLS : COLLIDERS, l.name);
+        snprintf(elem, size, "%s/%s", group, f == 0 ? "force" : "torque");
+        break;
+    }
+    }
+}
+
+/* Where field f of observer i sits in a sample row (observe.h), its components and unit. */
+static size_t row_at(const mz_scene *s, size_t i, int f, size_t *comps, const char **unit)
+{
+    switch (kind_of(s, i)) {
+    case OBS_PROBE:
+        *comps = f == MZ_PROBE_VELOCITY ? 3 : 1;
+        *unit = mz_probe_field_infos[f].unit;
+        return 6 * i + (f == MZ_PROBE_FRACTION ? 0 : f == MZ_PROBE_PRESSURE ? 1
+                        : f == MZ_PROBE_DENSITY ? 2 : 3);
+    case OBS_GAUGE:
+        *comps = 1;
+        *unit = "m";
+        return 6 * s->n_probes + (i - s->n_probes);
+    case OBS_LOAD:
+    default:
+        *comps = 3;
+        *unit = f == 0 ? "N" : "N m";
+        return 6 * s->n_probes + s->n_gauges + 6 * (i - s->n_probes - s->n_gauges) + 3 * (size_t)f;
     }
 }
 
@@ -97,7 +157,8 @@ static int create_one(mz_h5_out *o, const mz_scene *s, size_t i)
 {
     h5_series *se = &o->obs->s[i];
     char group[256], elem[320], name[400], first[400];
-    bool gauge = i >= s->n_probes;
+    obs_kind kind = kind_of(s, i);
+    bool gauge = kind == OBS_GAUGE;
     names_of(s, i, 0, group, elem, sizeof group);
     const char *const g[] = {group, NULL};
     if (h5_make_groups(o, g))
@@ -106,6 +167,10 @@ static int create_one(mz_h5_out *o, const mz_scene *s, size_t i)
         const mz_gauge *ga = &s->gauges[i - s->n_probes];
         if (h5_put_attr(o, group, "start", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 3, ga->start) ||
             h5_put_attr(o, group, "end", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 3, ga->end))
+            return -1;
+    } else if (kind == OBS_LOAD) {
+        mz_load_ref l = scene_load_ref(s, i - s->n_probes - s->n_gauges);
+        if (h5_put_attr(o, group, "about", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 3, l.load->about))
             return -1;
     } else if (h5_put_attr(o, group, "position", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 3,
                            s->probes[i].position)) {
@@ -119,13 +184,14 @@ static int create_one(mz_h5_out *o, const mz_scene *s, size_t i)
         const char *const e[] = {elem, NULL};
         if (!gauge && h5_make_groups(o, e))
             return -1;
-        const mz_field_info *fi = &mz_probe_field_infos[f];
+        size_t comps;
+        const char *unit;
+        row_at(s, i, f, &comps, &unit);
         snprintf(name, sizeof name, "%s/value", elem);
-        hid_t v = gauge ? h5_series_create(o, name, H5T_IEEE_F32LE, 1, SAMPLE_CHUNK, 0, 0, 0)
-                        : h5_series_create(o, name, H5T_IEEE_F32LE, fi->components == 3 ? 2 : 1,
-                                           SAMPLE_CHUNK, 0, 3, 0);
+        hid_t v = h5_series_create(o, name, H5T_IEEE_F32LE, comps == 3 ? 2 : 1, SAMPLE_CHUNK, 0,
+                                   comps == 3 ? 3 : 0, 0);
         se->value[f] = v;
-        if (v < 0 || h5_put_str_attr(o, name, "unit", gauge ? "m" : fi->unit))
+        if (v < 0 || h5_put_str_attr(o, name, "unit", unit))
             return -1;
         if (f == f0) {
             snprintf(name, sizeof name, "%s/step", elem);
@@ -152,15 +218,21 @@ static int create_one(mz_h5_out *o, const mz_scene *s, size_t i)
 
 int h5_out_add_observables(mz_h5_out *o, const mz_scene *s)
 {
-    if (s->n_probes + s->n_gauges == 0)
+    if (obs_count(s) == 0)
         return 0;
     o->obs = obs_new(s);
+    bool colliders = false;
+    for (size_t c = 0; c < s->n_colliders; c++)
+        colliders |= s->colliders[c].has_forces;
     const char *const top[] = {"/observables", NULL}, *const probes[] = {PROBES, NULL},
-                      *const gauges[] = {GAUGES, NULL};
+                      *const gauges[] = {GAUGES, NULL}, *const cols[] = {COLLIDERS, NULL},
+                      *const walls[] = {WALLS, NULL};
     if ((H5Lexists(o->file, "/observables", H5P_DEFAULT) <= 0 && h5_make_groups(o, top)) ||
-        (s->n_probes && h5_make_groups(o, probes)) || (s->n_gauges && h5_make_groups(o, gauges)))
+        (s->n_probes && h5_make_groups(o, probes)) ||
+        (s->n_gauges && h5_make_groups(o, gauges)) || (colliders && h5_make_groups(o, cols)) ||
+        (s->domain.boundary.has_forces && h5_make_groups(o, walls)))
         return -1;
-    for (size_t i = 0; i < s->n_probes + s->n_gauges; i++)
+    for (size_t i = 0; i < obs_count(s); i++)
         if (create_one(o, s, i))
             return -1;
     if (H5Fflush(o->file, H5F_SCOPE_GLOBAL) < 0) {
@@ -220,11 +292,11 @@ static long rows_up_to(const mz_h5_out *o, const char *name, long step)
 
 int h5_out_reopen_observables(mz_h5_out *o, const mz_scene *s, long step)
 {
-    if (s->n_probes + s->n_gauges == 0)
+    if (obs_count(s) == 0)
         return 0;
     o->obs = obs_new(s);
     char group[256], elem[320], name[400];
-    for (size_t i = 0; i < s->n_probes + s->n_gauges; i++) {
+    for (size_t i = 0; i < obs_count(s); i++) {
         h5_series *se = &o->obs->s[i];
         int f0 = first_field(se->fields);
         names_of(s, i, f0, group, elem, sizeof group);
@@ -275,7 +347,7 @@ static int write_observer(mz_h5_out *o, const mz_samples *t, size_t count, size_
 {
     const struct h5_obs *obs = o->obs;
     const h5_series *se = &obs->s[i];
-    size_t m = obs->n_probes + obs->n_gauges, c = 0;
+    size_t m = obs->n_probes + obs->n_gauges + obs->n_loads, c = 0;
     int64_t *step = buf;
     double *time = (double *)(step + count);
     float *val = (float *)(time + count);
@@ -289,17 +361,10 @@ static int write_observer(mz_h5_out *o, const mz_samples *t, size_t count, size_
     if (append(o, se->step, H5T_NATIVE_INT64, c, 0, step) ||
         append(o, se->time, H5T_NATIVE_DOUBLE, c, 0, time))
         return -1;
-    bool gauge = i >= obs->n_probes;
     for (int f = 0; f < MZ_PROBE_FIELD_COUNT; f++) {
         if (!(se->fields & (1u << f)))
             continue;
-        /* The row's layout (observe.h): per probe fraction, pressure, density, velocity. */
-        size_t at = gauge ? 6 * obs->n_probes + (i - obs->n_probes) : 6 * i, comps = 1;
-        if (!gauge)
-            at += f == MZ_PROBE_FRACTION ? 0 : f == MZ_PROBE_PRESSURE ? 1
-                  : f == MZ_PROBE_DENSITY ? 2 : 3;
-        if (!gauge && f == MZ_PROBE_VELOCITY)
-            comps = 3;
+        size_t at = se->at[f], comps = se->comps[f];
         size_t j = 0;
         for (size_t k = 0; k < count; k++)
             if (t->due[k * m + i])
@@ -315,8 +380,8 @@ int h5_out_write_samples(mz_h5_out *o, const mz_samples *t, size_t count, size_t
 {
     if (!o->obs || count == 0)
         return 0;
-    size_t m = o->obs->n_probes + o->obs->n_gauges;
-    if (h5_file_reserve(o, (unsigned long long)count * m * 28, "the probes' samples"))
+    size_t m = o->obs->n_probes + o->obs->n_gauges + o->obs->n_loads;
+    if (h5_file_reserve(o, (unsigned long long)count * m * 40, "the probes' samples"))
         return -1;
     void *buf = xmalloc(count * (8 + 8 + 12));
     int rc = 0;

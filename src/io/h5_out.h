@@ -117,8 +117,8 @@ int h5_out_write_rows(mz_h5_out *o, size_t first, size_t count,
 int h5_out_commit_frame(mz_h5_out *o, long step, double time, const float *rigid_pose);
 void h5_out_abort_frame(mz_h5_out *o);
 
-/* The scene's probes and gauges (/observables/probes, /observables/gauges:
- * h5_observables.c), after h5_out_create; on a resumed output (after h5_out_reopen) opened
+/* The scene's probes, gauges and forces on solids (/observables/probes, /observables/gauges,
+ * /observables/colliders, /observables/walls: h5_observables.c), after h5_out_create; on a resumed output (after h5_out_reopen) opened
  * and cut back to the samples of steps up to `step`, the checkpoint's. Nothing without any.
  * 0, or -1 after reporting. */
 struct mz_scene;

@@ -1,4 +1,4 @@
-/* Probes and gauges on the device (observe.h; the kernels in kernels/grid/probes.cl). */
+/* Probes, gauges and loads on the device (observe.h; the kernels in kernels/grid/probes.cl). */
 #include "solvers/observe.h"
 #include "device/grid.h"
 #include "util/err.h"
@@ -68,7 +68,7 @@ static int make_points(mz_observers *o, mz_sim *sim)
     for (size_t g = 0; g < o->n_gauges; g++)
         total += scene_gauge_points(s, &s->gauges[g]);
     o->n_gauge_pts = total;
-    cl_float4 *pts = xcalloc(o->n_probes + total, sizeof *pts);
+    cl_float4 *pts = xcalloc(o->n_probes + total + 1, sizeof *pts);
     for (size_t i = 0; i < o->n_probes; i++) {
         double p[3] = {s->probes[i].position[0], s->probes[i].position[1],
                        s->sim.dimensions == 3 ? s->probes[i].position[2] : 0};
@@ -90,7 +90,7 @@ static int make_points(mz_observers *o, mz_sim *sim)
             pts[at] = sim_float4(p);
         }
     }
-    o->points = buffer_of(sim, 16 * at, pts, "clCreateBuffer(probe and gauge points)");
+    o->points = buffer_of(sim, 16 * (at ? at : 1), pts, "clCreateBuffer(probe and gauge points)");
     bool ok = o->points != NULL;
     if (ok && o->n_gauges) {
         o->gauge_sums = buffer_of(sim, 32 * total, NULL, "clCreateBuffer(gauge sums)");
@@ -109,36 +109,59 @@ static int make_points(mz_observers *o, mz_sim *sim)
     return ok ? 0 : -1;
 }
 
+/* The points the loads' torques are taken about. */
+static int make_abouts(mz_observers *o, mz_sim *sim)
+{
+    cl_float4 *about = xcalloc(o->n_loads ? o->n_loads : 1, sizeof *about);
+    for (size_t k = 0; k < o->n_loads; k++)
+        about[k] = sim_float4(scene_load_ref(sim->scene, k).load->about);
+    o->about = buffer_of(sim, 16 * (o->n_loads ? o->n_loads : 1), about,
+                         "clCreateBuffer(torque points)");
+    free(about);
+    return o->about ? 0 : -1;
+}
+
 int observe_create(mz_observers *o, mz_sim *sim)
 {
     const mz_scene *s = sim->scene;
     memset(o, 0, sizeof *o);
     o->n_probes = s->n_probes;
     o->n_gauges = s->n_gauges;
-    if (!sim->grid) {
+    o->n_loads = scene_load_count(s);
+    if (!sim->grid && o->n_probes + o->n_gauges > 0) {
         mz_error("the %s solver keeps no particle grid to sample probes and gauges from",
                  sim->solver->name);
         return -1;
     }
-    o->row = 6 * o->n_probes + o->n_gauges;
-    size_t m = o->n_probes + o->n_gauges;
+    if (o->n_loads > 0 && sim->loads.n == 0) {
+        mz_error("the %s solver measures no forces on solids", sim->solver->name);
+        return -1;
+    }
+    o->row = 6 * o->n_probes + o->n_gauges + 6 * o->n_loads;
+    size_t m = o->n_probes + o->n_gauges + o->n_loads;
     o->rate = xcalloc(m, sizeof *o->rate);
+    o->due_now = xcalloc(m, 1);
     for (size_t i = 0; i < m; i++)
-        o->rate[i] = i < o->n_probes ? s->probes[i].rate : s->gauges[i - o->n_probes].rate;
+        o->rate[i] = i < o->n_probes                ? s->probes[i].rate
+                     : i < o->n_probes + o->n_gauges ? s->gauges[i - o->n_probes].rate
+                                                     : scene_load_ref(s, i - o->n_probes -
+                                                                             o->n_gauges)
+                                                           .load->rate;
     /* The interpolation radius: the fluid's support radius, never wider than a grid cell (the
      * kernels search two cells around a point: see kernels/grid/probes.cl). */
-    double kh = fmin(scene_support_radius(s), sim->grid->desc.h);
+    double kh = sim->grid ? fmin(scene_support_radius(s), sim->grid->desc.h)
+                          : scene_support_radius(s);
     o->kh = (float)kh;
     o->inv_rest = (float)(1.0 / rest_sum(s->fluids[0].spacing, kh, s->sim.dimensions));
     o->fluid_bodies = (cl_uint)s->n_fluids;
     o->lo = sim_float4(s->domain.min);
     o->hi = sim_float4(s->domain.max);
-    static const char *const names[] = {"probe_sums", "gauge_level", NULL};
-    cl_kernel *const kernels[] = {&o->k_sums, &o->k_level};
+    static const char *const names[] = {"probe_sums", "gauge_level", "load_sums", NULL};
+    cl_kernel *const kernels[] = {&o->k_sums, &o->k_level, &o->k_loads};
     o->program = sim_build_kernels(sim, "grid/probes.cl", names, kernels);
     if (!o->program)
         return -1;
-    if (make_points(o, sim) != 0)
+    if (make_points(o, sim) != 0 || make_abouts(o, sim) != 0)
         return -1;
     o->cap_rows = ROWS_BYTES / (4 * o->row);
     o->cap_rows = o->cap_rows < 1 ? 1 : o->cap_rows > MAX_ROWS ? MAX_ROWS : o->cap_rows;
@@ -159,11 +182,24 @@ static void grow_taken(mz_samples *t, size_t row, size_t m)
     t->rows = xrealloc(t->rows, t->cap * row * sizeof *t->rows);
 }
 
+/* The loads' sums into device row `slot`: a work-group per load. */
+static bool sample_loads(mz_observers *o, mz_sim *sim, size_t slot)
+{
+    cl_uint base = (cl_uint)(slot * o->row + 6 * o->n_probes + o->n_gauges);
+    const mz_load_elems *e = &sim->loads;
+    return KARGS(o->k_loads, "load_sums", A(e->at), A(e->force), A(e->first), A(e->count),
+                 A(o->about), A(o->rows), A(base)) &&
+           sim_launch_local(sim, o->k_loads, 0, 256 * o->n_loads, 256, MZ_STAGE_OBSERVE,
+                            "load_sums");
+}
+
 /* The launches of one sample into device row `slot`: probe_sums over the probes, the gauges'
  * points or both (the points buffer holds the probes, then the gauges' points), and the
  * gauges' levels. */
 static bool sample(mz_observers *o, mz_sim *sim, size_t slot, bool probes, bool gauges)
 {
+    if (!probes && !gauges)
+        return true;
     mz_grid *g = sim->grid;
     cl_int by_vals = sim->grid_by_vals;
     cl_mem *rho = sim->field[MZ_FIELD_DENSITY], *p = sim->field[MZ_FIELD_PRESSURE];
@@ -189,27 +225,42 @@ static bool sample(mz_observers *o, mz_sim *sim, size_t slot, bool probes, bool 
                               "gauge_level")));
 }
 
+/* Whether an observer of rate r is due after a step from t0 to t1. 1e-9 of a sample period:
+ * the steps' summed times round (2.9999999999 for 3). */
+static bool due_at(double r, double t0, double t1)
+{
+    return r == 0 || floor(t1 * r + 1e-9) > floor(t0 * r + 1e-9);
+}
+
+bool observe_loads_due(const mz_observers *o, double t0, double t1)
+{
+    for (size_t k = 0; k < o->n_loads; k++)
+        if (due_at(o->rate[o->n_probes + o->n_gauges + k], t0, t1))
+            return true;
+    return false;
+}
+
 void observe_step(mz_observers *o, mz_sim *sim, double t0)
 {
-    size_t m = o->n_probes + o->n_gauges;
-    unsigned char due[2 * MZ_MAX_OBSERVERS];
-    bool probes = false, gauges = false;
+    size_t m = o->n_probes + o->n_gauges + o->n_loads;
+    unsigned char *due = o->due_now;
+    bool probes = false, gauges = false, loads = false;
     for (size_t i = 0; i < m; i++) {
-        double r = o->rate[i];
-        /* 1e-9 of a sample period: the steps' summed times round (2.9999999999 for 3). */
-        due[i] = r == 0 || floor(sim->time * r + 1e-9) > floor(t0 * r + 1e-9);
+        due[i] = due_at(o->rate[i], t0, sim->time);
         if (due[i] && i < o->n_probes)
             probes = true;
-        else if (due[i])
+        else if (due[i] && i < o->n_probes + o->n_gauges)
             gauges = true;
+        else if (due[i])
+            loads = true;
     }
-    if (o->failed || !(probes || gauges))
+    if (o->failed || !(probes || gauges || loads))
         return;
     if (o->used == o->cap_rows && observe_flush(o, sim) != 0)
         return;
     mz_samples *t = &o->taken;
     grow_taken(t, o->row, m);
-    if (!sample(o, sim, o->used, probes, gauges)) {
+    if (!sample(o, sim, o->used, probes, gauges) || (loads && !sample_loads(o, sim, o->used))) {
         o->failed = true;
         return;
     }
@@ -272,7 +323,7 @@ size_t observe_upto(const mz_observers *o, long step)
 void observe_forget(mz_observers *o, long step)
 {
     mz_samples *t = &o->taken;
-    size_t m = o->n_probes + o->n_gauges, k = observe_upto(o, step);
+    size_t m = o->n_probes + o->n_gauges + o->n_loads, k = observe_upto(o, step);
     size_t rest = t->count - k;
     o->on_host -= k;
     memmove(t->step, t->step + k, rest * sizeof *t->step);
@@ -285,7 +336,7 @@ void observe_forget(mz_observers *o, long step)
 void observe_take(mz_observers *o, long step, mz_samples *dst)
 {
     const mz_samples *t = &o->taken;
-    size_t m = o->n_probes + o->n_gauges, c = observe_upto(o, step);
+    size_t m = o->n_probes + o->n_gauges + o->n_loads, c = observe_upto(o, step);
     for (size_t k = 0; k < c; k++) {
         grow_taken(dst, o->row, m);
         dst->step[dst->count] = t->step[k];
@@ -314,14 +365,15 @@ void observe_release(mz_observers *o, mz_cl *cl)
     }
     if (o->stage)
         mz_cl_unpin(cl, o->stage_pin, o->stage);
-    cl_kernel ks[] = {o->k_sums, o->k_level};
+    cl_kernel ks[] = {o->k_sums, o->k_level, o->k_loads};
     mz_cl_release_kernels(ks, sizeof ks / sizeof *ks);
-    cl_mem ms[] = {o->points,   o->gauge_sums, o->gauge_first, o->gauge_count,
-                   o->gauge_ds, o->wall_table,  o->rows};
+    cl_mem ms[] = {o->points,     o->gauge_sums, o->gauge_first, o->gauge_count,
+                   o->gauge_ds,   o->wall_table, o->rows,        o->about};
     mz_cl_release_mems(ms, sizeof ms / sizeof *ms);
     if (o->program)
         clReleaseProgram(o->program);
     free(o->rate);
+    free(o->due_now);
     observe_samples_free(&o->taken);
     memset(o, 0, sizeof *o);
 }

@@ -1,4 +1,5 @@
-/* Probes and gauges (the scene's probes[] and gauges[]): the fluid sampled at points between
+/* Probes, gauges and forces (the scene's probes[], gauges[], colliders[].forces and
+ * domain.boundary.forces): the fluid sampled at points and the forces on solids summed between
  * steps, on the device, as often as every step, and read back in batches.
  *
  * After each step (sim_count_step) the observers that are due sample the state just reached:
@@ -7,7 +8,9 @@
  * of a device buffer of sample rows; the rows are read back when the buffer is full and when
  * the run asks (observe_flush once a frame, without waiting: they land at the next flush,
  * long done by then; observe_collect, waiting, at a checkpoint or the end). A row holds, for each probe, its
- * fluid fraction, pressure, density and velocity (6 floats), then each gauge's level (1).
+ * fluid fraction, pressure, density and velocity (6 floats), then each gauge's level (1), then
+ * each load's force and torque (6: the sums of the elements the solver filled in the step,
+ * sim->loads, one work-group per load with a fixed reduction tree).
  *
  * When: an observer of rate r is due after a step that ends at or past a multiple of 1/r it
  * had not reached before (k = floor(t r) grew); rate 0, after every step. The rule depends on
@@ -18,7 +21,7 @@
 #include "solvers/sim.h"
 
 /* Samples read back, in the order taken: row k holds sample k of every observer; due[k × m +
- * o] says whether observer o (probes first, then gauges; m of them) was due then (those that
+ * o] says whether observer o (probes first, then gauges, then loads; m of them) was due then (those that
  * were not hold a value the output skips). */
 typedef struct mz_samples {
     size_t count, cap;
@@ -29,11 +32,13 @@ typedef struct mz_samples {
 } mz_samples;
 
 typedef struct mz_observers {
-    size_t n_probes, n_gauges;
-    size_t row;         /* floats a sample row holds: 6 per probe, 1 per gauge */
+    size_t n_probes, n_gauges, n_loads;
+    size_t row;         /* floats a sample row holds: 6 per probe, 1 per gauge, 6 per load */
     double *rate;       /* per observer */
+    unsigned char *due_now; /* per observer: due after the step observe_step looks at */
     cl_program program;
-    cl_kernel k_sums, k_level;
+    cl_kernel k_sums, k_level, k_loads;
+    cl_mem about;       /* per load, the point its torque is taken about (float4) */
     cl_mem points;      /* the probes, then the gauges' points */
     cl_mem gauge_sums, gauge_first, gauge_count, gauge_ds; /* the gauges' points' sums, ... */
     cl_mem wall_table;  /* the walls' share of a kernel by distance (gauge_level) */
@@ -59,6 +64,8 @@ typedef struct mz_observers {
 /* The scene's probes and gauges for sim (whose solver has built its grid: sim->grid). 0, or -1
  * after reporting. sim_create calls it; NULL sim->obs when the scene has none. */
 int observe_create(mz_observers *o, mz_sim *sim);
+/* Whether a load (a force on a solid) is due after a step from t0 to t1. */
+bool observe_loads_due(const mz_observers *o, double t0, double t1);
 /* After a step from t0 to sim->time: sample what is due. */
 void observe_step(mz_observers *o, mz_sim *sim, double t0);
 /* Start reading back the samples taken so far, without waiting (those of the read-back before

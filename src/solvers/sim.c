@@ -145,7 +145,7 @@ int sim_create_share(mz_sim *sim, mz_cl *cl, const mz_scene *scene, const mz_par
     int rc = sim->solver->init(sim);
     sim->parts = NULL;
     sim->plan = NULL;
-    if (rc == 0 && scene->n_probes + scene->n_gauges > 0) {
+    if (rc == 0 && scene->n_probes + scene->n_gauges + scene_load_count(scene) > 0) {
         sim->obs = xcalloc(1, sizeof *sim->obs);
         rc = observe_create(sim->obs, sim);
     }
@@ -168,6 +168,11 @@ int sim_plan_slabs(const mz_scene *scene, struct mz_slab_plan *plan)
     }
     sv->slab_geometry(scene, &h, &halo);
     return slabs_plan(plan, scene, h, halo);
+}
+
+bool sim_loads_due(const mz_sim *sim, double dt)
+{
+    return sim->obs && observe_loads_due(sim->obs, sim->time, sim->time + dt);
 }
 
 void sim_count_step(mz_sim *sim, double dt)
@@ -349,7 +354,10 @@ void sim_release(mz_sim *sim)
     }
     if (sim->solver && sim->solver->release)
         sim->solver->release(sim);
-    cl_mem *bufs[] = {&sim->pos, &sim->pred, &sim->vel, &sim->inv_mass, &sim->id, &sim->body};
+    cl_mem *bufs[] = {&sim->pos,         &sim->pred,         &sim->vel,
+                      &sim->inv_mass,    &sim->id,           &sim->body,
+                      &sim->loads.at,    &sim->loads.force,  &sim->loads.first,
+                      &sim->loads.count};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
         if (*bufs[i])
             clReleaseMemObject(*bufs[i]);

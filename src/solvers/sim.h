@@ -20,7 +20,8 @@
 #include <stdio.h>
 
 #define MZ_MAX_STAGES 16
-/* The stage --profile charges probes and gauges to (solvers/observe.h), after the solver's. */
+/* The stage --profile charges probes, gauges and forces on solids to (solvers/observe.h, shown
+ * as "observers"), after the solver's. */
 #define MZ_STAGE_OBSERVE (MZ_MAX_STAGES - 1)
 
 struct mz_slabs;
@@ -77,6 +78,16 @@ typedef struct mz_walls_arg {
     cl_float stiffness, damping, accel_limit, pad;
 } mz_walls_arg;
 
+/* The forces on the scene's solids (scene_load_ref), for observe.c: in a step sim_loads_due
+ * marks, the solver writes one force per element of a solid (a boundary particle) and where it
+ * acts; load k's elements are first[k] .. first[k] + count[k] − 1 (cl_uint each). The solver
+ * makes them in init; n 0: it measures none. */
+typedef struct mz_load_elems {
+    size_t n;
+    cl_mem at, force; /* float4 per element: position (m), the fluid's force on it (N) */
+    cl_mem first, count;
+} mz_load_elems;
+
 typedef struct mz_stage_stat {
     double seconds;
     unsigned long launches;
@@ -127,6 +138,7 @@ struct mz_sim {
     /* The scene's probes and gauges (solvers/observe.h), sampled as steps are counted; NULL
      * when it has none. */
     struct mz_observers *obs;
+    mz_load_elems loads;
 
     mz_stage_stat stages[MZ_MAX_STAGES];
     cl_event *events; /* launches not yet timed (profiling only) */
@@ -171,6 +183,9 @@ bool sim_frame_left(const mz_sim *sim, double frame_dt);
 double sim_frame_step(const mz_sim *sim, double frame_dt, double want);
 /* One step of dt (solvers with fixed substeps; tests). */
 int sim_substep(mz_sim *sim, double dt);
+/* Whether a step of dt from sim->time ends where a force on a solid is due (the solver then
+ * fills sim->loads in it). */
+bool sim_loads_due(const mz_sim *sim, double dt);
 /* Count a step a solver took (advance solvers call it), in the run and in the frame, and
  * sample the probes and gauges that are due. */
 void sim_count_step(mz_sim *sim, double dt);
