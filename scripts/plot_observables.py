@@ -1,13 +1,15 @@
 #!/usr/bin/python3
-"""Time series of a mizu run's probes and gauges (scene probes[] and gauges[]), as PNGs.
+"""Time series of a mizu run's probes, gauges and forces on solids, as PNGs.
 
 usage: scripts/plot_observables.py OUT.h5 [-o DIR] [--probes NAME,...] [--gauges NAME,...]
 Needs h5py, numpy and matplotlib (Debian: python3-h5py python3-matplotlib).
 
 Writes DIR/probes_<field>.png for each field the probes sampled (pressure, density, fraction:
-one line per probe; velocity: its magnitude) and DIR/gauges.png (each gauge's level), against
-time in seconds, and prints one line per series: its samples and its range. DIR defaults to
-the output's directory. A file without probes or gauges is refused with a clear message."""
+one line per probe; velocity: its magnitude), DIR/gauges.png (each gauge's level) and
+DIR/forces.png (each collider's and wall's force, x and y, and z in 3D: colliders[].forces,
+domain.boundary.forces), against time in seconds, and prints one line per series: its samples
+and its range. DIR defaults to the output's directory. A file with none of them is refused with
+a clear message."""
 import argparse, os, sys
 
 import h5py
@@ -62,9 +64,11 @@ def main():
     with h5py.File(a.output, "r") as f:
         probes = f.get("observables/probes")
         gauges = f.get("observables/gauges")
-        if probes is None and gauges is None:
-            sys.exit(f"{a.output}: no probes or gauges to plot (the scene had no probes[] or "
-                     "gauges[])")
+        solids = [(k, f[f"observables/{k}"]) for k in ("colliders", "walls")
+                  if f"observables/{k}" in f]
+        if probes is None and gauges is None and not solids:
+            sys.exit(f"{a.output}: no probes, gauges or forces to plot (the scene had no "
+                     "probes[], gauges[] or forces)")
         stem = os.path.splitext(os.path.basename(a.output))[0]
         if probes is not None:
             names = pick(a.output, probes, a.probes, "probe")
@@ -95,6 +99,20 @@ def main():
                 print(f"gauge {n}: {len(v)} samples, level {rng} m")
             plot(os.path.join(out_dir, f"{stem}_gauges.png"), f"{stem}: gauges",
                  "level (m)", lines)
+        lines = []
+        for kind, group in solids:
+            for n in group:
+                t, v = series(group[n]["force"])
+                for axis in range(v.shape[1] if v.ndim == 2 else 0):
+                    if axis == 2 and not np.any(v[:, 2]):
+                        continue  # 2D
+                    lines.append((f"{n} F{'xyz'[axis]}", t, v[:, axis]))
+                rng = (f"|F| {np.linalg.norm(v, axis=1).min():.6g} .. "
+                       f"{np.linalg.norm(v, axis=1).max():.6g}" if len(v) else "empty")
+                print(f"{kind[:-1]} {n} force: {len(v)} samples, {rng} N")
+        if lines:
+            plot(os.path.join(out_dir, f"{stem}_forces.png"), f"{stem}: forces on solids",
+                 "force (N; N/m in 2D)", lines)
 
 
 if __name__ == "__main__":

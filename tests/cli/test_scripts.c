@@ -91,8 +91,8 @@ static void assert_png(const char *path)
     assert_memory_equal(sig, "\x89PNG\r\n\x1a\n", 8);
 }
 
-/* scripts/plot_observables.py on a run with probes and a gauge: a PNG per probe field and one
- * of the gauges; on a file without any, a clear refusal. */
+/* scripts/plot_observables.py on a run with probes, a gauge and forces on the walls: a PNG per
+ * probe field, one of the gauges, one of the forces; on a file without any, a clear refusal. */
 static void test_plot_observables(void **state)
 {
     (void)state;
@@ -103,7 +103,8 @@ static void test_plot_observables(void **state)
     const char *dir = test_dir(), *scene = test_path("probed.json");
     write_text(scene, "{\"mizu_scene\": 1, \"simulation\": {\"fps\": 50, \"frames\": 3, "
                       "\"dimensions\": 2, \"adaptive\": true}, \"domain\": {\"min\": [0, 0, "
-                      "0], \"max\": [0.2, 0.3, 0]}, \"fluids\": [{\"solver\": \"wcsph\", "
+                      "0], \"max\": [0.2, 0.3, 0], \"boundary\": {\"type\": \"particles\", "
+                      "\"forces\": {\"rate\": 500}}}, \"fluids\": [{\"solver\": \"wcsph\", "
                       "\"box\": {\"min\": [0, 0, 0], \"max\": [0.1, 0.2, 0]}, \"spacing\": "
                       "0.01}], \"probes\": [{\"name\": \"low\", \"position\": [0.05, 0.02, 0]}],"
                       "\"gauges\": [{\"name\": \"g\", \"start\": [0.05, 0, 0], \"end\": [0.05, "
@@ -121,7 +122,7 @@ static void test_plot_observables(void **state)
     }
     static const char *const pngs[] = {"probed_probes_pressure.png", "probed_probes_velocity.png",
                                        "probed_probes_density.png", "probed_probes_fraction.png",
-                                       "probed_gauges.png"};
+                                       "probed_gauges.png", "probed_forces.png"};
     for (size_t i = 0; i < sizeof pngs / sizeof *pngs; i++)
         assert_png(test_path(pngs[i]));
     snprintf(args, sizeof args, "run scenes/cloth_hang.json --frames 1 -q -o %s/cl.h5", dir);
@@ -132,7 +133,7 @@ static void test_plot_observables(void **state)
              test_path("cl.txt"));
     int rc = system(cmd);
     char *t = read_file_text(test_path("cl.txt"));
-    if (rc == 0 || !strstr(t, "no probes or gauges to plot") || strstr(t, "Traceback"))
+    if (rc == 0 || !strstr(t, "no probes, gauges or forces to plot") || strstr(t, "Traceback"))
         fail_msg("plot_observables.py on a file without probes: %s", t);
     free(t);
 }

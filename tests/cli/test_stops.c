@@ -98,9 +98,11 @@ static void test_probe_samples_resume(void **state)
                "{\"mizu_scene\": 1, \"simulation\": {\"fps\": 50, \"frames\": 6, "
                "\"dimensions\": 2, \"adaptive\": true},"
                "\"domain\": {\"min\": [0, 0, 0], \"max\": [0.2, 0.3, 0], \"boundary\": "
-               "{\"type\": \"particles\"}},"
+               "{\"type\": \"particles\", \"forces\": {\"rate\": 400}}},"
                "\"fluids\": [{\"solver\": \"wcsph\", \"box\": {\"min\": [0, 0, 0], "
                "\"max\": [0.1, 0.2, 0]}, \"spacing\": 0.01}],"
+               "\"colliders\": [{\"name\": \"post\", \"box\": {\"min\": [0.15, 0, 0], "
+               "\"max\": [0.17, 0.05, 0]}, \"forces\": {}}],"
                "\"probes\": [{\"name\": \"low\", \"position\": [0.05, 0.02, 0]}, "
                "{\"name\": \"wall\", \"position\": [0.19, 0.02, 0], \"rate\": 300, "
                "\"fields\": [\"pressure\"]}],"
@@ -128,7 +130,10 @@ static void test_probe_samples_resume(void **state)
             "/observables/probes/low/density/value",  "/observables/probes/low/fraction/value",
             "/observables/probes/low/pressure/step",  "/observables/probes/low/velocity/time",
             "/observables/probes/wall/pressure/value", "/observables/probes/wall/pressure/time",
-            "/observables/gauges/g/value",             "/observables/gauges/g/step"};
+            "/observables/gauges/g/value",             "/observables/gauges/g/step",
+            "/observables/colliders/post/force/value", "/observables/colliders/post/torque/value",
+            "/observables/colliders/post/torque/step", "/observables/walls/x_max/force/value",
+            "/observables/walls/y_min/torque/time"};
         hid_t a = H5Fopen(ref, H5F_ACC_RDONLY, H5P_DEFAULT);
         hid_t b = H5Fopen(out, H5F_ACC_RDONLY, H5P_DEFAULT);
         assert_true(a >= 0 && b >= 0);
@@ -148,7 +153,7 @@ static void test_probe_samples_resume(void **state)
         H5Fclose(a);
         H5Fclose(b);
         assert_same_frames(ref, out, frames);
-        print_message("variant %zu: %ld frames; probes and gauge after two resumes identical to "
+        print_message("variant %zu: %ld frames; probes, gauge and forces after two resumes identical to "
                       "the uninterrupted run (%zu samples of the every-step probe)\n", v,
                       frames, rows_low);
         assert_true(rows_low > 20);

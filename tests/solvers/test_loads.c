@@ -1,0 +1,256 @@
+/* Forces on solids (colliders[].forces, domain.boundary.forces; solvers/sph/loads.h and
+ * observe.h) on PoCL, SPH with particle walls:
+ *   - the sums: each load's force and torque against the host's sum, in double, of the
+ *     elements the solver filled (their forces and positions read back);
+ *   - momentum: over one step of a moving dam break, the forces on all solids are minus what
+ *     the walls gave the fluid, Σ m Δv/dt − M g, for no-slip, free-slip and wall-function
+ *     walls (the last two spread a non-pairwise part over the boundary particles);
+ *   - physics: a still tank's floor carries the water's weight within 1% and its side walls
+ *     ½ ρ g H² within 3%; a submerged box feels its buoyancy within 2% (WCSPH by summation
+ *     and collapsed SPH). */
+#include "solvers/observe.h"
+#include "solvers/sph/sph.h"
+#include "test_util.h"
+#include "test_world.h"
+
+#include <math.h>
+
+/* The samples of load k (0-based among the loads) from `since` on: mean force and torque. */
+static void mean_load(const mz_observers *o, size_t k, double since, double f[3], double t[3])
+{
+    const mz_samples *s = &o->taken;
+    size_t m = o->n_probes + o->n_gauges + o->n_loads, i = o->n_probes + o->n_gauges + k;
+    size_t at = 6 * o->n_probes + o->n_gauges + 6 * k;
+    long cnt = 0;
+    for (int a = 0; a < 3; a++)
+        f[a] = t[a] = 0;
+    for (size_t r = 0; r < s->count; r++)
+        if (s->time[r] >= since && s->due[r * m + i]) {
+            for (int a = 0; a < 3; a++) {
+                f[a] += s->rows[r * o->row + at + a];
+                t[a] += s->rows[r * o->row + at + 3 + a];
+            }
+            cnt++;
+        }
+    assert_true(cnt > 0);
+    for (int a = 0; a < 3; a++) {
+        f[a] /= (double)cnt;
+        t[a] /= (double)cnt;
+    }
+}
+
+/* The last sample's loads against the host's sums over the elements the device filled. */
+static void check_sums(world *w)
+{
+    mz_observers *o = w->sim.obs;
+    const mz_load_elems *e = &w->sim.loads;
+    size_t n = e->n, nl = o->n_loads;
+    float *at = malloc(16 * n), *force = malloc(16 * n);
+    cl_uint *first = malloc(4 * nl), *count = malloc(4 * nl);
+    world_read_buffer((cl_mem *)&e->at, at, 16 * n);
+    world_read_buffer((cl_mem *)&e->force, force, 16 * n);
+    world_read_buffer((cl_mem *)&e->first, first, 4 * nl);
+    world_read_buffer((cl_mem *)&e->count, count, 4 * nl);
+    assert_int_equal(observe_collect(o, &w->sim), 0);
+    const float *row = o->taken.rows + (o->taken.count - 1) * o->row + 6 * o->n_probes +
+                       o->n_gauges;
+    double worst = 0;
+    for (size_t k = 0; k < nl; k++) {
+        const double *c = scene_load_ref(&w->scene, k).load->about;
+        double f[3] = {0, 0, 0}, t[3] = {0, 0, 0}, scale = 0;
+        for (size_t q = first[k]; q < first[k] + count[k]; q++) {
+            const float *x = at + 4 * q, *fe = force + 4 * q;
+            double r[3] = {x[0] - c[0], x[1] - c[1], w->scene.sim.dimensions == 3 ? x[2] - c[2]
+                                                                                   : 0};
+            for (int a = 0; a < 3; a++)
+                f[a] += fe[a];
+            t[0] += r[1] * fe[2] - r[2] * fe[1];
+            t[1] += r[2] * fe[0] - r[0] * fe[2];
+            t[2] += r[0] * fe[1] - r[1] * fe[0];
+            scale += fabs(fe[0]) + fabs(fe[1]) + fabs(fe[2]);
+        }
+        if (scale == 0) { /* no fluid near it (the lid): nothing, exactly */
+            for (int a = 0; a < 6; a++)
+                assert_true(row[6 * k + a] == 0.0f);
+            continue;
+        }
+        for (int a = 0; a < 3; a++) {
+            worst = fmax(worst, fabs(row[6 * k + a] - f[a]) / scale);
+            worst = fmax(worst, fabs(row[6 * k + 3 + a] - t[a]) / scale);
+        }
+    }
+    print_message("loads: %zu solids, %zu elements; sums within %.2g of the host's (relative to "
+                  "the elements' total)\n", nl, n, worst);
+    assert_true(worst < 1e-5);
+    free(at);
+    free(force);
+    free(first);
+    free(count);
+}
+
+/* Σ m v over the fluid (any order). */
+static void momentum(world *w, double m, double out[3])
+{
+    world_read(w);
+    out[0] = out[1] = out[2] = 0;
+    for (size_t i = 0; i < w->parts.n; i++)
+        for (int a = 0; a < 3; a++)
+            out[a] += m * w->vel[4 * i + a];
+}
+
+/* A 2D dam break with forces on every wall and on a sphere in the flow's path, 0.15 s in;
+ * then one step: the solids' forces against the fluid's change of momentum. */
+static void momentum_balance(const char *friction, const char *solver)
+{
+    char json[2048];
+    snprintf(json, sizeof json,
+             "{\"mizu_scene\": 1, \"simulation\": {\"fps\": 100, \"frames\": 20, "
+             "\"dimensions\": 2, \"adaptive\": true}, \"domain\": {\"min\": [0, 0, 0], \"max\": "
+             "[0.6, 0.3, 0], \"boundary\": {\"type\": \"particles\", \"friction\": \"%s\", "
+             "\"forces\": {\"about\": [0, 0, 0]}}}, \"fluids\": [{\"solver\": \"%s\", \"box\": "
+             "{\"min\": [0, 0, 0], \"max\": [0.1, 0.1, 0]}, \"spacing\": 0.004, "
+             "\"viscosity\": 0.001, \"artificial_viscosity\": 0.05}], \"colliders\": [{\"name\": "
+             "\"rock\", \"sphere\": {\"center\": [0.2, 0.0, 0], \"radius\": 0.03}, \"forces\": "
+             "{}}]}",
+             friction, solver);
+    world w;
+    world_open(&w, json, NULL, 0);
+    double frame = scene_frame_dt(&w.scene);
+    for (int f = 0; f < 15; f++)
+        assert_int_equal(sim_advance_frame(&w.sim, frame), 0);
+    double m = sph_params_for(&w.scene).mass, p0[3], p1[3], dt = 5e-5;
+    momentum(&w, m, p0);
+    assert_int_equal(observe_collect(w.sim.obs, &w.sim), 0);
+    size_t before = w.sim.obs->taken.count;
+    assert_int_equal(sim_substep(&w.sim, dt), 0);
+    momentum(&w, m, p1);
+    check_sums(&w);
+    mz_observers *o = w.sim.obs;
+    assert_int_equal(o->taken.count, before + 1);
+    const float *row = o->taken.rows + before * o->row;
+    double total[3] = {0, 0, 0}, weight = m * (double)w.parts.n * 9.81, worst = 0;
+    for (size_t k = 0; k < o->n_loads; k++)
+        for (int a = 0; a < 3; a++)
+            total[a] += row[6 * k + a];
+    double rock = fabs(row[0]) + fabs(row[1]);
+    for (int a = 0; a < 2; a++) {
+        double g = a == 1 ? -9.81 : 0;
+        double walls_on_fluid = (p1[a] - p0[a]) / dt - m * (double)w.parts.n * g;
+        worst = fmax(worst, fabs(total[a] + walls_on_fluid) / weight);
+    }
+    print_message("%s, %s walls: the solids' forces (%.2f, %.2f) N/m, the rock's %.2f N/m; "
+                  "momentum balance within %.2g of the weight %.1f N/m\n", solver, friction,
+                  total[0], total[1], rock, worst, weight);
+    assert_true(rock > 0.01 * weight); /* the flow reached it */
+    assert_true(worst < 1e-4);
+    world_close(&w);
+}
+
+static void test_momentum_no_slip(void **state)
+{
+    (void)state;
+    momentum_balance("no_slip", "wcsph");
+}
+
+static void test_momentum_free_slip(void **state)
+{
+    (void)state;
+    momentum_balance("free_slip", "wcsph");
+}
+
+static void test_momentum_wall_function(void **state)
+{
+    (void)state;
+    momentum_balance("wall_function", "collapsed_sph");
+}
+
+/* scenes/hydrostatic.json (2D, 0.4 m of water in a 0.4 m wide tank, continuity density) with
+ * forces on its walls, averaged over its last 0.7 s of 2: the floor carries ρ0 g H W (within
+ * 1%; measured 0.01%), each side wall ½ ρ0 g H² (within 3%; measured 1.8% under). */
+static void test_tank_walls(void **state)
+{
+    (void)state;
+    const char *sets[] = {"domain.boundary.forces={\"rate\": 200}", "simulation.frames=100"};
+    world w;
+    world_open_file(&w, "scenes/hydrostatic.json", sets, 2);
+    for (int f = 0; f < 100; f++)
+        assert_int_equal(sim_advance_frame(&w.sim, scene_frame_dt(&w.scene)), 0);
+    mz_observers *o = w.sim.obs;
+    assert_int_equal(observe_collect(o, &w.sim), 0);
+    double g = 9.81, H = 0.4, W = 0.4, floor_ref = 1000 * g * H * W, side = 0.5 * 1000 * g * H * H;
+    double f[4][3], t[4][3];
+    for (size_t k = 0; k < 4; k++) /* x_min, x_max, y_min, y_max */
+        mean_load(o, k, 1.3, f[k], t[k]);
+    print_message("still tank: floor %.2f N/m (rho0 g H W %.2f), walls %.2f and %.2f N/m "
+                  "(rho0 g H^2/2 %.2f), lid %.3g N/m; x_min's torque about the centre %.2f N "
+                  "(at H/3: %.2f)\n", f[2][1], floor_ref, f[0][0], f[1][0], side, f[3][1],
+                  t[0][2], -side * (0.3 - H / 3));
+    assert_true(fabs(-f[2][1] / floor_ref - 1) < 0.01);
+    assert_true(fabs(-f[0][0] / side - 1) < 0.03 && fabs(f[1][0] / side - 1) < 0.03);
+    assert_true(f[3][1] == 0);
+    /* The side wall's pressure acts at a third of the depth: its torque about (0.2, 0.3) is
+     * −|F| (0.3 − H/3), within 3%. */
+    assert_true(fabs(t[0][2] / (-side * (0.3 - H / 3)) - 1) < 0.03);
+    world_close(&w);
+}
+
+/* A 0.1 × 0.1 m box held 0.15 m above the floor of a 0.4 m deep 2D tank, water around it
+ * (four fluid boxes), 2 s: its force is the buoyancy ρ0 g V upwards within 2%. */
+static void buoyancy(const char *solver, const char *density)
+{
+    char fluids[2048] = "", *p = fluids;
+    static const double box[4][4] = {{0, 0, 0.4, 0.15}, {0, 0.15, 0.15, 0.25},
+                                     {0.25, 0.15, 0.4, 0.25}, {0, 0.25, 0.4, 0.4}};
+    for (int k = 0; k < 4; k++)
+        p += sprintf(p, "%s{\"solver\": \"%s\", \"box\": {\"min\": [%g, %g, 0], \"max\": [%g, "
+                        "%g, 0]}, \"spacing\": 0.01, \"viscosity\": 1, \"artificial_viscosity\": "
+                        "0.1 %s}",
+                     k ? ", " : "", solver, box[k][0], box[k][1], box[k][2], box[k][3], density);
+    char json[4096];
+    /* The box's faces a hair inside the lattice lines the fluid's boxes end on, so that the
+     * water starts at half a spacing from it, not a rounding below. */
+    snprintf(json, sizeof json,
+             "{\"mizu_scene\": 1, \"simulation\": {\"fps\": 50, \"frames\": 100, "
+             "\"dimensions\": 2, \"adaptive\": true}, \"domain\": {\"min\": [0, 0, 0], \"max\": "
+             "[0.4, 0.6, 0], \"boundary\": {\"type\": \"particles\"}}, \"fluids\": [%s], "
+             "\"colliders\": [{\"name\": \"block\", \"box\": {\"min\": [0.1500001, 0.1500001, 0], "
+             "\"max\": [0.2499999, 0.2499999, 0]}, \"forces\": {\"rate\": 200}}]}",
+             fluids);
+    world w;
+    world_open(&w, json, NULL, 0);
+    for (int f = 0; f < 100; f++)
+        assert_int_equal(sim_advance_frame(&w.sim, scene_frame_dt(&w.scene)), 0);
+    assert_int_equal(observe_collect(w.sim.obs, &w.sim), 0);
+    double f[3], t[3], ref = 1000 * 9.81 * 0.1 * 0.1;
+    mean_load(w.sim.obs, 0, 1.3, f, t);
+    print_message("%s: the submerged box feels (%.3f, %.3f) N/m, buoyancy %.3f N/m: %+.2f%%\n",
+                  solver, f[0], f[1], ref, 100 * (f[1] / ref - 1));
+    assert_true(fabs(f[1] / ref - 1) < 0.02);
+    assert_true(fabs(f[0]) < 0.03 * ref);
+    world_close(&w);
+}
+
+static void test_buoyancy_wcsph(void **state)
+{
+    (void)state;
+    buoyancy("wcsph", ", \"density_method\": \"summation\"");
+}
+
+static void test_buoyancy_collapsed(void **state)
+{
+    (void)state;
+    buoyancy("collapsed_sph", "");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_momentum_no_slip),
+        cmocka_unit_test(test_momentum_free_slip),
+        cmocka_unit_test(test_momentum_wall_function),
+        cmocka_unit_test(test_tank_walls),
+        cmocka_unit_test(test_buoyancy_wcsph),
+        cmocka_unit_test(test_buoyancy_collapsed),
+    };
+    return cmocka_run_group_tests(tests, open_device, close_device);
+}
