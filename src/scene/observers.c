@@ -6,6 +6,7 @@
 #include "scene/validate.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Most points a gauge samples (one every half spacing). */
@@ -93,51 +94,60 @@ static void collider_centre(const mz_collider *c, double out[3])
                                 : 0.5 * (c->capsule.a[a] + c->capsule.b[a]);
 }
 
-/* Forces are measured on SPH's boundary particles (walls and colliders as particles). */
+/* Forces are measured on SPH's boundary particles (walls and colliders as particles). A collider
+ * whose forces are measured or that moves needs a name: it names its output group. */
 static void validate_loads(mz_scene *s, mz_diag *d)
 {
     bool walls = s->domain.boundary.has_forces;
-    if (scene_load_count(s) == 0)
-        return;
-    if (s->n_fluids == 0) {
+    size_t n_loads = scene_load_count(s);
+    if (n_loads > 0 && s->n_fluids == 0) {
         diag_add(d, "forces on solids come from a fluid: the scene has no fluids");
         return;
     }
-    mz_solver_kind solver = scene_solver(s);
-    if (solver != MZ_SOLVER_WCSPH && solver != MZ_SOLVER_COLLAPSED_SPH)
-        diag_add(d, "%s: the %s solver does not measure forces on solids yet (wcsph and "
-                    "collapsed_sph do)",
-                 walls ? "domain.boundary.forces" : "colliders[].forces", mz_solver_names[solver]);
-    else if (s->domain.boundary.type != MZ_BOUNDARY_PARTICLES)
-        diag_add(d, "domain.boundary.forces: SPH measures the forces on its boundary particles: "
-                    "set domain.boundary.type to \"particles\"");
+    if (n_loads > 0) {
+        mz_solver_kind solver = scene_solver(s);
+        if (solver != MZ_SOLVER_WCSPH && solver != MZ_SOLVER_COLLAPSED_SPH)
+            diag_add(d, "%s: the %s solver does not measure forces on solids yet (wcsph and "
+                        "collapsed_sph do)",
+                     walls ? "domain.boundary.forces" : "colliders[].forces",
+                     mz_solver_names[solver]);
+        else if (s->domain.boundary.type != MZ_BOUNDARY_PARTICLES)
+            diag_add(d, "domain.boundary.forces: SPH measures the forces on its boundary "
+                        "particles: set domain.boundary.type to \"particles\"");
+    }
     if (walls && !s->domain.boundary.forces.has_about) {
         for (int a = 0; a < 3; a++)
             s->domain.boundary.forces.about[a] = 0.5 * (s->domain.min[a] + s->domain.max[a]);
         s->domain.boundary.forces.has_about = true;
     }
+    double (*centre)[3] = xcalloc(s->n_colliders + 1, sizeof *centre);
     for (size_t c = 0; c < s->n_colliders; c++) {
         mz_collider *co = &s->colliders[c];
-        if (!co->has_forces)
+        collider_centre(co, centre[c]);
+        if (!co->has_forces && !co->has_motion)
             continue;
+        const char *why = co->has_forces ? "forces" : "motion";
         if (!co->name) {
-            diag_add(d, "colliders[%zu].forces: give the collider a name (it names the output "
-                        "group /observables/colliders/<name>)", c);
+            diag_add(d, "colliders[%zu].%s: give the collider a name (it names the output "
+                        "group /observables/colliders/<name>)", c, why);
             continue;
         }
         if (!good_name(co->name))
             diag_add(d, "colliders[%zu].name \"%s\": use letters, digits, '_', '-' and '.' (it "
                         "names an HDF5 group)", c, co->name);
         for (size_t k = 0; k < c; k++)
-            if (s->colliders[k].has_forces && s->colliders[k].name &&
-                strcmp(s->colliders[k].name, co->name) == 0)
+            if ((s->colliders[k].has_forces || s->colliders[k].has_motion) &&
+                s->colliders[k].name && strcmp(s->colliders[k].name, co->name) == 0)
                 diag_add(d, "colliders[%zu].name \"%s\" is taken by colliders[%zu]: colliders "
-                            "whose forces are measured need names of their own", c, co->name, k);
-        if (!co->forces.has_about) {
-            collider_centre(co, co->forces.about);
+                            "whose forces are measured or that move need names of their own",
+                         c, co->name, k);
+        if (co->has_forces && !co->forces.has_about) {
+            memcpy(co->forces.about, centre[c], sizeof co->forces.about);
             co->forces.has_about = true;
         }
     }
+    validate_motion(s, (const double(*)[3])centre, d);
+    free(centre);
 }
 
 void validate_observers(mz_scene *s, unsigned produced, mz_diag *d)

@@ -268,6 +268,7 @@ int scene_load(const char *path, const char *const *overrides, size_t n_override
 void scene_free(mz_scene *s)
 {
     bodies_free(s);
+    scene_motion_free(s);
     schema_free(&mz_scene_schema, s);
     free(s->path);
     free(s->dir);

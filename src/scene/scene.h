@@ -87,6 +87,33 @@ typedef struct mz_load {
     bool has_about;
 } mz_load;
 
+/* colliders[].motion: a prescribed law s(t) that translates the collider by s along `direction`
+ * or turns it by s (radians) about the line through `center` along `axis`. s(t) is
+ * A r(t) sin(2π t / T + φ), r the ramp (1 − cos(π t / ramp)) / 2 over the first `ramp` seconds,
+ * or a table of times and values, linear between rows. The scene's geometry is the pose s = 0;
+ * validation checks that s(0) = 0. */
+typedef enum mz_motion_kind { MZ_MOTION_TRANSLATION, MZ_MOTION_ROTATION } mz_motion_kind;
+typedef struct mz_motion {
+    int type; /* mz_motion_kind */
+    double direction[3], center[3], axis[3];
+    bool has_center;
+    double amplitude; /* m, or degrees as given (validation keeps radians in `scale`) */
+    double period, phase, ramp;
+    char *table;      /* CSV file (relative to the scene's directory), or NULL */
+    /* Filled by validation: the unit direction or axis, the table's rows, and the factor from
+     * the given unit to SI (1 for metres, π/180 for degrees). */
+    double unit[3];
+    double *table_t, *table_v;
+    size_t table_n;
+    uint64_t table_digest; /* of the file as read (util/digest.h), for --resume */
+    double scale;
+} mz_motion;
+extern const char *const mz_motion_names[];
+/* The law at t: s, ds/dt and d²s/dt² (SI: m or rad). */
+void motion_eval(const mz_motion *m, double t, double out[3]);
+/* Most colliders that move in one scene. */
+#define MZ_MAX_MOVING 16
+
 typedef struct mz_boundary {
     int type; /* mz_boundary_kind */
     bool has_forces;
@@ -150,6 +177,8 @@ typedef struct mz_collider {
     double friction, static_friction; /* position-based contacts */
     bool has_forces;
     mz_load forces;
+    bool has_motion;
+    mz_motion motion;
 } mz_collider;
 
 /* The kind of body a particle belongs to (the `phase` output field). */
@@ -307,6 +336,16 @@ typedef struct mz_load_ref {
 extern const char *const mz_wall_names[6];
 /* How many, and the k-th. */
 size_t scene_load_count(const mz_scene *s);
+/* How many colliders move (colliders[].motion). */
+size_t scene_moving_count(const mz_scene *s);
+/* A file the scene names (meshes, motion tables), resolved against its directory (malloc'd). */
+char *scene_input_path(const mz_scene *s, const char *file);
+/* The files a run reads besides the scene, whose change a --resume refuses: the bodies' OBJ
+ * meshes (in body order; 0 for bodies without one), then the motion tables (in collider order):
+ * how many, the k-th's digest, and its name for messages. */
+size_t scene_input_count(const mz_scene *s);
+uint64_t scene_input_digest(const mz_scene *s, size_t k);
+const char *scene_input_name(const mz_scene *s, size_t k, char buf[96]);
 mz_load_ref scene_load_ref(const mz_scene *s, size_t k);
 
 /* Read, override, validate. Returns 0, or -1 with every problem found in *diag (messages name

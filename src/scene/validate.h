@@ -12,4 +12,10 @@ void scene_validate(mz_scene *s, mz_diag *d);
  * (MZ_FIELD_BIT): empty probe field lists become every field it has. */
 void validate_observers(mz_scene *s, unsigned produced, mz_diag *d);
 
+/* colliders[].motion (motion.c): solvers that move colliders, directions, axes, centres (the
+ * collider's centre[c] when left out), tables read, laws that start at 0. */
+void validate_motion(mz_scene *s, const double centre[][3], mz_diag *d);
+/* The motion tables' rows (scene_free). */
+void scene_motion_free(mz_scene *s);
+
 #endif

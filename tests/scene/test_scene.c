@@ -222,6 +222,23 @@ static void test_bad_colliders(void **state)
         {"{\"name\": \"s\", \"sphere\": {\"center\": [0.5,0.5,0.5], \"radius\": 0.1}, "
          "\"forces\": {\"rate\": -1}}",
          "colliders[0].forces.rate must be >= 0 (got -1)"},
+        {"{\"sphere\": {\"center\": [0.5,0.5,0.5], \"radius\": 0.1}, \"motion\": "
+         "{\"type\": \"translation\", \"amplitude\": 0.1}}",
+         "colliders[0].motion: give the collider a name (it names the output group "
+         "/observables/colliders/<name>)"},
+        {"{\"name\": \"s\", \"sphere\": {\"center\": [0.5,0.5,0.5], \"radius\": 0.1}, "
+         "\"motion\": {\"type\": \"translation\", \"amplitude\": 0.1, \"phase\": 90}}",
+         "colliders[0].motion: the law is 0.1 m at t = 0, not 0 (the scene's geometry is where "
+         "the collider starts: a phase of 0 or 180 degrees, or a ramp)"},
+        {"{\"name\": \"s\", \"sphere\": {\"center\": [0.5,0.5,0.5], \"radius\": 0.1}, "
+         "\"motion\": {\"type\": \"translation\", \"direction\": [0, 0, 0]}}",
+         "colliders[0].motion.direction must not be zero in the simulated axes"},
+        {"{\"name\": \"s\", \"sphere\": {\"center\": [0.5,0.5,0.5], \"radius\": 0.1}, "
+         "\"motion\": {\"type\": \"rotation\", \"table\": \"no-such-table.csv\"}}",
+         "colliders[0].motion.table: cannot read ./no-such-table.csv: No such file or directory"},
+        {"{\"name\": \"s\", \"sphere\": {\"center\": [0.5,0.5,0.5], \"radius\": 0.1}, "
+         "\"motion\": {\"type\": \"spin\"}}",
+         "colliders[0].motion.type must be one of \"translation\", \"rotation\" (got \"spin\")"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         char text[1024];
@@ -452,6 +469,70 @@ static void test_fuzz_regressions(void **state)
     }
 }
 
+/* colliders[].motion.table: read relative to the scene, a header line and comments allowed;
+ * bad rows, times that do not increase, a table that does not start at 0 and a 2D rotation
+ * about another axis refused with the file and line. */
+static void test_motion_tables(void **state)
+{
+    (void)state;
+    write_text(test_path("good.csv"), "# paddle angle\ntime,angle\n0,0\n0.5,10\n1.0;-10\n");
+    write_text(test_path("bad_row.csv"), "0 0\n0.5 x\n");
+    write_text(test_path("back.csv"), "0 0\n0.5 1\n0.4 2\n");
+    write_text(test_path("start.csv"), "0 2\n1 3\n");
+    write_text(test_path("one.csv"), "0 0\n");
+    static const struct {
+        const char *motion, *expected;
+    } cases[] = {
+        {"{\"type\": \"rotation\", \"table\": \"good.csv\"}", NULL},
+        {"{\"type\": \"rotation\", \"table\": \"bad_row.csv\"}",
+         "colliders[0].motion.table: %s/bad_row.csv line 2: expected two numbers, time (s) and "
+         "value"},
+        {"{\"type\": \"rotation\", \"table\": \"back.csv\"}",
+         "colliders[0].motion.table: %s/back.csv line 3: time 0.4 does not increase (the row "
+         "before is at 0.5 s)"},
+        {"{\"type\": \"translation\", \"table\": \"start.csv\"}",
+         "colliders[0].motion: the law is 2 m at t = 0, not 0 (the scene's geometry is where the "
+         "collider starts: make the table's value at t = 0 zero)"},
+        {"{\"type\": \"translation\", \"table\": \"one.csv\"}",
+         "colliders[0].motion.table: %s/one.csv has 1 rows; a motion needs at least 2"},
+        {"{\"type\": \"rotation\", \"axis\": [1, 0, 0], \"amplitude\": 5}",
+         "colliders[0].motion.axis must be [0, 0, 1] or [0, 0, -1] in 2D (got [1, 0, 0])"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char text[1024], path[600], want[1024];
+        snprintf(text, sizeof text,
+                 "{\"mizu_scene\": 1, \"simulation\": {\"dimensions\": 2}, \"domain\": {\"min\": "
+                 "[0,0,0], \"max\": [1,1,0], \"boundary\": {\"type\": \"particles\"}}, "
+                 "\"fluids\": [{\"solver\": \"wcsph\", \"box\": {\"min\": [0,0,0], \"max\": "
+                 "[0.2,0.2,0]}, \"spacing\": 0.02}], \"colliders\": [{\"name\": \"p\", \"box\": "
+                 "{\"min\": [0.5,0,0], \"max\": [0.6,0.5,0]}, \"motion\": %s}]}",
+                 cases[i].motion);
+        snprintf(path, sizeof path, "%s", test_path("moving.json"));
+        write_text(path, text);
+        mz_scene sc;
+        mz_diag d = {0};
+        int rc = scene_load(path, NULL, 0, &sc, &d);
+        if (!cases[i].expected) {
+            if (rc != 0)
+                fail_msg("case %zu: %s", i, d.count ? d.msgs[0] : "?");
+            const mz_motion *m = &sc.colliders[0].motion;
+            assert_int_equal(m->table_n, 3);
+            double x[3];
+            motion_eval(m, 0.75, x);
+            assert_true(fabs(x[0]) < 1e-12 && fabs(x[1] + 40 * acos(-1.0) / 180) < 1e-12);
+            /* The collider's centre is the default axis point. */
+            assert_true(m->center[0] == 0.55 && m->center[1] == 0.25);
+        } else {
+            snprintf(want, sizeof want, cases[i].expected, test_dir());
+            assert_int_equal(rc, -1);
+            if (d.count != 1 || strcmp(d.msgs[0], want))
+                fail_msg("case %zu: expected %s, got %s", i, want, d.count ? d.msgs[0] : "-");
+        }
+        diag_free(&d);
+        scene_free(&sc);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -463,6 +544,7 @@ int main(void)
         cmocka_unit_test(test_nul_in_strings),
         cmocka_unit_test(test_explicit_particles),
         cmocka_unit_test(test_bad_colliders),
+        cmocka_unit_test(test_motion_tables),
         cmocka_unit_test(test_errors_reported_together),
         cmocka_unit_test(test_fuzz_regressions),
     };

@@ -1,0 +1,258 @@
+/* colliders[].motion: the law s(t) (a ramped sine or a table read from CSV), checked so that it
+ * starts at rest where the scene puts the collider. */
+#include "scene/bodies.h"
+#include "scene/validate.h"
+#include "util/digest.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A motion table's largest file. */
+#define MAX_TABLE_BYTES ((size_t)64 << 20)
+
+void motion_eval(const mz_motion *m, double t, double out[3])
+{
+    if (m->table_n > 0) {
+        const double *T = m->table_t, *V = m->table_v;
+        size_t n = m->table_n;
+        out[1] = out[2] = 0;
+        if (t <= T[0]) {
+            out[0] = V[0];
+        } else if (t >= T[n - 1]) {
+            out[0] = V[n - 1];
+        } else {
+            size_t lo = 0, hi = n - 1; /* T[lo] <= t < T[hi] */
+            while (hi - lo > 1) {
+                size_t mid = lo + (hi - lo) / 2;
+                if (T[mid] <= t)
+                    lo = mid;
+                else
+                    hi = mid;
+            }
+            out[1] = (V[hi] - V[lo]) / (T[hi] - T[lo]);
+            out[0] = V[lo] + (t - T[lo]) * out[1];
+        }
+    } else {
+        double pi = acos(-1.0), w = 2 * pi / m->period, arg = w * t + m->phase * pi / 180;
+        double r = 1, r1 = 0, r2 = 0;
+        if (m->ramp > 0 && t < m->ramp) {
+            double q = pi / m->ramp;
+            r = 0.5 * (1 - cos(q * t));
+            r1 = 0.5 * q * sin(q * t);
+            r2 = 0.5 * q * q * cos(q * t);
+        }
+        double f = sin(arg), f1 = w * cos(arg), f2 = -w * w * f;
+        out[0] = m->amplitude * r * f;
+        out[1] = m->amplitude * (r1 * f + r * f1);
+        out[2] = m->amplitude * (r2 * f + 2 * r1 * f1 + r * f2);
+    }
+    for (int k = 0; k < 3; k++)
+        out[k] *= m->scale;
+}
+
+/* The rows of a CSV table: time, value (',' ';' or blanks between), '#' comments, one header
+ * line allowed before the first row. Times must increase. */
+static void read_table(mz_motion *m, const char *file, const char *path, mz_diag *d)
+{
+    size_t len;
+    char *text = read_file_max(file, MAX_TABLE_BYTES, &len);
+    if (!text) {
+        diag_add(d, "%s.table: cannot read %s: %s", path, file,
+                 read_file_error(errno, MAX_TABLE_BYTES));
+        return;
+    }
+    m->table_digest = digest_add(DIGEST_START, text, len);
+    size_t cap = 64, line = 0;
+    m->table_t = xmalloc(cap * sizeof *m->table_t);
+    m->table_v = xmalloc(cap * sizeof *m->table_v);
+    bool header_allowed = true;
+    for (char *p = text, *next; p && *p; p = next) {
+        next = strchr(p, '\n');
+        if (next)
+            *next++ = '\0';
+        line++;
+        for (char *c = p; *c; c++)
+            if (*c == ',' || *c == ';' || *c == '\r' || *c == '\t')
+                *c = ' ';
+        char *q = p;
+        while (isspace((unsigned char)*q))
+            q++;
+        if (*q == '\0' || *q == '#')
+            continue;
+        char *end1, *end2;
+        double t = strtod(q, &end1), v = end1 == q ? 0 : strtod(end1, &end2);
+        bool ok = end1 != q && end2 != end1;
+        if (ok)
+            for (char *c = end2; *c; c++)
+                ok &= isspace((unsigned char)*c) != 0;
+        if (!ok && header_allowed) {
+            header_allowed = false;
+            continue;
+        }
+        header_allowed = false;
+        if (!ok || !isfinite(t) || !isfinite(v)) {
+            diag_add(d, "%s.table: %s line %zu: expected two numbers, time (s) and value", path,
+                     file, line);
+            break;
+        }
+        if (m->table_n > 0 && !(t > m->table_t[m->table_n - 1])) {
+            diag_add(d, "%s.table: %s line %zu: time %g does not increase (the row before is at "
+                        "%g s)", path, file, line, t, m->table_t[m->table_n - 1]);
+            break;
+        }
+        if (m->table_n == cap) {
+            cap *= 2;
+            m->table_t = xrealloc(m->table_t, cap * sizeof *m->table_t);
+            m->table_v = xrealloc(m->table_v, cap * sizeof *m->table_v);
+        }
+        m->table_t[m->table_n] = t;
+        m->table_v[m->table_n++] = v;
+    }
+    free(text);
+    if (d->count == 0 && m->table_n < 2)
+        diag_add(d, "%s.table: %s has %zu rows; a motion needs at least 2", path, file,
+                 m->table_n);
+}
+
+/* A unit vector from v in the simulated axes into out; false when it is zero there. */
+static bool unit_of(const double v[3], int dim, double out[3])
+{
+    double n = 0;
+    for (int a = 0; a < 3; a++) {
+        out[a] = a < dim ? v[a] : 0;
+        n += out[a] * out[a];
+    }
+    if (!(n > 0))
+        return false;
+    for (int a = 0; a < 3; a++)
+        out[a] /= sqrt(n);
+    return true;
+}
+
+void validate_motion(mz_scene *s, const double centre[][3], mz_diag *d)
+{
+    size_t moving = scene_moving_count(s);
+    if (moving == 0)
+        return;
+    if (moving > MZ_MAX_MOVING)
+        diag_add(d, "colliders: %zu move; at most %d may", moving, MZ_MAX_MOVING);
+    mz_solver_kind solver = s->n_fluids ? scene_solver(s) : MZ_SOLVER_BALLISTIC;
+    int dim = s->sim.dimensions;
+    for (size_t c = 0; c < s->n_colliders; c++) {
+        mz_collider *co = &s->colliders[c];
+        if (!co->has_motion)
+            continue;
+        mz_motion *m = &co->motion;
+        char path[48];
+        snprintf(path, sizeof path, "colliders[%zu].motion", c);
+        if (solver != MZ_SOLVER_WCSPH && solver != MZ_SOLVER_COLLAPSED_SPH) {
+            diag_add(d, "%s: the %s solver does not move colliders yet (wcsph and collapsed_sph "
+                        "do, with \"particles\" walls)", path, mz_solver_names[solver]);
+            continue;
+        }
+        if (s->domain.boundary.friction == MZ_FRICTION_WALL_FUNCTION)
+            diag_add(d, "%s: moving colliders with domain.boundary.friction \"wall_function\" "
+                        "are not supported yet (no_slip or free_slip)", path);
+        m->scale = m->type == MZ_MOTION_ROTATION ? acos(-1.0) / 180 : 1;
+        if (m->type == MZ_MOTION_TRANSLATION && !unit_of(m->direction, dim, m->unit))
+            diag_add(d, "%s.direction must not be zero in the simulated axes", path);
+        if (m->type == MZ_MOTION_ROTATION) {
+            if (dim == 2 && (m->axis[0] != 0 || m->axis[1] != 0 || m->axis[2] == 0))
+                diag_add(d, "%s.axis must be [0, 0, 1] or [0, 0, -1] in 2D (got [%g, %g, %g])",
+                         path, m->axis[0], m->axis[1], m->axis[2]);
+            else if (!unit_of(m->axis, 3, m->unit))
+                diag_add(d, "%s.axis must not be zero", path);
+            if (!m->has_center) {
+                memcpy(m->center, centre[c], sizeof m->center);
+                m->has_center = true;
+            }
+        }
+        if (m->table) {
+            char *file = scene_input_path(s, m->table);
+            read_table(m, file, path, d);
+            free(file);
+        }
+        double at0[3];
+        motion_eval(m, 0, at0);
+        double size = m->table_n ? fabs(m->table_v[0]) : fabs(m->amplitude);
+        for (size_t k = 0; k < m->table_n; k++)
+            size = fmax(size, fabs(m->table_v[k]));
+        if (d->count == 0 && fabs(at0[0]) > 1e-9 * fmax(size, 1e-300) * m->scale)
+            diag_add(d, "%s: the law is %g %s at t = 0, not 0 (the scene's geometry is where "
+                        "the collider starts: %s)", path, at0[0] / m->scale,
+                     m->type == MZ_MOTION_ROTATION ? "degrees" : "m",
+                     m->table ? "make the table's value at t = 0 zero"
+                              : "a phase of 0 or 180 degrees, or a ramp");
+    }
+}
+
+size_t scene_moving_count(const mz_scene *s)
+{
+    size_t n = 0;
+    for (size_t c = 0; c < s->n_colliders; c++)
+        n += s->colliders[c].has_motion;
+    return n;
+}
+
+char *scene_input_path(const mz_scene *s, const char *file)
+{
+    if (file[0] == '/')
+        return xstrdup(file);
+    mz_str p = {0};
+    str_addf(&p, "%s/%s", s->dir ? s->dir : ".", file);
+    return p.s;
+}
+
+void scene_motion_free(mz_scene *s)
+{
+    for (size_t c = 0; c < s->n_colliders; c++) {
+        free(s->colliders[c].motion.table_t);
+        free(s->colliders[c].motion.table_v);
+        s->colliders[c].motion.table_t = s->colliders[c].motion.table_v = NULL;
+        s->colliders[c].motion.table_n = 0;
+    }
+}
+
+/* ---- the files a run reads besides the scene: OBJ meshes, then motion tables ---- */
+
+static const mz_motion *table_motion(const mz_scene *s, size_t k)
+{
+    for (size_t c = 0; c < s->n_colliders; c++)
+        if (s->colliders[c].has_motion && s->colliders[c].motion.table && k-- == 0)
+            return &s->colliders[c].motion;
+    return NULL;
+}
+
+size_t scene_input_count(const mz_scene *s)
+{
+    size_t n = bodies_count(s);
+    while (table_motion(s, n - bodies_count(s)))
+        n++;
+    return n;
+}
+
+uint64_t scene_input_digest(const mz_scene *s, size_t k)
+{
+    if (k < bodies_count(s))
+        return bodies_get(s, k)->obj ? bodies_get(s, k)->obj_digest : 0;
+    return table_motion(s, k - bodies_count(s))->table_digest;
+}
+
+const char *scene_input_name(const mz_scene *s, size_t k, char buf[96])
+{
+    if (k < bodies_count(s)) {
+        char where[48];
+        const mz_body *b = bodies_get(s, k);
+        snprintf(buf, 96, "%s.obj (%s)", bodies_path(s, k, where), b->obj ? b->obj : "none");
+        return buf;
+    }
+    k -= bodies_count(s);
+    for (size_t c = 0; c < s->n_colliders; c++)
+        if (s->colliders[c].has_motion && s->colliders[c].motion.table && k-- == 0)
+            snprintf(buf, 96, "colliders[%zu].motion.table (%.48s)", c,
+                     s->colliders[c].motion.table);
+    return buf;
+}
