@@ -211,9 +211,10 @@ static void print_summary(const run_ctx *r, long frames_written, double setup_s,
     if (sim->solver->report)
         sim->solver->report(sim, stderr);
     if (sim->obs)
-        fprintf(stderr, "  %zu probes, %zu gauges and %zu forces on solids: %ld samples taken, "
-                        "in /observables\n",
-                sim->obs->n_probes, sim->obs->n_gauges, sim->obs->n_loads, sim->obs->samples);
+        fprintf(stderr, "  %zu probes, %zu gauges, %zu forces on solids, %zu moving colliders: "
+                        "%ld samples taken, in /observables\n",
+                sim->obs->n_probes, sim->obs->n_gauges, sim->obs->n_loads, sim->obs->n_motion,
+                sim->obs->samples);
     if (dist_active() && sim->slabs)
         fprintf(stderr, "  %d ranks (%s); slabs repartitioned %llu times; rank 0 sent %llu "
                         "particle records in %llu exchanges taking %.3f s, its buffers grew "
@@ -306,19 +307,17 @@ static int check_resume(const run_ctx *r)
         mz_error("checkpoint %s damaged: %s", path, why);
         return MZ_EXIT_RUNTIME;
     }
-    if (ck->n_inputs != bodies_count(s)) {
-        mz_error("checkpoint %s damaged: it records %zu bodies; the scene makes %zu", path,
-                 ck->n_inputs, bodies_count(s));
+    if (ck->n_inputs != scene_input_count(s)) {
+        mz_error("checkpoint %s damaged: it records %zu input files; the scene reads %zu", path,
+                 ck->n_inputs, scene_input_count(s));
         return MZ_EXIT_RUNTIME;
     }
     for (size_t k = 0; k < ck->n_inputs; k++) {
-        const mz_body *b = bodies_get(s, k);
-        uint64_t now = b->obj ? b->obj_digest : 0;
-        if (now != ck->inputs[k]) {
-            char where[48];
-            mz_error("%s.obj (%s) changed since checkpoint %s was written: resuming would not "
-                     "continue the same run. Restore the file, or start a new run",
-                     bodies_path(s, k, where), b->obj ? b->obj : "none", path);
+        if (scene_input_digest(s, k) != ck->inputs[k]) {
+            char what[96];
+            mz_error("%s changed since checkpoint %s was written: resuming would not continue "
+                     "the same run. Restore the file, or start a new run",
+                     scene_input_name(s, k, what), path);
             return MZ_EXIT_RUNTIME;
         }
     }
@@ -723,6 +722,9 @@ static int refuse_distributed(const run_ctx *r)
     else if (r->scene.n_probes + r->scene.n_gauges + scene_load_count(&r->scene) > 0)
         why = "probes, gauges and forces on solids are not sampled in distributed runs yet: "
               "run this scene without mpirun, or without probes[], gauges[] and forces";
+    else if (scene_moving_count(&r->scene) > 0)
+        why = "moving colliders (colliders[].motion) do not run distributed yet: run this scene "
+              "without mpirun";
     else if (!scene_is_sph(&r->scene))
         why = "the position-based solvers (PBF, cloth, soft and rigid bodies) are not "
               "distributed yet: run this scene without mpirun; WCSPH and collapsed SPH scenes "

@@ -189,13 +189,14 @@ static char *get_text_attr(hid_t obj, const char *name)
 
 /* ---- the record and its checksum ---- */
 
-/* Digests of the OBJ files the scene's bodies read, in body order (bodies without one: 0). */
+/* Digests of the files the scene reads besides itself (scene_input_digest: OBJ meshes, then
+ * motion tables). */
 static uint64_t *input_digests(const mz_scene *s, size_t *n)
 {
-    *n = bodies_count(s);
+    *n = scene_input_count(s);
     uint64_t *d = xcalloc(*n ? *n : 1, sizeof *d);
     for (size_t k = 0; k < *n; k++)
-        d[k] = bodies_get(s, k)->obj ? bodies_get(s, k)->obj_digest : 0;
+        d[k] = scene_input_digest(s, k);
     return d;
 }
 
