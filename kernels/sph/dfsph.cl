@@ -115,7 +115,7 @@ kernel void dfsph_forces(uint n, float dt_last, mz_sph P, float4 gravity, mz_wal
         ws.a = a;
         MZ_LIST_BEGIN(bl, bc, stride, i, bx, xi, b, r2)
             mz_sph_boundary(&P, &ws, mz_vec(xi - bx[b]), r2, bm[b], 0.0f, rho_i,
-                            (float4)(0.0f), vi);
+                            (float4)(0.0f), vi, (float4)(0.0f), (float4)(0.0f));
         MZ_LIST_END
         a = mz_sph_wall_accel(&P, &ws, vi, dt_last);
     }

@@ -54,8 +54,7 @@ inline float mz_sph_density_at(const mz_sph *P, uint i, float4 xi, mz_grid_desc 
     return rho;
 }
 
-/* The continuity equation's rate, Dρ_i/Dt = Σ_j m (v_i − v_j)·∇W_ij + Σ_b m_b v_i·∇W_ib (walls
- * at rest), with the same renormalised spiky gradient as the pressure force, plus δ-SPH's
+/* The continuity equation's rate, Dρ_i/Dt = Σ_j m (v_i − v_j)·∇W_ij + Σ_b m_b (v_i − v_b)·∇W_ib, with the same renormalised spiky gradient as the pressure force, plus δ-SPH's
  * density diffusion between fluid particles, δ hs c0 Σ_j ψ_ij (x_ji·∇W_ij)/(r² + η²) m/ρ_j.
  * ψ_ij = 2(ρ_j − ρ_i − Δρ_H) diffuses only the departure from hydrostatics (Fourtakas et al.
  * 2019), with Δρ_H = ρ0 g·(x_j − x_i)/c0², the linearised Tait density difference of a fluid at
@@ -67,7 +66,8 @@ inline float mz_sph_density_rate(const mz_sph *P, uint i, float4 xi, float4 vi, 
                                  global const float4 *v, global const float *rho,
                                  mz_grid_desc gb, global const uint *bcs,
                                  global const uint *bce, global const float4 *bx,
-                                 global const float *bm, int nb, MZ_SPH_LISTS_OUT)
+                                 global const float *bm, int nb, MZ_WALL_MOTION,
+                                 MZ_SPH_LISTS_OUT)
 {
     float rate = 0.0f, diffusion = 0.0f;
     float to_rho = P->rest_density / (P->c0 * P->c0);
@@ -92,10 +92,10 @@ inline float mz_sph_density_rate(const mz_sph *P, uint i, float4 xi, float4 vi, 
                 mz_list_put(bl, cap, stride, i, &nw, b);
             float r = sqrt(r2);
             if (r > P->r_min) {
-                float4 dx = xi - bx[b];
+                float4 dx = xi - bx[b], vib = vi - MZ_WALL_V(b);
                 float hr = P->h - r;
                 rate += bm[b] * (P->spiky_grad * hr * hr / r) *
-                        (vi.x * dx.x + vi.y * dx.y + vi.z * dx.z);
+                        (vib.x * dx.x + vib.y * dx.y + vib.z * dx.z);
             }
         MZ_NEIGHBOURS_END
     }
@@ -155,8 +155,8 @@ kernel void sph_density(uint n, float lag, mz_sph P, float4 gravity, mz_grid_des
                         global const uint *cs, global const uint *ce, global const float4 *x,
                         global const float4 *v, mz_grid_desc gb, global const uint *bcs,
                         global const uint *bce, global const float4 *bx, global const float *bm,
-                        int nb, global const float *rho, global float *rho_out, global float *p,
-                        MZ_SPH_LISTS_OUT)
+                        int nb, MZ_WALL_MOTION, global const float *rho,
+                        global float *rho_out, global float *p, MZ_SPH_LISTS_OUT)
 {
     uint i = get_global_id(0);
     if (i >= n)
@@ -164,8 +164,8 @@ kernel void sph_density(uint n, float lag, mz_sph P, float4 gravity, mz_grid_des
     float r = P.continuity
                   ? rho[i] + lag * mz_sph_density_rate(&P, i, x[i], v[i], rho[i], gravity, g,
                                                        cs, ce, x, v, rho, gb, bcs, bce, bx, bm,
-                                                       nb, lists, stride, cap, nl, nc, bl, bc,
-                                                       overflow)
+                                                       nb, moving, bv, ba, lists, stride, cap, nl,
+                                                       nc, bl, bc, overflow)
                   : mz_sph_density_at(&P, i, x[i], g, cs, ce, x, gb, bcs, bce, bx, bm, nb,
                                       lists, stride, cap, nl, nc, bl, bc, overflow);
     rho_out[i] = r;
@@ -178,8 +178,9 @@ kernel void sph_forces(uint n, float dt, mz_sph P, float4 gravity, mz_walls wall
                        global const float4 *x, global const float4 *v, global const float *rho,
                        global const float *p, mz_grid_desc gb, global const uint *bcs,
                        global const uint *bce, global const float4 *bx, global const float *bm,
-                       int nb, global float4 *x_out, global float4 *v_out, global float *a2_out,
-                       int rest_out, global float4 *wall_rest, MZ_SPH_LISTS_IN)
+                       int nb, MZ_WALL_MOTION, global float4 *x_out, global float4 *v_out,
+                       global float *a2_out, int rest_out, global float4 *wall_rest,
+                       MZ_SPH_LISTS_IN)
 {
     uint i = get_global_id(0);
     if (i >= n)
@@ -200,7 +201,8 @@ kernel void sph_forces(uint n, float dt, mz_sph P, float4 gravity, mz_walls wall
     {                                                                                          \
         float4 dx = xi - bx[B];                                                                \
         dx.w = 0.0f;                                                                           \
-        mz_sph_boundary(&P, &ws, dx, R2, bm[B], p[i], rho_i, gravity, vi);                     \
+        mz_sph_boundary(&P, &ws, dx, R2, bm[B], p[i], rho_i, gravity, vi, MZ_WALL_V(B),        \
+                        MZ_WALL_A(B));                                                         \
     }
     const bool listed = lists && nc[i] <= cap && (nb == 0 || bc[i] <= cap);
     if (listed) {
@@ -251,7 +253,7 @@ kernel void csph_step(uint n, float dt, float lag, mz_sph P, float4 gravity, mz_
                       global const float4 *x, global const float4 *v,
                       global const float *rho_prev, global const float *drho_prev,
                       mz_grid_desc gb, global const uint *bcs, global const uint *bce,
-                      global const float4 *bx, global const float *bm, int nb,
+                      global const float4 *bx, global const float *bm, int nb, MZ_WALL_MOTION,
                       global float *rho_out, global float *drho_out, global float *p_out,
                       global float4 *x_out, global float4 *v_out, global float *a2_out,
                       int rest_out, global float4 *wall_rest)
@@ -290,12 +292,13 @@ kernel void csph_step(uint n, float dt, float lag, mz_sph P, float4 gravity, mz_
             bsum += bm[b] * mz_poly6_unscaled(&P, r2);
             float4 dx = xi - bx[b];
             dx.w = 0.0f;
-            mz_sph_boundary(&P, &ws, dx, r2, bm[b], p_i, rho_i, gravity, vi);
+            float4 vb = MZ_WALL_V(b), vib = vi - vb;
+            mz_sph_boundary(&P, &ws, dx, r2, bm[b], p_i, rho_i, gravity, vi, vb, MZ_WALL_A(b));
             float r = sqrt(r2);
             if (r > P.r_min) {
                 float hr = P.h - r;
                 drho += bm[b] * (P.spiky_grad * hr * hr / r) *
-                        (vi.x * dx.x + vi.y * dx.y + vi.z * dx.z);
+                        (vib.x * dx.x + vib.y * dx.y + vib.z * dx.z);
             }
         MZ_NEIGHBOURS_END
         a = mz_sph_wall_accel(&P, &ws, vi, dt);
@@ -348,7 +351,8 @@ kernel void sph_sums(uint n, mz_sph P, mz_grid_desc g, global const uint *cs,
 }
 
 /* The fluid's force on each boundary particle of the solids whose forces are measured
- * (src/solvers/sph/loads.c): element e is boundary slot slot[e], and its force is
+ * (src/solvers/sph/loads.c): element e is boundary particle elem[e] (in the builder's order),
+ * now in slot slot_of[elem[e]] of the boundary grid's order, and its force is
  * −Σ_i m (a_ib + rest_i lap_ib / lap_i) over the fluid particles i within h: a_ib the pair's
  * terms the forces pass added to i's acceleration (mz_sph_wall_pair) and, for walls other than
  * no-slip, b's share by the viscous Laplacian of what mz_sph_wall_accel made of i's pairs beyond
@@ -360,14 +364,15 @@ kernel void sph_wall_loads(uint n_elems, mz_sph P, float4 gravity, int collapsed
                            global const float4 *x, global const float4 *v,
                            global const float *rho, global const float *drho,
                            global const float *p, global const float4 *bx,
-                           global const float *bm, global const uint *slot, int rest_on,
-                           global const float4 *rest, global float4 *at, global float4 *force)
+                           global const float *bm, MZ_WALL_MOTION, global const uint *elem,
+                           global const uint *slot_of, int rest_on, global const float4 *rest,
+                           global float4 *at, global float4 *force)
 {
     uint e = get_global_id(0);
     if (e >= n_elems)
         return;
-    uint b = slot[e];
-    float4 xb = bx[b];
+    uint b = slot_of[elem[e]];
+    float4 xb = bx[b], vb = MZ_WALL_V(b), ab = MZ_WALL_A(b);
     float m_b = bm[b];
     float4 f = (float4)(0.0f);
     MZ_NEIGHBOURS_BEGIN(g, cs, ce, x, xb, i, r2)
@@ -378,7 +383,7 @@ kernel void sph_wall_loads(uint n_elems, mz_sph P, float4 gravity, int collapsed
             float4 dx = x[i] - xb, vi = v[i];
             dx.w = 0.0f;
             vi.w = 0.0f;
-            mz_wall_pair q = mz_sph_wall_pair(&P, dx, r2, r, m_b, p_i, rho_i, gravity, vi);
+            mz_wall_pair q = mz_sph_wall_pair(&P, dx, r2, r, m_b, p_i, rho_i, gravity, vi, vb, ab);
             float4 a = q.a;
             if (rest_on) {
                 float4 ri = rest[i];

@@ -4,19 +4,12 @@
 
 #include <stdlib.h>
 
-/* The boundary particles' owners, read back once (the boundary grid sorted them), bucketed by
- * load in scene_load_ref order, each bucket in slot order. */
+/* The measured solids' boundary particles (their owners as the builder made them), bucketed by
+ * load in scene_load_ref order, each bucket in the builder's order. */
 static int make_elements(sph_loads *l, mz_sim *sim, const sph_boundary *b)
 {
     const mz_scene *s = sim->scene;
     size_t nb = b->nb, n_loads = scene_load_count(s);
-    cl_float4 *pos = xmalloc((nb ? nb : 1) * sizeof *pos);
-    if (nb && !cl_ok(clEnqueueReadBuffer(sim->cl->queue, b->pos, CL_TRUE, 0, 16 * nb, pos, 0,
-                                         NULL, NULL),
-                     "clEnqueueReadBuffer(boundary owners)")) {
-        free(pos);
-        return -1;
-    }
     /* The load of each owner (−1: not measured). */
     int n_owners = MZ_OWNER_COLLIDER + (int)s->n_colliders;
     int *load_of = xmalloc((size_t)n_owners * sizeof *load_of);
@@ -25,45 +18,40 @@ static int make_elements(sph_loads *l, mz_sim *sim, const sph_boundary *b)
     for (size_t k = 0; k < n_loads; k++)
         load_of[scene_load_ref(s, k).owner] = (int)k;
     cl_uint *first = xcalloc(n_loads, sizeof *first), *count = xcalloc(n_loads, sizeof *count);
-    for (size_t i = 0; i < nb; i++) {
-        int o = (int)pos[i].s[3];
-        if (o >= 0 && o < n_owners && load_of[o] >= 0)
-            count[load_of[o]]++;
-    }
+    for (size_t i = 0; i < nb; i++)
+        if (load_of[b->owner[i]] >= 0)
+            count[load_of[b->owner[i]]]++;
     size_t total = 0;
     for (size_t k = 0; k < n_loads; k++) {
         first[k] = (cl_uint)total;
         total += count[k];
     }
-    cl_uint *slot = xmalloc((total ? total : 1) * sizeof *slot), *fill = xcalloc(n_loads, 4);
+    cl_uint *elem = xmalloc((total ? total : 1) * sizeof *elem), *fill = xcalloc(n_loads, 4);
     for (size_t i = 0; i < nb; i++) {
-        int o = (int)pos[i].s[3];
-        if (o >= 0 && o < n_owners && load_of[o] >= 0) {
-            int k = load_of[o];
-            slot[first[k] + fill[k]++] = (cl_uint)i;
-        }
+        int k = load_of[b->owner[i]];
+        if (k >= 0)
+            elem[first[k] + fill[k]++] = (cl_uint)i;
     }
     mz_load_elems *e = &sim->loads;
     e->n = total;
     size_t room = total ? total : 1;
     int flags = CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR;
-    l->slot = mz_cl_buffer(sim->cl, flags, 4 * room, slot, "clCreateBuffer(load elements)");
+    l->elem = mz_cl_buffer(sim->cl, flags, 4 * room, elem, "clCreateBuffer(load elements)");
     e->first = mz_cl_buffer(sim->cl, flags, 4 * n_loads, first, "clCreateBuffer(loads)");
     e->count = mz_cl_buffer(sim->cl, flags, 4 * n_loads, count, "clCreateBuffer(loads)");
     e->at = mz_cl_buffer(sim->cl, CL_MEM_READ_WRITE, 16 * room, NULL,
                          "clCreateBuffer(load positions)");
     e->force = mz_cl_buffer(sim->cl, CL_MEM_READ_WRITE, 16 * room, NULL,
                             "clCreateBuffer(load forces)");
-    free(pos);
     free(load_of);
     free(first);
     free(count);
-    free(slot);
+    free(elem);
     free(fill);
-    return l->slot && e->first && e->count && e->at && e->force ? 0 : -1;
+    return l->elem && e->first && e->count && e->at && e->force ? 0 : -1;
 }
 
-int sph_loads_init(sph_loads *l, mz_sim *sim, const sph_boundary *b, cl_program program)
+int sph_loads_init(sph_loads *l, mz_sim *sim, sph_boundary *b, cl_program program)
 {
     const mz_scene *s = sim->scene;
     *l = (sph_loads){0};
@@ -74,7 +62,7 @@ int sph_loads_init(sph_loads *l, mz_sim *sim, const sph_boundary *b, cl_program 
     l->k = clCreateKernel(program, "sph_wall_loads", &err);
     if (!cl_ok(err, "clCreateKernel(sph_wall_loads)"))
         return -1;
-    if (make_elements(l, sim, b) != 0)
+    if (make_elements(l, sim, b) != 0 || sph_boundary_track(b, sim) != 0)
         return -1;
     l->rest_on = s->domain.boundary.friction != MZ_FRICTION_NO_SLIP;
     l->rest = mz_cl_buffer(sim->cl, CL_MEM_READ_WRITE, l->rest_on ? 16 * sim->cap : 16, NULL,
@@ -90,10 +78,12 @@ bool sph_loads_gather(sph_loads *l, mz_sim *sim, const mz_grid *fluid, const sph
     cl_uint n = (cl_uint)e->n;
     if (n == 0)
         return true;
+    sph_boundary_args ba = sph_boundary_of(b, fluid->desc);
     return KARGS(l->k, "sph_wall_loads", A(n), A(*P), A(gravity), A(collapsed), A(lag),
                  A(fluid->desc), A(fluid->cell_start), A(fluid->cell_end), A(sim->pos),
-                 A(sim->vel), A(rho), A(drho), A(p), A(b->pos), A(b->mass), A(l->slot),
-                 A(l->rest_on), A(l->rest), A(e->at), A(e->force)) &&
+                 A(sim->vel), A(rho), A(drho), A(p), A(b->pos), A(b->mass), A(ba.moving),
+                 A(ba.vel), A(ba.acc), A(l->elem), A(b->slot_of), A(l->rest_on), A(l->rest),
+                 A(e->at), A(e->force)) &&
            sim_launch(sim, l->k, n, MZ_STAGE_OBSERVE, "sph_wall_loads");
 }
 
@@ -101,16 +91,17 @@ size_t sph_loads_bytes(const mz_scene *s, size_t n)
 {
     if (scene_load_count(s) == 0 || s->domain.boundary.type != MZ_BOUNDARY_PARTICLES)
         return 0;
-    /* At most every boundary particle an element: slot, position, force. */
+    /* At most every boundary particle an element: its index, position, force; and where each
+     * boundary particle sits. */
     size_t rest = s->domain.boundary.friction != MZ_FRICTION_NO_SLIP ? 16 * n : 0;
-    return rest + scene_boundary_count(s) * (4 + 16 + 16);
+    return rest + scene_boundary_count(s) * (4 + 16 + 16 + 4);
 }
 
 void sph_loads_release(sph_loads *l)
 {
     if (l->k)
         clReleaseKernel(l->k);
-    cl_mem ms[] = {l->slot, l->rest};
+    cl_mem ms[] = {l->elem, l->rest};
     mz_cl_release_mems(ms, sizeof ms / sizeof *ms);
     *l = (sph_loads){0};
 }

@@ -12,14 +12,14 @@ typedef struct sph_loads {
     bool on;        /* the scene measures forces on solids */
     cl_int rest_on; /* walls other than no-slip: the forces pass keeps what rest holds */
     cl_kernel k;    /* sph_wall_loads */
-    cl_mem slot;    /* per element: its boundary particle's slot */
+    cl_mem elem;    /* per element: its boundary particle, in the builder's order */
     cl_mem rest;    /* per fluid particle (rest_on), or a stand-in */
 } sph_loads;
 
 /* After the boundary's grid is built: the elements of every measured solid (its boundary
  * particles, solid by solid in scene_load_ref order) into sim->loads, and the rest buffer for
  * cap fluid particles. Nothing when the scene measures no forces. 0, or -1 after reporting. */
-int sph_loads_init(sph_loads *l, mz_sim *sim, const sph_boundary *b, cl_program program);
+int sph_loads_init(sph_loads *l, mz_sim *sim, sph_boundary *b, cl_program program);
 /* The gather (after the step's forces pass; see sph_wall_loads for the arguments). */
 bool sph_loads_gather(sph_loads *l, mz_sim *sim, const mz_grid *fluid, const sph_boundary *b,
                       const sph_params *P, cl_float4 gravity, cl_int collapsed, cl_float lag,

@@ -324,7 +324,8 @@ static bool run_density(mz_sim *sim, sph_state *st, cl_mem *rho, cl_mem *scratch
     bool ok = KARGS(st->k_density, "sph_density", A(end_u), A(lag_f), A(st->P),
                     A(st->gravity), A(st->grid.desc), A(st->grid.cell_start),
                     A(st->grid.cell_end), A(sim->pos), A(sim->vel), A(b.desc), A(b.start),
-                    A(b.end), A(b.pos), A(b.mass), A(b.nb), A(*rho), A(out), A(st->p),
+                    A(b.end), A(b.pos), A(b.mass), A(b.nb), A(b.moving), A(b.vel), A(b.acc),
+                    A(*rho), A(out), A(st->p),
                     LIST_ARGS_OUT(st)) &&
               sim_launch_range(sim, st->k_density, begin, end, STAGE_DENSITY, "sph_density");
     if (ok && st->P.continuity)
@@ -346,7 +347,8 @@ static int sph_step(mz_sim *sim, sph_state *st, double dt_seconds)
             return -1;
         sim_set_count(sim, st->grid.n);
     }
-    if (grid_build(&st->grid, sim->pos) != 0 ||
+    if (sph_boundary_move(&st->bound, sim, sim->time) != 0 ||
+        grid_build(&st->grid, sim->pos) != 0 ||
         (st->slabs_made && slabs_after_build(&st->slabs) != 0))
         return -1;
     sim_profile_grid(sim, &st->grid, STAGE_GRID);
@@ -363,8 +365,9 @@ static int sph_step(mz_sim *sim, sph_state *st, double dt_seconds)
              KARGS(st->k_forces, "sph_forces", A(end_u), A(dt), A(st->P), A(st->gravity),
                    A(st->walls), A(st->penalty), A(st->grid.desc), A(st->grid.cell_start),
                    A(st->grid.cell_end), A(sim->pos), A(sim->vel), A(st->rho), A(st->p),
-                   A(b.desc), A(b.start), A(b.end), A(b.pos), A(b.mass), A(b.nb), A(sim->pred),
-                   A(st->vel_out), A(st->a2), A(rest_out), A(*rest_arg(st)),
+                   A(b.desc), A(b.start), A(b.end), A(b.pos), A(b.mass), A(b.nb), A(b.moving),
+                   A(b.vel), A(b.acc), A(sim->pred), A(st->vel_out), A(st->a2), A(rest_out),
+                   A(*rest_arg(st)),
                    LIST_ARGS_IN(st)) &&
              sim_launch_range(sim, st->k_forces, begin, end, STAGE_FORCES, "sph_forces") &&
              (!loads || sph_loads_gather(&st->loads, sim, &st->grid, &st->bound, &st->P,
@@ -375,7 +378,8 @@ static int sph_step(mz_sim *sim, sph_state *st, double dt_seconds)
                    A(st->gravity), A(st->walls), A(st->penalty), A(st->grid.desc),
                    A(st->grid.cell_start), A(st->grid.cell_end), A(sim->pos), A(sim->vel),
                    A(st->rho_prev), A(st->drho_prev), A(b.desc), A(b.start), A(b.end),
-                   A(b.pos), A(b.mass), A(b.nb), A(st->rho), A(st->drho), A(st->p),
+                   A(b.pos), A(b.mass), A(b.nb), A(b.moving), A(b.vel), A(b.acc), A(st->rho),
+                   A(st->drho), A(st->p),
                    A(sim->pred), A(st->vel_out), A(st->a2), A(rest_out), A(*rest_arg(st))) &&
              sim_launch_range(sim, st->k_collapsed, begin, end, STAGE_FORCES, "csph_step") &&
              (!loads || sph_loads_gather(&st->loads, sim, &st->grid, &st->bound, &st->P,
