@@ -247,3 +247,23 @@ void load_sums(global const float4 *at, global const float4 *force, global const
     row[4] = s.s4;
     row[5] = s.s5;
 }
+
+#define MZ_MAX_MOVING 16 /* scene.h */
+
+/* The moving colliders' poses at the step's end, computed by the host from their laws:
+ * (displacement x, y, z) or (angle, 0, 0) each. */
+typedef struct {
+    float4 v[MZ_MAX_MOVING];
+} mz_motion_rows;
+
+/* Copy them into the sample row (the values come as the argument: no buffer to keep alive). */
+kernel void motion_rows(mz_motion_rows now, uint n, global float *rows, uint row_base)
+{
+    uint k = get_global_id(0);
+    if (k >= n)
+        return;
+    global float *row = rows + row_base + 3 * k;
+    row[0] = now.v[k].x;
+    row[1] = now.v[k].y;
+    row[2] = now.v[k].z;
+}

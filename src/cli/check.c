@@ -11,11 +11,47 @@
 #include "util/err.h"
 #include "util/hostmem.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-/* What the probes and gauges sample (the first few of each), the forces measured, and how
- * often. */
+/* A moving collider's law over the run: its range, its fastest speed and acceleration (sampled
+ * every thousandth of the run, and at the table's rows). */
+static void print_motion(const mz_scene *s, size_t c)
+{
+    const mz_collider *co = &s->colliders[c];
+    const mz_motion *m = &co->motion;
+    bool turn = m->type == MZ_MOTION_ROTATION;
+    double end = s->sim.frames / s->sim.fps, lo = 0, hi = 0, v = 0, a = 0, x[3];
+    for (int k = 0; k <= 1000; k++) {
+        motion_eval(m, end * k / 1000, x);
+        lo = fmin(lo, x[0]), hi = fmax(hi, x[0]), v = fmax(v, fabs(x[1])), a = fmax(a, fabs(x[2]));
+    }
+    for (size_t k = 0; k < m->table_n; k++)
+        if (m->table_t[k] <= end) {
+            motion_eval(m, m->table_t[k], x);
+            lo = fmin(lo, x[0]), hi = fmax(hi, x[0]);
+        }
+    double to = turn ? 180 / acos(-1.0) : 1;
+    printf("  colliders[%zu] \"%s\" %s", c, co->name, turn ? "turns" : "moves");
+    if (turn)
+        printf(" about (%g, %g, %g) through (%g, %g, %g)", m->unit[0], m->unit[1], m->unit[2],
+               m->center[0], m->center[1], m->center[2]);
+    else
+        printf(" along (%g, %g, %g)", m->unit[0], m->unit[1], m->unit[2]);
+    if (m->table)
+        printf(" by the table %s (%zu rows, %g to %g s)", m->table, m->table_n, m->table_t[0],
+               m->table_t[m->table_n - 1]);
+    else
+        printf(" by a sine of %g %s, period %g s, phase %g deg, ramp %g s", m->amplitude,
+               turn ? "deg" : "m", m->period, m->phase, m->ramp);
+    printf(": over the run %.4g to %.4g %s, speed up to %.4g %s, acceleration up to %.4g %s\n",
+           lo * to, hi * to, turn ? "deg" : "m", v * to, turn ? "deg/s" : "m/s", a * to,
+           turn ? "deg/s^2" : "m/s^2");
+}
+
+/* What the probes and gauges sample (the first few of each), the moving colliders, the forces
+ * measured, and how often. */
 static void print_observers(const mz_scene *s)
 {
     enum { SHOWN = 8 };
@@ -39,6 +75,9 @@ static void print_observers(const mz_scene *s)
     }
     if (s->n_gauges > SHOWN)
         printf("  and %zu gauges more\n", s->n_gauges - SHOWN);
+    for (size_t c = 0; c < s->n_colliders; c++)
+        if (s->colliders[c].has_motion)
+            print_motion(s, c);
     for (size_t k = 0; k < scene_load_count(s); k++) {
         mz_load_ref l = scene_load_ref(s, k);
         printf("  forces on %s \"%s\", torque about (%g, %g, %g)", l.wall ? "wall" : "collider",

@@ -15,6 +15,9 @@
  *     torque/{step, time, value [S, 3]}  its moment about `about` (N m); step and time are
  *                                        force's, hard-linked
  *   /observables/walls/<x_min|x_max|..>  the same for each wall of the domain
+ *   /observables/colliders/<name>        a moving collider's pose, once a frame (or with its
+ *     displacement/{step, time, value [S, 3]}   forces): a translation's displacement (m)
+ *     angle/{step, time, value [S]}      or a rotation's angle (rad)
  *
  * Samples are appended as the run collects them and the file flushed; a resumed run cuts every
  * series back to the samples of the checkpoint's step and before. */
@@ -39,22 +42,47 @@ typedef struct h5_series {
 } h5_series;
 
 struct h5_obs {
-    size_t n_probes, n_gauges, n_loads;
+    size_t n_probes, n_gauges, n_loads, n_motion;
     h5_series *s;
 };
 
 static size_t row_at(const mz_scene *s, size_t i, int f, size_t *comps, const char **unit);
 
+typedef enum { OBS_PROBE, OBS_GAUGE, OBS_LOAD, OBS_MOTION } obs_kind;
+
+static obs_kind kind_of(const mz_scene *s, size_t i)
+{
+    size_t gauges = s->n_probes + s->n_gauges, loads = gauges + scene_load_count(s);
+    return i < s->n_probes ? OBS_PROBE : i < gauges ? OBS_GAUGE : i < loads ? OBS_LOAD
+                                                                             : OBS_MOTION;
+}
+
+/* The k-th moving collider. */
+static const mz_collider *mover(const mz_scene *s, size_t k)
+{
+    for (size_t c = 0; c < s->n_colliders; c++)
+        if (s->colliders[c].has_motion && k-- == 0)
+            return &s->colliders[c];
+    return NULL;
+}
+
+/* Observer i's index among the loads (OBS_LOAD) or the moving colliders (OBS_MOTION). */
+static size_t index_in_kind(const mz_scene *s, size_t i)
+{
+    size_t k = i - s->n_probes - s->n_gauges;
+    return k < scene_load_count(s) ? k : k - scene_load_count(s);
+}
+
 static size_t obs_count(const mz_scene *s)
 {
-    return s->n_probes + s->n_gauges + scene_load_count(s);
+    return s->n_probes + s->n_gauges + scene_load_count(s) + scene_moving_count(s);
 }
 
 void h5_obs_free(struct h5_obs *obs)
 {
     if (!obs)
         return;
-    for (size_t i = 0; i < obs->n_probes + obs->n_gauges + obs->n_loads; i++) {
+    for (size_t i = 0; i < obs->n_probes + obs->n_gauges + obs->n_loads + obs->n_motion; i++) {
         h5_close_id(obs->s[i].step);
         h5_close_id(obs->s[i].time);
         for (int f = 0; f < MZ_PROBE_FIELD_COUNT; f++)
@@ -70,14 +98,15 @@ static struct h5_obs *obs_new(const mz_scene *s)
     obs->n_probes = s->n_probes;
     obs->n_gauges = s->n_gauges;
     obs->n_loads = scene_load_count(s);
+    obs->n_motion = scene_moving_count(s);
     obs->s = xcalloc(obs_count(s), sizeof *obs->s);
     for (size_t i = 0; i < obs_count(s); i++) {
         h5_series *se = &obs->s[i];
         se->step = se->time = -1;
         for (int f = 0; f < MZ_PROBE_FIELD_COUNT; f++)
             se->value[f] = -1;
-        se->fields = i < s->n_probes ? s->probes[i].fields : i < s->n_probes + s->n_gauges ? 1u
-                                                                                           : 3u;
+        obs_kind kind = kind_of(s, i);
+        se->fields = kind == OBS_PROBE ? s->probes[i].fields : kind == OBS_LOAD ? 3u : 1u;
         for (int f = 0; f < MZ_PROBE_FIELD_COUNT; f++) {
             const char *unit;
             if (se->fields & (1u << f))
@@ -87,12 +116,6 @@ static struct h5_obs *obs_new(const mz_scene *s)
     return obs;
 }
 
-typedef enum { OBS_PROBE, OBS_GAUGE, OBS_LOAD } obs_kind;
-
-static obs_kind kind_of(const mz_scene *s, size_t i)
-{
-    return i < s->n_probes ? OBS_PROBE : i < s->n_probes + s->n_gauges ? OBS_GAUGE : OBS_LOAD;
-}
 
 /* The group of observer i and the element of its field f (the group itself for a gauge). */
 static void names_of(const mz_scene *s, size_t i, int f, char *group, char *elem, size_t size)
@@ -107,9 +130,16 @@ static void names_of(const mz_scene *s, size_t i, int f, char *group, char *elem
         snprintf(elem, size, "%s", group);
         break;
     case OBS_LOAD: {
-        mz_load_ref l = scene_load_ref(s, i - s->n_probes - s->n_gauges);
+        mz_load_ref l = scene_load_ref(s, index_in_kind(s, i));
         snprintf(group, size, "%s/%s", l.wall ? WALLS : COLLIDERS, l.name);
         snprintf(elem, size, "%s/%s", group, f == 0 ? "force" : "torque");
+        break;
+    }
+    case OBS_MOTION: {
+        const mz_collider *c = mover(s, index_in_kind(s, i));
+        snprintf(group, size, COLLIDERS "/%s", c->name);
+        snprintf(elem, size, "%s/%s", group,
+                 c->motion.type == MZ_MOTION_TRANSLATION ? "displacement" : "angle");
         break;
     }
     }
@@ -129,10 +159,17 @@ static size_t row_at(const mz_scene *s, size_t i, int f, size_t *comps, const ch
         *unit = "m";
         return 6 * s->n_probes + (i - s->n_probes);
     case OBS_LOAD:
-    default:
         *comps = 3;
         *unit = f == 0 ? "N" : "N m";
-        return 6 * s->n_probes + s->n_gauges + 6 * (i - s->n_probes - s->n_gauges) + 3 * (size_t)f;
+        return 6 * s->n_probes + s->n_gauges + 6 * index_in_kind(s, i) + 3 * (size_t)f;
+    case OBS_MOTION:
+    default: {
+        bool turn = mover(s, index_in_kind(s, i))->motion.type == MZ_MOTION_ROTATION;
+        *comps = turn ? 1 : 3;
+        *unit = turn ? "rad" : "m";
+        return 6 * s->n_probes + s->n_gauges + 6 * scene_load_count(s) +
+               3 * index_in_kind(s, i);
+    }
     }
 }
 
@@ -161,15 +198,18 @@ static int create_one(mz_h5_out *o, const mz_scene *s, size_t i)
     bool gauge = kind == OBS_GAUGE;
     names_of(s, i, 0, group, elem, sizeof group);
     const char *const g[] = {group, NULL};
-    if (h5_make_groups(o, g))
+    /* A collider measured and moving has one group for both. */
+    if (H5Lexists(o->file, group, H5P_DEFAULT) <= 0 && h5_make_groups(o, g))
         return -1;
     if (gauge) {
         const mz_gauge *ga = &s->gauges[i - s->n_probes];
         if (h5_put_attr(o, group, "start", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 3, ga->start) ||
             h5_put_attr(o, group, "end", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 3, ga->end))
             return -1;
+    } else if (kind == OBS_MOTION) {
+        /* nothing more on the group */
     } else if (kind == OBS_LOAD) {
-        mz_load_ref l = scene_load_ref(s, i - s->n_probes - s->n_gauges);
+        mz_load_ref l = scene_load_ref(s, index_in_kind(s, i));
         if (h5_put_attr(o, group, "about", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 3, l.load->about))
             return -1;
     } else if (h5_put_attr(o, group, "position", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 3,
@@ -223,7 +263,7 @@ int h5_out_add_observables(mz_h5_out *o, const mz_scene *s)
     o->obs = obs_new(s);
     bool colliders = false;
     for (size_t c = 0; c < s->n_colliders; c++)
-        colliders |= s->colliders[c].has_forces;
+        colliders |= s->colliders[c].has_forces || s->colliders[c].has_motion;
     const char *const top[] = {"/observables", NULL}, *const probes[] = {PROBES, NULL},
                       *const gauges[] = {GAUGES, NULL}, *const cols[] = {COLLIDERS, NULL},
                       *const walls[] = {WALLS, NULL};
@@ -347,7 +387,7 @@ static int write_observer(mz_h5_out *o, const mz_samples *t, size_t count, size_
 {
     const struct h5_obs *obs = o->obs;
     const h5_series *se = &obs->s[i];
-    size_t m = obs->n_probes + obs->n_gauges + obs->n_loads, c = 0;
+    size_t m = obs->n_probes + obs->n_gauges + obs->n_loads + obs->n_motion, c = 0;
     int64_t *step = buf;
     double *time = (double *)(step + count);
     float *val = (float *)(time + count);
@@ -380,7 +420,7 @@ int h5_out_write_samples(mz_h5_out *o, const mz_samples *t, size_t count, size_t
 {
     if (!o->obs || count == 0)
         return 0;
-    size_t m = o->obs->n_probes + o->obs->n_gauges + o->obs->n_loads;
+    size_t m = o->obs->n_probes + o->obs->n_gauges + o->obs->n_loads + o->obs->n_motion;
     if (h5_file_reserve(o, (unsigned long long)count * m * 40, "the probes' samples"))
         return -1;
     void *buf = xmalloc(count * (8 + 8 + 12));

@@ -128,6 +128,7 @@ int observe_create(mz_observers *o, mz_sim *sim)
     o->n_probes = s->n_probes;
     o->n_gauges = s->n_gauges;
     o->n_loads = scene_load_count(s);
+    o->n_motion = scene_moving_count(s);
     if (!sim->grid && o->n_probes + o->n_gauges > 0) {
         mz_error("the %s solver keeps no particle grid to sample probes and gauges from",
                  sim->solver->name);
@@ -137,16 +138,20 @@ int observe_create(mz_observers *o, mz_sim *sim)
         mz_error("the %s solver measures no forces on solids", sim->solver->name);
         return -1;
     }
-    o->row = 6 * o->n_probes + o->n_gauges + 6 * o->n_loads;
-    size_t m = o->n_probes + o->n_gauges + o->n_loads;
+    o->row = 6 * o->n_probes + o->n_gauges + 6 * o->n_loads + 3 * o->n_motion;
+    size_t m = o->n_probes + o->n_gauges + o->n_loads + o->n_motion;
     o->rate = xcalloc(m, sizeof *o->rate);
     o->due_now = xcalloc(m, 1);
-    for (size_t i = 0; i < m; i++)
-        o->rate[i] = i < o->n_probes                ? s->probes[i].rate
-                     : i < o->n_probes + o->n_gauges ? s->gauges[i - o->n_probes].rate
-                                                     : scene_load_ref(s, i - o->n_probes -
-                                                                             o->n_gauges)
-                                                           .load->rate;
+    size_t i = 0;
+    for (size_t k = 0; k < o->n_probes; k++)
+        o->rate[i++] = s->probes[k].rate;
+    for (size_t k = 0; k < o->n_gauges; k++)
+        o->rate[i++] = s->gauges[k].rate;
+    for (size_t k = 0; k < o->n_loads; k++)
+        o->rate[i++] = scene_load_ref(s, k).load->rate;
+    for (size_t c = 0; c < s->n_colliders; c++)
+        if (s->colliders[c].has_motion)
+            o->rate[i++] = s->colliders[c].has_forces ? s->colliders[c].forces.rate : s->sim.fps;
     /* The interpolation radius: the fluid's support radius, never wider than a grid cell (the
      * kernels search two cells around a point: see kernels/grid/probes.cl). */
     double kh = sim->grid ? fmin(scene_support_radius(s), sim->grid->desc.h)
@@ -156,8 +161,9 @@ int observe_create(mz_observers *o, mz_sim *sim)
     o->fluid_bodies = (cl_uint)s->n_fluids;
     o->lo = sim_float4(s->domain.min);
     o->hi = sim_float4(s->domain.max);
-    static const char *const names[] = {"probe_sums", "gauge_level", "load_sums", NULL};
-    cl_kernel *const kernels[] = {&o->k_sums, &o->k_level, &o->k_loads};
+    static const char *const names[] = {"probe_sums", "gauge_level", "load_sums", "motion_rows",
+                                        NULL};
+    cl_kernel *const kernels[] = {&o->k_sums, &o->k_level, &o->k_loads, &o->k_motion};
     o->program = sim_build_kernels(sim, "grid/probes.cl", names, kernels);
     if (!o->program)
         return -1;
@@ -191,6 +197,36 @@ static bool sample_loads(mz_observers *o, mz_sim *sim, size_t slot)
                  A(o->about), A(o->rows), A(base)) &&
            sim_launch_local(sim, o->k_loads, 0, 256 * o->n_loads, 256, MZ_STAGE_OBSERVE,
                             "load_sums");
+}
+
+/* kernels/grid/probes.cl's mz_motion_rows. */
+typedef struct motion_rows_arg {
+    cl_float4 v[MZ_MAX_MOVING];
+} motion_rows_arg;
+
+/* The moving colliders' poses at sim->time into device row `slot`. */
+static bool sample_motion(mz_observers *o, mz_sim *sim, size_t slot)
+{
+    const mz_scene *s = sim->scene;
+    motion_rows_arg now;
+    memset(&now, 0, sizeof now);
+    size_t k = 0;
+    for (size_t c = 0; c < s->n_colliders; c++) {
+        const mz_motion *m = &s->colliders[c].motion;
+        if (!s->colliders[c].has_motion)
+            continue;
+        double v[3];
+        motion_eval(m, sim->time, v);
+        for (int a = 0; a < 3; a++)
+            now.v[k].s[a] = (cl_float)(m->type == MZ_MOTION_TRANSLATION ? v[0] * m->unit[a]
+                                       : a == 0                         ? v[0]
+                                                                        : 0);
+        k++;
+    }
+    cl_uint base = (cl_uint)(slot * o->row + 6 * o->n_probes + o->n_gauges + 6 * o->n_loads);
+    cl_uint n = (cl_uint)o->n_motion;
+    return KARGS(o->k_motion, "motion_rows", A(now), A(n), A(o->rows), A(base)) &&
+           sim_launch(sim, o->k_motion, o->n_motion, MZ_STAGE_OBSERVE, "motion_rows");
 }
 
 /* The launches of one sample into device row `slot`: probe_sums over the probes, the gauges'
@@ -242,25 +278,25 @@ bool observe_loads_due(const mz_observers *o, double t0, double t1)
 
 void observe_step(mz_observers *o, mz_sim *sim, double t0)
 {
-    size_t m = o->n_probes + o->n_gauges + o->n_loads;
+    size_t m = o->n_probes + o->n_gauges + o->n_loads + o->n_motion;
+    size_t loads_at = o->n_probes + o->n_gauges, motion_at = loads_at + o->n_loads;
     unsigned char *due = o->due_now;
-    bool probes = false, gauges = false, loads = false;
+    bool probes = false, gauges = false, loads = false, motion = false;
     for (size_t i = 0; i < m; i++) {
         due[i] = due_at(o->rate[i], t0, sim->time);
-        if (due[i] && i < o->n_probes)
-            probes = true;
-        else if (due[i] && i < o->n_probes + o->n_gauges)
-            gauges = true;
-        else if (due[i])
-            loads = true;
+        probes |= due[i] && i < o->n_probes;
+        gauges |= due[i] && i >= o->n_probes && i < loads_at;
+        loads |= due[i] && i >= loads_at && i < motion_at;
+        motion |= due[i] && i >= motion_at;
     }
-    if (o->failed || !(probes || gauges || loads))
+    if (o->failed || !(probes || gauges || loads || motion))
         return;
     if (o->used == o->cap_rows && observe_flush(o, sim) != 0)
         return;
     mz_samples *t = &o->taken;
     grow_taken(t, o->row, m);
-    if (!sample(o, sim, o->used, probes, gauges) || (loads && !sample_loads(o, sim, o->used))) {
+    if (!sample(o, sim, o->used, probes, gauges) || (loads && !sample_loads(o, sim, o->used)) ||
+        (motion && !sample_motion(o, sim, o->used))) {
         o->failed = true;
         return;
     }
@@ -323,7 +359,7 @@ size_t observe_upto(const mz_observers *o, long step)
 void observe_forget(mz_observers *o, long step)
 {
     mz_samples *t = &o->taken;
-    size_t m = o->n_probes + o->n_gauges + o->n_loads, k = observe_upto(o, step);
+    size_t m = o->n_probes + o->n_gauges + o->n_loads + o->n_motion, k = observe_upto(o, step);
     size_t rest = t->count - k;
     o->on_host -= k;
     memmove(t->step, t->step + k, rest * sizeof *t->step);
@@ -336,7 +372,7 @@ void observe_forget(mz_observers *o, long step)
 void observe_take(mz_observers *o, long step, mz_samples *dst)
 {
     const mz_samples *t = &o->taken;
-    size_t m = o->n_probes + o->n_gauges + o->n_loads, c = observe_upto(o, step);
+    size_t m = o->n_probes + o->n_gauges + o->n_loads + o->n_motion, c = observe_upto(o, step);
     for (size_t k = 0; k < c; k++) {
         grow_taken(dst, o->row, m);
         dst->step[dst->count] = t->step[k];
@@ -365,7 +401,7 @@ void observe_release(mz_observers *o, mz_cl *cl)
     }
     if (o->stage)
         mz_cl_unpin(cl, o->stage_pin, o->stage);
-    cl_kernel ks[] = {o->k_sums, o->k_level, o->k_loads};
+    cl_kernel ks[] = {o->k_sums, o->k_level, o->k_loads, o->k_motion};
     mz_cl_release_kernels(ks, sizeof ks / sizeof *ks);
     cl_mem ms[] = {o->points,     o->gauge_sums, o->gauge_first, o->gauge_count,
                    o->gauge_ds,   o->wall_table, o->rows,        o->about};

@@ -10,7 +10,10 @@
  * long done by then; observe_collect, waiting, at a checkpoint or the end). A row holds, for each probe, its
  * fluid fraction, pressure, density and velocity (6 floats), then each gauge's level (1), then
  * each load's force and torque (6: the sums of the elements the solver filled in the step,
- * sim->loads, one work-group per load with a fixed reduction tree).
+ * sim->loads, one work-group per load with a fixed reduction tree), then each moving
+ * collider's pose (3: its displacement, or its angle and two zeros), which the host computes from
+ * the law and a launch copies into the row (the values travel as a kernel argument). A moving
+ * collider's pose is due with its forces when they are measured, else once a frame.
  *
  * When: an observer of rate r is due after a step that ends at or past a multiple of 1/r it
  * had not reached before (k = floor(t r) grew); rate 0, after every step. The rule depends on
@@ -21,7 +24,7 @@
 #include "solvers/sim.h"
 
 /* Samples read back, in the order taken: row k holds sample k of every observer; due[k × m +
- * o] says whether observer o (probes first, then gauges, then loads; m of them) was due then (those that
+ * o] says whether observer o (probes first, then gauges, loads, moving colliders; m of them) was due then (those that
  * were not hold a value the output skips). */
 typedef struct mz_samples {
     size_t count, cap;
@@ -32,12 +35,13 @@ typedef struct mz_samples {
 } mz_samples;
 
 typedef struct mz_observers {
-    size_t n_probes, n_gauges, n_loads;
-    size_t row;         /* floats a sample row holds: 6 per probe, 1 per gauge, 6 per load */
+    size_t n_probes, n_gauges, n_loads, n_motion;
+    size_t row;         /* floats a sample row holds: 6 per probe, 1 per gauge, 6 per load, 3 per
+                         * moving collider */
     double *rate;       /* per observer */
     unsigned char *due_now; /* per observer: due after the step observe_step looks at */
     cl_program program;
-    cl_kernel k_sums, k_level, k_loads;
+    cl_kernel k_sums, k_level, k_loads, k_motion;
     cl_mem about;       /* per load, the point its torque is taken about (float4) */
     cl_mem points;      /* the probes, then the gauges' points */
     cl_mem gauge_sums, gauge_first, gauge_count, gauge_ds; /* the gauges' points' sums, ... */

@@ -145,7 +145,8 @@ int sim_create_share(mz_sim *sim, mz_cl *cl, const mz_scene *scene, const mz_par
     int rc = sim->solver->init(sim);
     sim->parts = NULL;
     sim->plan = NULL;
-    if (rc == 0 && scene->n_probes + scene->n_gauges + scene_load_count(scene) > 0) {
+    if (rc == 0 && scene->n_probes + scene->n_gauges + scene_load_count(scene) +
+                           scene_moving_count(scene) > 0) {
         sim->obs = xcalloc(1, sizeof *sim->obs);
         rc = observe_create(sim->obs, sim);
     }
