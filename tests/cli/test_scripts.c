@@ -138,11 +138,38 @@ static void test_plot_observables(void **state)
     free(t);
 }
 
+/* scripts/wave_flume.py on scenes/wave_flume.json run for 3 s: the theory's line (kh, Biesel's
+ * height) from the scene the file keeps, and a line per gauge. */
+static void test_wave_flume_script(void **state)
+{
+    (void)state;
+    if (!python_ready()) {
+        print_message("skipped: %s lacks h5py, numpy or matplotlib\n", PY);
+        skip();
+    }
+    const char *dir = test_dir();
+    char args[1200], cmd[2400], *err = NULL;
+    snprintf(args, sizeof args, "run scenes/wave_flume.json --frames 60 -q -o %s/flume.h5", dir);
+    if (run_mizu(args, &err) != 0)
+        fail_msg("%s: %s", args, err);
+    free(err);
+    snprintf(cmd, sizeof cmd, PY " scripts/wave_flume.py %s/flume.h5 > %s 2>&1", dir,
+             test_path("flume.txt"));
+    int rc = system(cmd);
+    char *t = read_file_text(test_path("flume.txt"));
+    print_message("%s", t);
+    if (rc != 0 || !strstr(t, "kh = 1.373") || !strstr(t, "Biesel H = 0.0779 m") ||
+        !strstr(t, "gauge x2.0 at x = 2 m"))
+        fail_msg("wave_flume.py: %s", t);
+    free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_readme_and_plot),
         cmocka_unit_test(test_plot_observables),
+        cmocka_unit_test(test_wave_flume_script),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

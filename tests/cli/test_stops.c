@@ -102,7 +102,9 @@ static void test_probe_samples_resume(void **state)
                "\"fluids\": [{\"solver\": \"wcsph\", \"box\": {\"min\": [0, 0, 0], "
                "\"max\": [0.1, 0.2, 0]}, \"spacing\": 0.01}],"
                "\"colliders\": [{\"name\": \"post\", \"box\": {\"min\": [0.15, 0, 0], "
-               "\"max\": [0.17, 0.05, 0]}, \"forces\": {}}],"
+               "\"max\": [0.17, 0.05, 0]}, \"forces\": {}, \"motion\": {\"type\": "
+               "\"translation\", \"direction\": [0, 1, 0], \"amplitude\": 0.01, \"period\": "
+               "0.1, \"ramp\": 0.05}}],"
                "\"probes\": [{\"name\": \"low\", \"position\": [0.05, 0.02, 0]}, "
                "{\"name\": \"wall\", \"position\": [0.19, 0.02, 0], \"rate\": 300, "
                "\"fields\": [\"pressure\"]}],"
@@ -133,7 +135,8 @@ static void test_probe_samples_resume(void **state)
             "/observables/gauges/g/value",             "/observables/gauges/g/step",
             "/observables/colliders/post/force/value", "/observables/colliders/post/torque/value",
             "/observables/colliders/post/torque/step", "/observables/walls/x_max/force/value",
-            "/observables/walls/y_min/torque/time"};
+            "/observables/walls/y_min/torque/time",
+            "/observables/colliders/post/displacement/value"};
         hid_t a = H5Fopen(ref, H5F_ACC_RDONLY, H5P_DEFAULT);
         hid_t b = H5Fopen(out, H5F_ACC_RDONLY, H5P_DEFAULT);
         assert_true(a >= 0 && b >= 0);
@@ -153,11 +156,39 @@ static void test_probe_samples_resume(void **state)
         H5Fclose(a);
         H5Fclose(b);
         assert_same_frames(ref, out, frames);
-        print_message("variant %zu: %ld frames; probes, gauge and forces after two resumes identical to "
+        print_message("variant %zu: %ld frames; probes, gauge, forces and a moving post after two "
+                      "resumes identical to "
                       "the uninterrupted run (%zu samples of the every-step probe)\n", v,
                       frames, rows_low);
         assert_true(rows_low > 20);
     }
+}
+
+/* A motion table changed between a checkpoint and its resume: refused, naming it. */
+static void test_changed_motion_table(void **state)
+{
+    (void)state;
+    const char *scene = test_path("paddle.json"), *table = test_path("paddle.csv");
+    write_text(table, "0 0\n0.05 0.005\n0.1 0\n");
+    write_text(scene,
+               "{\"mizu_scene\": 1, \"simulation\": {\"fps\": 50, \"frames\": 4, "
+               "\"dimensions\": 2, \"adaptive\": true}, \"domain\": {\"min\": [0, 0, 0], "
+               "\"max\": [0.2, 0.3, 0], \"boundary\": {\"type\": \"particles\"}}, \"fluids\": "
+               "[{\"solver\": \"wcsph\", \"box\": {\"min\": [0, 0, 0], \"max\": [0.1, 0.2, 0]}, "
+               "\"spacing\": 0.01}], \"colliders\": [{\"name\": \"post\", \"box\": {\"min\": "
+               "[0.15, 0, 0], \"max\": [0.17, 0.05, 0]}, \"motion\": {\"type\": \"translation\", "
+               "\"table\": \"paddle.csv\"}}]}");
+    char args[2048], *err = NULL;
+    snprintf(args, sizeof args, "run %s -o %s --frames 2 --checkpoint-every 2 -q", scene,
+             test_path("paddle.h5"));
+    assert_int_equal(run_mizu(args, NULL), 0);
+    write_text(table, "0 0\n0.05 0.006\n0.1 0\n");
+    snprintf(args, sizeof args, "run --resume %s -q", test_path("paddle.ckpt.h5"));
+    int rc = run_mizu(args, &err);
+    print_message("resume after the table changed: exit %d: %s", rc, err);
+    assert_true(rc != 0);
+    assert_non_null(strstr(err, "colliders[0].motion.table (paddle.csv) changed since checkpoint"));
+    free(err);
 }
 
 /* Whether the file at path is no longer the one `before` describes (renamed over since). */
@@ -247,6 +278,7 @@ int main(void)
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* missing datasets are expected */
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_probe_samples_resume),
+        cmocka_unit_test(test_changed_motion_table),
         cmocka_unit_test(test_sigterm_in_a_long_frame),
         cmocka_unit_test(test_kill9_in_checkpoint_writes),
     };

@@ -1,0 +1,247 @@
+/* Moving colliders (colliders[].motion; solvers/sph/boundary.c, kernels/sph/boundary.cl) on
+ * PoCL, SPH:
+ *   - the law: the ramped sine's velocity and acceleration against finite differences of its
+ *     value, a table's interpolation;
+ *   - the pose: a turning and a sliding collider's boundary particles, read back where the
+ *     forces on them are gathered, against the host's rotation and translation of the builder's
+ *     particles at the step's time;
+ *   - a piston that pushes and pulls water in a 2D flume keeps it on its side (no particle
+ *     inside or behind it), and the forces on it and the walls balance the fluid's change of
+ *     momentum while it moves.
+ *   - Biesel: the wave a piston makes in a 2D flume (scenes/wave_flume.json's settings), at
+ *     two periods in the intermediate-depth range, its height two depths from the piston
+ *     within 10% of linear wavemaker theory. */
+#include "build/build.h"
+#include "solvers/observe.h"
+#include "solvers/sph/sph.h"
+#include "test_util.h"
+#include "test_world.h"
+
+#include <math.h>
+
+static void test_law(void **state)
+{
+    (void)state;
+    mz_motion m = {.type = MZ_MOTION_TRANSLATION, .amplitude = 0.05, .period = 0.8, .phase = 30,
+                   .ramp = 1.5, .scale = 1};
+    double worst_v = 0, worst_a = 0, e = 1e-5;
+    for (int k = 1; k < 400; k++) {
+        double t = 0.01 * k, x[3], lo[3], hi[3];
+        if (k == 150)
+            continue; /* the ramp's end: its acceleration steps there (r'' jumps to 0) */
+        motion_eval(&m, t, x);
+        motion_eval(&m, t - e, lo);
+        motion_eval(&m, t + e, hi);
+        worst_v = fmax(worst_v, fabs(x[1] - (hi[0] - lo[0]) / (2 * e)));
+        worst_a = fmax(worst_a, fabs(x[2] - (hi[1] - lo[1]) / (2 * e)));
+    }
+    print_message("ramped sine: velocity within %.2g m/s, acceleration within %.2g m/s^2 of "
+                  "finite differences\n", worst_v, worst_a);
+    assert_true(worst_v < 1e-7 && worst_a < 1e-5);
+    double t[] = {0, 0.5, 1.5}, v[] = {0, 10, -20};
+    mz_motion tab = {.type = MZ_MOTION_ROTATION, .table_t = t, .table_v = v, .table_n = 3,
+                     .scale = acos(-1.0) / 180};
+    double x[3];
+    motion_eval(&tab, 0.25, x);
+    assert_true(fabs(x[0] - 5 * tab.scale) < 1e-15 && fabs(x[1] - 20 * tab.scale) < 1e-13);
+    motion_eval(&tab, 1.0, x);
+    assert_true(fabs(x[0] + 5 * tab.scale) < 1e-15 && fabs(x[1] + 30 * tab.scale) < 1e-13);
+    motion_eval(&tab, 9.0, x);
+    assert_true(fabs(x[0] + 20 * tab.scale) < 1e-15 && x[1] == 0);
+}
+
+/* A tank with a paddle turning about (0.3, 0.25) and a block sliding along (1, 1)/√2, both
+ * measured: after 151 steps their boundary particles are where the laws put the builder's. */
+static void test_pose(void **state)
+{
+    (void)state;
+    const char *json =
+        "{\"mizu_scene\": 1, \"simulation\": {\"fps\": 100, \"frames\": 1, \"dimensions\": 2, "
+        "\"substeps\": 20}, \"domain\": {\"min\": [0, 0, 0], \"max\": [1, 0.6, 0], "
+        "\"boundary\": {\"type\": \"particles\"}}, \"fluids\": [{\"solver\": \"wcsph\", \"box\": "
+        "{\"min\": [0.5, 0, 0], \"max\": [1, 0.2, 0]}, \"spacing\": 0.01}], \"colliders\": ["
+        "{\"name\": \"paddle\", \"box\": {\"min\": [0.28, 0.1, 0], \"max\": [0.32, 0.4, 0]}, "
+        "\"forces\": {}, \"motion\": {\"type\": \"rotation\", \"center\": [0.3, 0.25, 0], "
+        "\"amplitude\": 20, \"period\": 0.2, \"ramp\": 0.05}},"
+        "{\"name\": \"block\", \"sphere\": {\"center\": [0.1, 0.4, 0], \"radius\": 0.05}, "
+        "\"forces\": {}, \"motion\": {\"type\": \"translation\", \"direction\": [1, 1, 0], "
+        "\"amplitude\": 0.02, \"period\": 0.3, \"phase\": 180}}]}";
+    world w;
+    world_open(&w, json, NULL, 0);
+    double dt = scene_substep_dt(&w.scene);
+    for (int k = 0; k < 151; k++)
+        assert_int_equal(sim_substep(&w.sim, dt), 0);
+    double t = w.sim.time - dt; /* the boundary of the last step: its start */
+    /* The builder's collider particles, in its order: the paddle's, then the block's. */
+    float *rest = NULL;
+    int layers = scene_wall_layers(&w.scene);
+    size_t nw = build_wall_particles(&w.scene, 0.01, layers, &rest);
+    size_t nb = build_collider_particles(&w.scene, 0.01, layers, &rest, nw);
+    const mz_load_elems *e = &w.sim.loads;
+    assert_int_equal(e->n, nb - nw);
+    float *at = malloc(16 * e->n);
+    world_read_buffer((cl_mem *)&e->at, at, 16 * e->n);
+    double worst = 0;
+    for (size_t q = 0; q < e->n; q++) {
+        const float *r = rest + 4 * (nw + q);
+        const mz_collider *c = &w.scene.colliders[(int)r[3] - MZ_OWNER_COLLIDER];
+        double s[3], want[2];
+        motion_eval(&c->motion, t, s);
+        if (c->motion.type == MZ_MOTION_ROTATION) {
+            double px = r[0] - 0.3, py = r[1] - 0.25;
+            want[0] = 0.3 + cos(s[0]) * px - sin(s[0]) * py;
+            want[1] = 0.25 + sin(s[0]) * px + cos(s[0]) * py;
+        } else {
+            want[0] = r[0] + s[0] / sqrt(2.0);
+            want[1] = r[1] + s[0] / sqrt(2.0);
+        }
+        worst = fmax(worst, fmax(fabs(at[4 * q] - want[0]), fabs(at[4 * q + 1] - want[1])));
+    }
+    double angle[3];
+    motion_eval(&w.scene.colliders[0].motion, t, angle);
+    print_message("%zu moving boundary particles at t = %.4f s (paddle at %.2f deg): within "
+                  "%.2g m of the host's poses\n", e->n, t, angle[0] * 180 / acos(-1.0), worst);
+    assert_true(fabs(angle[0]) > 0.2); /* it has turned, by more than 10 degrees */
+    assert_true(worst < 2e-6);
+    free(at);
+    free(rest);
+    world_close(&w);
+}
+
+/* Σ m v over the fluid. */
+static void momentum(world *w, double m, double out[3])
+{
+    world_read(w);
+    out[0] = out[1] = out[2] = 0;
+    for (size_t i = 0; i < w->parts.n; i++)
+        for (int a = 0; a < 3; a++)
+            out[a] += m * w->vel[4 * i + a];
+}
+
+/* A piston at the left end of a 2D flume (water 0.3 m deep, spacing 0.02 m) moving ±0.03 m
+ * with a period of 1 s: for 2 s no fluid particle gets inside the piston's box or behind it;
+ * then, over one step with the piston moving, the forces on it and on the walls balance the
+ * fluid's change of momentum (the moving wall's pairs, with its velocity and acceleration, are
+ * what the fluid felt). */
+static void test_piston(void **state)
+{
+    (void)state;
+    const char *json =
+        "{\"mizu_scene\": 1, \"simulation\": {\"fps\": 20, \"frames\": 40, \"dimensions\": 2, "
+        "\"adaptive\": true}, \"domain\": {\"min\": [0, 0, 0], \"max\": [2, 0.6, 0], "
+        "\"boundary\": {\"type\": \"particles\", \"forces\": {}}}, \"fluids\": [{\"solver\": "
+        "\"wcsph\", \"box\": {\"min\": [0.08, 0, 0], \"max\": [2, 0.3, 0]}, \"spacing\": 0.02, "
+        "\"artificial_viscosity\": 0.02, \"density_method\": \"continuity\"}], \"colliders\": "
+        "[{\"name\": \"piston\", \"box\": {\"min\": [0, 0, 0], \"max\": [0.0799999, 0.6, 0]}, "
+        "\"forces\": {}, \"motion\": {\"type\": \"translation\", \"amplitude\": 0.03, "
+        "\"period\": 1, \"ramp\": 1}}]}";
+    world w;
+    world_open(&w, json, NULL, 0);
+    double frame = scene_frame_dt(&w.scene), gap = INFINITY;
+    for (int f = 1; f <= 40; f++) {
+        assert_int_equal(sim_advance_frame(&w.sim, frame), 0);
+        world_read(&w);
+        double s[3];
+        motion_eval(&w.scene.colliders[0].motion, w.sim.time, s);
+        for (size_t i = 0; i < w.parts.n; i++)
+            gap = fmin(gap, w.pos[4 * i] - (0.08 + s[0]));
+    }
+    double m = sph_params_for(&w.scene).mass, p0[3], p1[3], dt = 2e-4, s[3];
+    motion_eval(&w.scene.colliders[0].motion, w.sim.time, s);
+    momentum(&w, m, p0);
+    mz_observers *o = w.sim.obs;
+    assert_int_equal(observe_collect(o, &w.sim), 0);
+    size_t before = o->taken.count;
+    assert_int_equal(sim_substep(&w.sim, dt), 0);
+    momentum(&w, m, p1);
+    assert_int_equal(observe_collect(o, &w.sim), 0);
+    const float *row = o->taken.rows + before * o->row;
+    double total[2] = {0, 0}, weight = m * (double)w.parts.n * 9.81, worst = 0;
+    for (size_t k = 0; k < o->n_loads; k++)
+        for (int a = 0; a < 2; a++)
+            total[a] += row[6 * k + a];
+    for (int a = 0; a < 2; a++) {
+        double walls_on_fluid = (p1[a] - p0[a]) / dt - m * (double)w.parts.n * (a ? -9.81 : 0);
+        worst = fmax(worst, fabs(total[a] + walls_on_fluid) / weight);
+    }
+    print_message("piston: the water keeps %.4f m in front of its face at least; at t = %.2f s "
+                  "(piston at %+.4f m, %+.3f m/s) the piston takes %.1f N/m, the solids' forces "
+                  "balance the fluid's momentum within %.2g of its weight\n", gap, w.sim.time,
+                  s[0], s[1], row[0], worst);
+    assert_true(gap > 0);
+    assert_true(fabs(s[1]) > 0.05); /* moving */
+    assert_true(worst < 1e-4);
+    world_close(&w);
+}
+
+/* A piston flume (water 0.3 m deep, L long, spacing 0.02 m, support 3 spacings) driven at
+ * period T with stroke 0.06 m; the gauge 0.5 m from the piston (past the evanescent modes) over
+ * the whole periods after the ramp and the wave's arrival, before the far wall's reflection is
+ * back: its mean crest-to-trough height against Biesel's H/S = 2(cosh 2kh − 1)/(sinh 2kh + 2kh).
+ * The ratio, or -1 with no whole period. */
+static double biesel_ratio(double T, double L, double seconds, double *kh_out)
+{
+    char json[2048];
+    snprintf(json, sizeof json,
+             "{\"mizu_scene\": 1, \"simulation\": {\"fps\": 20, \"frames\": %d, "
+             "\"dimensions\": 2, \"adaptive\": true}, \"domain\": {\"min\": [0, 0, 0], \"max\": "
+             "[%g, 0.6, 0], \"boundary\": {\"type\": \"particles\"}}, \"fluids\": [{\"solver\": "
+             "\"wcsph\", \"box\": {\"min\": [0.08, 0, 0], \"max\": [%g, 0.3, 0]}, \"spacing\": "
+             "0.02, \"support_radius\": 0.06, \"artificial_viscosity\": 0.005, "
+             "\"density_method\": \"continuity\"}], \"colliders\": [{\"name\": \"piston\", "
+             "\"box\": {\"min\": [0, 0, 0], \"max\": [0.0799999, 0.6, 0]}, \"motion\": "
+             "{\"type\": \"translation\", \"amplitude\": 0.03, \"period\": %g, \"ramp\": 1}}], "
+             "\"gauges\": [{\"name\": \"g\", \"start\": [0.5, 0, 0], \"end\": [0.5, 0.6, 0], "
+             "\"rate\": 50}]}",
+             (int)(seconds * 20), L, L, T);
+    world w;
+    world_open(&w, json, NULL, 0);
+    for (int f = 0; f < (int)(seconds * 20); f++)
+        assert_int_equal(sim_advance_frame(&w.sim, scene_frame_dt(&w.scene)), 0);
+    mz_observers *o = w.sim.obs;
+    assert_int_equal(observe_collect(o, &w.sim), 0);
+    double h = 0.3, g = 9.81, om = 2 * acos(-1.0) / T, k = om * om / g;
+    for (int it = 0; it < 200; it++)
+        k = om * om / (g * tanh(k * h));
+    double kh = k * h, H = 0.06 * 2 * (cosh(2 * kh) - 1) / (sinh(2 * kh) + 2 * kh);
+    double cg = 0.5 * om / k * (1 + 2 * kh / sinh(2 * kh));
+    double t0 = 0.5 / cg + 1 + T, t1 = fmin((2 * L - 0.5) / cg, w.sim.time), sum = 0;
+    int periods = 0;
+    size_t m = o->n_probes + o->n_gauges + o->n_loads + o->n_motion;
+    for (; t0 + T <= t1; t0 += T, periods++) {
+        double lo = INFINITY, hi = -INFINITY;
+        for (size_t q = 0; q < o->taken.count; q++)
+            if (o->taken.due[q * m] && o->taken.time[q] >= t0 && o->taken.time[q] < t0 + T) {
+                lo = fmin(lo, o->taken.rows[q * o->row]);
+                hi = fmax(hi, o->taken.rows[q * o->row]);
+            }
+        sum += hi - lo;
+    }
+    world_close(&w);
+    *kh_out = kh;
+    return periods ? sum / periods / H : -1;
+}
+
+static void test_biesel(void **state)
+{
+    (void)state;
+    static const double runs[2][3] = {{1.0, 2.5, 5.0}, {1.4, 4.0, 6.0}}; /* T, L, seconds */
+    for (int r = 0; r < 2; r++) {
+        double kh, ratio = biesel_ratio(runs[r][0], runs[r][1], runs[r][2], &kh);
+        print_message("piston wave maker, period %.1f s (kh = %.2f): the wave 0.5 m from the "
+                      "piston is %.3f of Biesel's height\n", runs[r][0], kh, ratio);
+        assert_true(kh > 0.31 && kh < 3.1); /* intermediate depth */
+        assert_true(fabs(ratio - 1) < 0.10);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_law),
+        cmocka_unit_test(test_pose),
+        cmocka_unit_test(test_piston),
+        cmocka_unit_test(test_biesel),
+    };
+    return cmocka_run_group_tests(tests, open_device, close_device);
+}
