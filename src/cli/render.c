@@ -25,6 +25,16 @@ typedef struct render_args {
     mz_render_opts ro;
 } render_args;
 
+/* A moving collider's poses the file keeps (/observables/colliders/<name>/displacement, 3
+ * values a sample, or angle, 1). */
+typedef struct pose_series {
+    char *name;
+    bool turn;
+    size_t n;
+    double *t;
+    float *v;
+} pose_series;
+
 /* What the file holds for drawing. */
 typedef struct render_file {
     hid_t h5;
@@ -37,6 +47,9 @@ typedef struct render_file {
     size_t n_boundary;
     const mz_field_info *field; /* NULL: colour by phase */
     const char *label;
+    pose_series *ps; /* the moving colliders' */
+    size_t n_ps;
+    mz_pose *poses;  /* theirs in the picture being drawn */
 } render_file;
 
 static const char usage[] =
@@ -162,6 +175,95 @@ static void file_close(render_file *f)
     free(f->body);
     free(f->tri);
     free(f->boundary);
+    for (size_t k = 0; k < f->n_ps; k++) {
+        free(f->ps[k].name);
+        free(f->ps[k].t);
+        free(f->ps[k].v);
+    }
+    free(f->ps);
+    free(f->poses);
+}
+
+static herr_t add_name(hid_t g, const char *name, const H5L_info_t *info, void *data)
+{
+    (void)g, (void)info;
+    render_file *f = data;
+    f->ps = xrealloc(f->ps, (f->n_ps + 1) * sizeof *f->ps);
+    f->ps[f->n_ps++] = (pose_series){.name = xstrdup(name)};
+    return 0;
+}
+
+/* A whole dataset of n × comps into out (native type mtype). */
+static bool read_whole(hid_t file, const char *name, hid_t mtype, void *out)
+{
+    hid_t d = H5Dopen2(file, name, H5P_DEFAULT);
+    bool ok = d >= 0 && H5Dread(d, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, out) >= 0;
+    if (d >= 0)
+        H5Dclose(d);
+    return ok;
+}
+
+/* The moving colliders' poses (colliders[].motion), so that pictures draw them where they
+ * were; a series the file lacks or cannot give leaves that collider at rest. */
+static void read_poses(render_file *f)
+{
+    if (!h5_exists(f->h5, "/observables/colliders"))
+        return;
+    hid_t g = H5Gopen2(f->h5, "/observables/colliders", H5P_DEFAULT);
+    if (g < 0)
+        return;
+    H5Literate(g, H5_INDEX_NAME, H5_ITER_INC, NULL, add_name, f);
+    H5Gclose(g);
+    size_t kept = 0;
+    for (size_t k = 0; k < f->n_ps; k++) {
+        pose_series *p = &f->ps[k];
+        char tname[400], vname[400];
+        hsize_t dims[3] = {0, 0, 0};
+        for (int turn = 0; turn < 2 && !p->n; turn++) {
+            snprintf(tname, sizeof tname, "/observables/colliders/%s/%s/time", p->name,
+                     turn ? "angle" : "displacement");
+            snprintf(vname, sizeof vname, "/observables/colliders/%s/%s/value", p->name,
+                     turn ? "angle" : "displacement");
+            if (!h5_exists(f->h5, vname) || h5_dataset_dims(f->h5, tname, dims) != 1 ||
+                dims[0] == 0)
+                continue;
+            p->turn = turn;
+            p->t = xmalloc(dims[0] * sizeof *p->t);
+            p->v = xmalloc(dims[0] * (turn ? 1 : 3) * sizeof *p->v);
+            if (read_whole(f->h5, tname, H5T_NATIVE_DOUBLE, p->t) &&
+                read_whole(f->h5, vname, H5T_NATIVE_FLOAT, p->v))
+                p->n = (size_t)dims[0];
+        }
+        if (p->n)
+            f->ps[kept++] = *p;
+        else {
+            free(p->name);
+            free(p->t);
+            free(p->v);
+        }
+    }
+    f->n_ps = kept;
+    f->poses = xcalloc(kept + 1, sizeof *f->poses);
+}
+
+/* Each moving collider's pose at time t: its sample nearest to t (a frame's time is a sampled
+ * step's). */
+static void poses_at(const render_file *f, double t)
+{
+    for (size_t k = 0; k < f->n_ps; k++) {
+        const pose_series *p = &f->ps[k];
+        size_t best = 0;
+        for (size_t q = 1; q < p->n; q++)
+            if (fabs(p->t[q] - t) < fabs(p->t[best] - t))
+                best = q;
+        mz_pose *o = &f->poses[k];
+        *o = (mz_pose){.name = p->name};
+        if (p->turn)
+            o->angle = p->v[best];
+        else
+            for (int a = 0; a < 3; a++)
+                o->displacement[a] = p->v[3 * best + a];
+    }
 }
 
 /* The field to colour by: asked for, else velocity, pressure, density, else the phases. */
@@ -283,6 +385,7 @@ static int file_open(render_file *f, const render_args *a)
                 f->n_tri = 0; /* not this file's particles: draw them as points */
     }
     read_boundary(f);
+    read_poses(f);
     return choose_field(f, a->field, a->in);
 }
 
@@ -400,14 +503,16 @@ static int draw(const render_file *f, const render_args *a, const mz_render_opts
         return -1;
     }
     char caption[512];
+    double t = record_time(f, k);
     snprintf(caption, sizeof caption, "%s   t = %.4g s   frame %llu of %llu   %zu particles",
-             base_name(a->in), record_time(f, k), (unsigned long long)k,
-             (unsigned long long)(f->records - 1), f->n);
+             base_name(a->in), t, (unsigned long long)k, (unsigned long long)(f->records - 1),
+             f->n);
+    poses_at(f, t);
     mz_picture pic = {.n = f->n, .pos = pos, .value = f->field ? value : NULL, .phase = f->phase,
                       .body = f->body, .tri = f->tri, .n_tri = f->n_tri,
                       .boundary = f->boundary, .n_boundary = f->n_boundary, .scene_json = f->scene,
                       .field_label = f->label, .field_unit = f->field ? f->field->unit : NULL,
-                      .caption = caption};
+                      .caption = caption, .poses = f->poses, .n_poses = f->n_ps};
     mz_image img;
     int rc = render_picture(&pic, ro, &img);
     if (rc < 0)

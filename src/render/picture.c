@@ -160,25 +160,38 @@ static void draw_boundary(mz_canvas *c, const mz_camera *cam, const mz_picture *
     }
 }
 
-static void box_edges(mz_canvas *c, const mz_camera *cam, const double lo[3], const double hi[3],
-                      mz_rgb colour, double hidden)
+/* A box's corners: corner k takes hi on axis j where bit j of k is set. */
+static void box_corners(const double lo[3], const double hi[3], double p[8][3])
+{
+    for (int k = 0; k < 8; k++)
+        for (int j = 0; j < 3; j++)
+            p[k][j] = k & (1 << j) ? hi[j] : lo[j];
+}
+
+/* The twelve edges between corners (box_corners' order; moved boxes keep it). */
+static void corner_edges(mz_canvas *c, const mz_camera *cam, double p[8][3], mz_rgb colour,
+                         double hidden)
 {
     for (int k = 0; k < 8; k++)
         for (int a = 0; a < 3; a++) {
             if (k & (1 << a)) /* each edge once: from the corner with the bit clear */
                 continue;
             int m = k | (1 << a);
-            double p[3], q[3], sp[3], sq[3];
-            for (int j = 0; j < 3; j++) {
-                p[j] = k & (1 << j) ? hi[j] : lo[j];
-                q[j] = m & (1 << j) ? hi[j] : lo[j];
-            }
-            if (p[0] == q[0] && p[1] == q[1] && p[2] == q[2])
+            if (p[k][0] == p[m][0] && p[k][1] == p[m][1] && p[k][2] == p[m][2])
                 continue; /* a flat box (2D) has edges of length zero */
-            camera_project(cam, p, sp);
-            camera_project(cam, q, sq);
+            double sp[3], sq[3];
+            camera_project(cam, p[k], sp);
+            camera_project(cam, p[m], sq);
             canvas_line(c, sp, sq, colour, hidden);
         }
+}
+
+static void box_edges(mz_canvas *c, const mz_camera *cam, const double lo[3], const double hi[3],
+                      mz_rgb colour, double hidden)
+{
+    double p[8][3];
+    box_corners(lo, hi, p);
+    corner_edges(c, cam, p, colour, hidden);
 }
 
 static void quad(mz_canvas *c, const mz_camera *cam, double p[4][3], mz_rgb colour)
@@ -202,16 +215,16 @@ static void quad(mz_canvas *c, const mz_camera *cam, double p[4][3], mz_rgb colo
     canvas_triangle(c, t2, cols, light);
 }
 
-static void solid_box(mz_canvas *c, const mz_camera *cam, const double lo[3], const double hi[3])
+/* The six faces between corners (box_corners' order). */
+static void solid_corners(mz_canvas *c, const mz_camera *cam, double P[8][3])
 {
     for (int a = 0; a < 3; a++)
         for (int side = 0; side < 2; side++) {
             int u = (a + 1) % 3, v = (a + 2) % 3;
             double p[4][3];
             for (int k = 0; k < 4; k++) {
-                p[k][a] = side ? hi[a] : lo[a];
-                p[k][u] = k == 1 || k == 2 ? hi[u] : lo[u];
-                p[k][v] = k >= 2 ? hi[v] : lo[v];
+                int corner = (side << a) | ((k == 1 || k == 2) << u) | ((k >= 2) << v);
+                memcpy(p[k], P[corner], sizeof p[k]);
             }
             quad(c, cam, p, solid);
         }
@@ -291,10 +304,13 @@ static void draw_colliders(mz_canvas *c, const mz_camera *cam, const mz_setting 
         const mz_shape *sh = &st->shapes[k];
         double s[3];
         switch (sh->kind) {
-        case SHAPE_SPHERE:
-            camera_project(cam, sh->a, s);
+        case SHAPE_SPHERE: {
+            double ctr[3];
+            setting_place(sh, sh->a, ctr);
+            camera_project(cam, ctr, s);
             canvas_sphere(c, s[0], s[1], s[2], cam->scale * sh->r, solid);
             break;
+        }
         case SHAPE_CAPSULE: { /* a row of spheres close enough that their union is smooth */
             double len = sqrt((sh->b[0] - sh->a[0]) * (sh->b[0] - sh->a[0]) +
                               (sh->b[1] - sh->a[1]) * (sh->b[1] - sh->a[1]) +
@@ -305,24 +321,32 @@ static void draw_colliders(mz_canvas *c, const mz_camera *cam, const mz_setting 
                 double t = (double)j / steps, p[3];
                 for (int m = 0; m < 3; m++)
                     p[m] = sh->a[m] + t * (sh->b[m] - sh->a[m]);
+                setting_place(sh, p, p);
                 camera_project(cam, p, s);
                 canvas_sphere(c, s[0], s[1], s[2], cam->scale * sh->r, solid);
             }
             break;
         }
         case SHAPE_BOX: {
-            double blo[3], bhi[3]; /* the part inside the domain */
+            double blo[3], bhi[3], P[8][3]; /* the part inside the domain, moved */
             for (int m = 0; m < 3; m++)
                 blo[m] = fmax(sh->a[m], lo[m]), bhi[m] = fmin(sh->b[m], hi[m]);
             if (blo[0] <= bhi[0] && blo[1] <= bhi[1] && blo[2] <= bhi[2]) {
-                solid_box(c, cam, blo, bhi);
-                box_edges(c, cam, blo, bhi, edge_ink, 0.0);
+                box_corners(blo, bhi, P);
+                for (int q = 0; q < 8; q++)
+                    setting_place(sh, P[q], P[q]);
+                solid_corners(c, cam, P);
+                corner_edges(c, cam, P, edge_ink, 0.0);
             }
             break;
         }
-        case SHAPE_PLANE:
-            plane(c, cam, sh, lo, hi);
+        case SHAPE_PLANE: {
+            mz_shape moved = *sh; /* its point moved, its normal turned */
+            setting_place(sh, sh->a, moved.a);
+            setting_turn(sh, sh->b, moved.b);
+            plane(c, cam, &moved, lo, hi);
             break;
+        }
         }
     }
 }
@@ -376,6 +400,8 @@ int render_picture(const mz_picture *pic, const mz_render_opts *o, mz_image *img
         mz_error("the file's scene (/parameters/scene/effective) has no domain to draw");
         return -1;
     }
+    for (size_t k = 0; k < pic->n_poses; k++)
+        setting_pose(&st, &pic->poses[k]);
     mz_view_kind view = o->view;
     if (view == MZ_VIEW_AUTO)
         view = st.dimensions == 2 ? MZ_VIEW_FRONT : MZ_VIEW_ISO;

@@ -14,6 +14,15 @@ typedef enum mz_view_kind { MZ_VIEW_AUTO, MZ_VIEW_FRONT, MZ_VIEW_SIDE, MZ_VIEW_T
     mz_view_kind;
 extern const char *const mz_view_names[]; /* "auto", "front", ... NULL-terminated */
 
+/* A moving collider's pose in one picture (colliders[].motion: what the output keeps in
+ * /observables/colliders/<name>/displacement or angle at the frame's time), for the scene's
+ * collider of that name. */
+typedef struct mz_pose {
+    const char *name;
+    double displacement[3]; /* a translation's, m */
+    double angle;           /* a rotation's, rad */
+} mz_pose;
+
 /* One state to draw. Arrays are in id order, n rows. */
 typedef struct mz_picture {
     size_t n;
@@ -30,6 +39,8 @@ typedef struct mz_picture {
     const char *field_label; /* "speed", "pressure": the colour bar's title */
     const char *field_unit;  /* "m s-1"; NULL or "" for none */
     const char *caption;     /* top line, e.g. "dam_break.h5   t = 0.500 s   frame 30 of 180" */
+    const mz_pose *poses;    /* the moving colliders' (may be NULL: all at rest) */
+    size_t n_poses;
 } mz_picture;
 
 typedef struct mz_render_opts {

@@ -3,6 +3,8 @@
 
 #include <cJSON.h>
 
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,11 +28,33 @@ static double number(const cJSON *obj, const char *key, double fallback)
     return cJSON_IsNumber(x) ? x->valuedouble : fallback;
 }
 
+/* A collider's name and motion (its pose comes with each picture). */
+static void motion_of(const cJSON *c, mz_shape *sh)
+{
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(c, "name");
+    if (cJSON_IsString(name))
+        snprintf(sh->name, sizeof sh->name, "%s", name->valuestring);
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(c, "motion");
+    const cJSON *type = cJSON_GetObjectItemCaseSensitive(m, "type");
+    if (!cJSON_IsString(type))
+        return;
+    sh->motion = strcmp(type->valuestring, "rotation") == 0 ? 2 : 1;
+    if (vec3(m, "center", sh->center) || vec3(m, "axis", sh->axis))
+        sh->motion = sh->motion == 2 ? 0 : sh->motion;
+    double n = sqrt(sh->axis[0] * sh->axis[0] + sh->axis[1] * sh->axis[1] +
+                    sh->axis[2] * sh->axis[2]);
+    if (sh->motion == 2 && !(n > 0))
+        sh->motion = 0;
+    for (int k = 0; k < 3 && n > 0; k++)
+        sh->axis[k] /= n;
+}
+
 /* One collider; a kind this version does not know is skipped (it has nothing to draw). */
 static int shape(const cJSON *c, mz_shape *sh)
 {
     const cJSON *g;
     memset(sh, 0, sizeof *sh);
+    motion_of(c, sh);
     if ((g = cJSON_GetObjectItemCaseSensitive(c, "sphere"))) {
         sh->kind = SHAPE_SPHERE;
         sh->r = number(g, "radius", 0);
@@ -71,6 +95,50 @@ int setting_read(const char *json, mz_setting *s)
     cJSON_ArrayForEach(c, colliders) if (shape(c, &s->shapes[s->n_shapes]) == 0) s->n_shapes++;
     cJSON_Delete(root);
     return 0;
+}
+
+void setting_pose(mz_setting *s, const mz_pose *pose)
+{
+    for (size_t k = 0; k < s->n_shapes; k++)
+        if (s->shapes[k].motion && strcmp(s->shapes[k].name, pose->name) == 0) {
+            memcpy(s->shapes[k].displacement, pose->displacement, sizeof pose->displacement);
+            s->shapes[k].angle = pose->angle;
+        }
+}
+
+/* v turned by angle about the unit axis (Rodrigues). */
+static void rotate(const double axis[3], double angle, const double v[3], double out[3])
+{
+    double c = cos(angle), s = sin(angle), d = axis[0] * v[0] + axis[1] * v[1] + axis[2] * v[2];
+    double x[3] = {axis[1] * v[2] - axis[2] * v[1], axis[2] * v[0] - axis[0] * v[2],
+                   axis[0] * v[1] - axis[1] * v[0]};
+    for (int k = 0; k < 3; k++)
+        out[k] = c * v[k] + s * x[k] + (1 - c) * d * axis[k];
+}
+
+void setting_place(const mz_shape *sh, const double p[3], double out[3])
+{
+    double q[3];
+    if (sh->motion == 2) {
+        double r[3] = {p[0] - sh->center[0], p[1] - sh->center[1], p[2] - sh->center[2]};
+        rotate(sh->axis, sh->angle, r, q);
+        for (int k = 0; k < 3; k++)
+            q[k] += sh->center[k];
+    } else {
+        for (int k = 0; k < 3; k++)
+            q[k] = p[k] + (sh->motion == 1 ? sh->displacement[k] : 0);
+    }
+    memcpy(out, q, sizeof q);
+}
+
+void setting_turn(const mz_shape *sh, const double v[3], double out[3])
+{
+    double q[3];
+    if (sh->motion == 2)
+        rotate(sh->axis, sh->angle, v, q);
+    else
+        memcpy(q, v, sizeof q);
+    memcpy(out, q, sizeof q);
 }
 
 void setting_free(mz_setting *s)

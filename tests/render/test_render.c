@@ -1,7 +1,7 @@
 /* render/: the drawing primitives against geometry worked by hand (a sphere's area, its depth,
  * occlusion in either drawing order), views fitting the box, the colour map's ends, the colour
- * range's percentiles, pictures of known particles, and PNG files written, read back and
- * guarded. */
+ * range's percentiles, pictures of known particles, moving colliders drawn at their poses, and
+ * PNG files written, read back and guarded. */
 #include "test_util.h"
 
 #include "render/camera.h"
@@ -204,6 +204,47 @@ static void test_picture_of_known_particles(void **state)
     assert_int_equal(render_picture(&pic, &o, &img), -1);
 }
 
+/* A moving collider drawn where its pose puts it: a sphere turned a quarter turn about
+ * (1, 0.5) from (1.5, 0.5) to (1, 1.0) (counter-clockwise about +z), and a box slid by its
+ * displacement; a pose for another name moves nothing. */
+static void test_posed_colliders(void **state)
+{
+    (void)state;
+    static const char json[] =
+        "{\"simulation\": {\"dimensions\": 2}, \"domain\": {\"min\": [0, 0, 0], \"max\": "
+        "[2, 1.5, 0]}, \"fluids\": [{\"spacing\": 0.1}], \"colliders\": [{\"name\": \"ball\", "
+        "\"sphere\": {\"center\": [1.5, 0.5, 0], \"radius\": 0.1}, \"motion\": {\"type\": "
+        "\"rotation\", \"center\": [1, 0.5, 0], \"axis\": [0, 0, 2]}}, {\"name\": \"gate\", "
+        "\"box\": {\"min\": [0.1, 0.1, 0], \"max\": [0.2, 0.3, 0]}, \"motion\": {\"type\": "
+        "\"translation\", \"center\": [0, 0, 0], \"axis\": [0, 0, 1]}}]}";
+    mz_pose poses[3] = {{.name = "ball", .angle = PI / 2},
+                        {.name = "gate", .displacement = {0.5, 0.25, 0}},
+                        {.name = "other", .displacement = {9, 9, 9}}};
+    float pos[3] = {0.05f, 1.45f, 0};
+    mz_picture pic = {.n = 1, .pos = pos, .scene_json = json, .caption = "posed",
+                      .poses = poses, .n_poses = 3};
+    mz_render_opts o = {.width = 640, .height = 400};
+    mz_image img;
+    assert_int_equal(render_picture(&pic, &o, &img), 0);
+    mz_camera cam;
+    const double lo[3] = {0, 0, 0}, hi[3] = {2, 1.5, 0};
+    int top = 12 + canvas_line_height() + 10;
+    camera_fit(&cam, MZ_VIEW_FRONT, lo, hi, 12, top, 640 - 128 - 24, 400 - top - 12);
+    /* Grey where the moved shapes are, background where they were. */
+    static const double grey_at[][3] = {{1.0, 1.0, 0}, {0.65, 0.45, 0}},
+                        empty_at[][3] = {{1.5, 0.5, 0}, {0.15, 0.2, 0}};
+    for (int k = 0; k < 2; k++) {
+        double s[3];
+        camera_project(&cam, grey_at[k], s);
+        const uint8_t *px = img.rgb + 3 * ((size_t)s[1] * 640 + (size_t)s[0]);
+        assert_true(abs(px[0] - px[1]) < 20 && px[0] > 60 && px[0] < 230);
+        camera_project(&cam, empty_at[k], s);
+        px = img.rgb + 3 * ((size_t)s[1] * 640 + (size_t)s[0]);
+        assert_true(px[0] > 235 && px[1] > 235 && px[2] > 235);
+    }
+    image_free(&img);
+}
+
 static void test_png_written_and_guarded(void **state)
 {
     (void)state;
@@ -254,6 +295,7 @@ int main(void)
         cmocka_unit_test(test_colour_map),
         cmocka_unit_test(test_range_percentiles),
         cmocka_unit_test(test_picture_of_known_particles),
+        cmocka_unit_test(test_posed_colliders),
         cmocka_unit_test(test_png_written_and_guarded),
     };
     return cmocka_run_group_tests_name("render", tests, NULL, NULL);
