@@ -97,7 +97,7 @@ kernel void dfsph_density_alpha(uint n, mz_sph P, int min_neighbours, mz_grid_de
 kernel void dfsph_forces(uint n, float dt_last, mz_sph P, float4 gravity, mz_walls walls,
                          int penalty, global const float4 *x, global const float4 *v,
                          global const float *rho, MZ_LIST_PARAMS, global float4 *acc,
-                         global float *a2)
+                         global float *a2, int rest_out, global float4 *wall_rest)
 {
     uint i = get_global_id(0);
     if (i >= n)
@@ -117,7 +117,13 @@ kernel void dfsph_forces(uint n, float dt_last, mz_sph P, float4 gravity, mz_wal
             mz_sph_boundary(&P, &ws, mz_vec(xi - bx[b]), r2, bm[b], 0.0f, rho_i,
                             (float4)(0.0f), vi, (float4)(0.0f), (float4)(0.0f));
         MZ_LIST_END
+        float4 pairs = ws.a;
         a = mz_sph_wall_accel(&P, &ws, vi, dt_last);
+        if (rest_out) { /* for the forces on walls (dfsph_wall_loads) */
+            float4 r = a - pairs;
+            r.w = ws.lap;
+            wall_rest[i] = r;
+        }
     }
     if (penalty)
         a += mz_wall_accel(xi, vi, &walls);
@@ -211,10 +217,13 @@ kernel void dfsph_sum(uint groups, global const float *partial, global float *to
 }
 
 /* The velocity change of the stiffnesses k (scale: 1/dt for the density solve, 1 for the
- * divergence solve), and their running total K (first: the total starts here). */
+ * divergence solve), and their running total K (first: the total starts here). With forces on
+ * walls measured (keep_s), S_i sums scale k_i over the step's applies (s_first: the step's
+ * first), the walls' pressure impulse on i being −2 m_b (S_i/ρ_i) ∇W_ib. */
 kernel void dfsph_apply(uint n, float scale, int first, mz_sph P, global const float4 *x,
                         global const float *rho, global const float *k, MZ_LIST_PARAMS,
-                        global float *K, global float4 *v)
+                        global float *K, global float4 *v, int keep_s, int s_first,
+                        global float *S)
 {
     uint i = get_global_id(0);
     if (i >= n)
@@ -231,6 +240,57 @@ kernel void dfsph_apply(uint n, float scale, int first, mz_sph P, global const f
     }
     v[i] -= scale * dv;
     K[i] = first ? k[i] : K[i] + k[i];
+    if (keep_s)
+        S[i] = (s_first ? 0.0f : S[i]) + scale * k[i];
+}
+
+/* The fluid's force on each boundary particle of the measured solids (src/solvers/sph/
+ * loads.c), element e being boundary particle elem[e], now in slot slot_of[elem[e]]. Pass 0,
+ * after dfsph_forces (its velocities): minus what the walls' pairs gave the fluid there
+ * (mz_sph_wall_pair with no pressure, as dfsph_forces takes them, plus b's share of the
+ * non-pairwise rest by the viscous Laplacian). Pass 1, after the density solve, before the
+ * positions move: plus the solves' pressure impulse on b over the step, Σ_i m 2 m_b (S_i/ρ_i)
+ * ∇_i W_ib / dt. So the solids' forces add up to minus the walls' share of the fluid's change
+ * of momentum in the step, over dt. */
+kernel void dfsph_wall_loads(uint n_elems, int pass, float dt, mz_sph P, mz_grid_desc g,
+                             global const uint *cs, global const uint *ce,
+                             global const float4 *x, global const float4 *v,
+                             global const float *rho, global const float4 *bx,
+                             global const float *bm, global const uint *elem,
+                             global const uint *slot_of, int rest_on,
+                             global const float4 *rest, global const float *S,
+                             global float4 *at, global float4 *force)
+{
+    uint e = get_global_id(0);
+    if (e >= n_elems)
+        return;
+    uint b = slot_of[elem[e]];
+    float4 xb = bx[b];
+    float m_b = bm[b];
+    float4 f = pass ? force[e] : (float4)(0.0f);
+    MZ_NEIGHBOURS_BEGIN(g, cs, ce, x, xb, i, r2)
+        float r = sqrt(r2);
+        if (r > P.r_min) {
+            float4 dx = mz_vec(x[i] - xb);
+            if (pass) {
+                f += (P.mass * 2.0f * m_b * S[i] / (rho[i] * dt)) * mz_dfsph_grad(&P, dx, r2);
+            } else {
+                mz_wall_pair q = mz_sph_wall_pair(&P, dx, r2, r, m_b, 0.0f, rho[i],
+                                                  (float4)(0.0f), v[i], (float4)(0.0f),
+                                                  (float4)(0.0f));
+                float4 a = q.a;
+                if (rest_on) {
+                    float4 ri = rest[i];
+                    if (ri.w > 0.0f)
+                        a = a + (q.lap / ri.w) * ri;
+                }
+                f = f - P.mass * a;
+            }
+        }
+    MZ_NEIGHBOURS_END
+    f.w = 0.0f;
+    at[e] = (float4)(xb.x, xb.y, xb.z, 0.0f);
+    force[e] = f;
 }
 
 /* x += dt v, the domain clamp behind the walls (a clamped axis loses its velocity), and the

@@ -106,9 +106,10 @@ static void validate_loads(mz_scene *s, mz_diag *d)
     }
     if (n_loads > 0) {
         mz_solver_kind solver = scene_solver(s);
-        if (solver != MZ_SOLVER_WCSPH && solver != MZ_SOLVER_COLLAPSED_SPH)
-            diag_add(d, "%s: the %s solver does not measure forces on solids yet (wcsph and "
-                        "collapsed_sph do)",
+        if (solver != MZ_SOLVER_WCSPH && solver != MZ_SOLVER_COLLAPSED_SPH &&
+            solver != MZ_SOLVER_DFSPH)
+            diag_add(d, "%s: the %s solver does not measure forces on solids yet (wcsph, "
+                        "collapsed_sph and dfsph do)",
                      walls ? "domain.boundary.forces" : "colliders[].forces",
                      mz_solver_names[solver]);
         else if (s->domain.boundary.type != MZ_BOUNDARY_PARTICLES)

@@ -271,8 +271,8 @@ static void test_bad_colliders(void **state)
          "domain.boundary.forces: SPH measures the forces on its boundary particles: set "
          "domain.boundary.type to \"particles\""},
         {"scenes/pbf_dam_break.json", "simulation.frames=1",
-         "domain.boundary.forces: the pbf solver does not measure forces on solids yet (wcsph "
-         "and collapsed_sph do)"},
+         "domain.boundary.forces: the pbf solver does not measure forces on solids yet (wcsph, "
+         "collapsed_sph and dfsph do)"},
     };
     for (size_t i = 0; i < sizeof loads / sizeof *loads; i++) {
         const char *sets[] = {"domain.boundary.forces={\"rate\": 10}", loads[i].set};

@@ -14,6 +14,7 @@
 #include "solvers/sim.h"
 #include "solvers/sph/boundary.h"
 #include "solvers/sph/dfsph.h"
+#include "solvers/sph/loads.h"
 #include "solvers/sph/neighbour_list.h"
 #include "solvers/sph/sph.h"
 #include "solvers/sph/step_size.h"
@@ -40,6 +41,9 @@ typedef struct dfsph_state {
     mz_grid grid;
     bool grid_made;
     sph_boundary bound;
+    sph_loads loads; /* forces on walls and colliders, when the scene measures them */
+    cl_mem S;        /* with loads: the step's Σ scale k per particle (dfsph_apply) */
+    bool s_first;    /* the next apply is the step's first */
     cl_mem rho, alpha, k, K, Kv, p, a2;
     cl_mem partial, total; /* the error sums */
     sph_lists lists; /* the step's neighbours, written by the density pass */
@@ -122,10 +126,12 @@ static bool apply_pass(mz_sim *sim, dfsph_state *st, double scale, int first, cl
     sph_boundary_args b = bound_of(st);
     cl_float scale_f = (cl_float)scale;
     const sph_lists *l = &st->lists;
+    cl_int keep_s = st->loads.on, s_first = st->s_first;
+    st->s_first = false;
     return KARGS(st->k_apply, "dfsph_apply", A(sim->n_u), A(scale_f), A(first), A(st->P),
                  A(sim->pos), A(st->rho), A(st->k), A(l->stride), A(l->fluid),
                  A(l->fluid_count), A(l->wall), A(l->wall_count), A(b.pos), A(b.mass), A(K),
-                 A(sim->vel)) &&
+                 A(sim->vel), A(keep_s), A(s_first), A(*(st->S ? &st->S : &st->k))) &&
            sim_launch(sim, st->k_apply, sim->n, stage, "dfsph_apply");
 }
 
@@ -202,6 +208,21 @@ static void warn_capped(mz_sim *sim, dfsph_state *st, const char *what, double e
             100 * tol / st->P.rest_density);
 }
 
+/* The forces on walls and colliders, pass 0 (the walls' pairs, after the forces pass) or 1
+ * (the solves' pressure impulse, after the density solve). */
+static bool gather_loads(mz_sim *sim, dfsph_state *st, cl_int pass, double dt)
+{
+    mz_load_elems *e = &sim->loads;
+    cl_uint n = (cl_uint)e->n;
+    cl_float dt_f = (cl_float)dt;
+    return KARGS(st->loads.k, "dfsph_wall_loads", A(n), A(pass), A(dt_f), A(st->P),
+                 A(st->grid.desc), A(st->grid.cell_start), A(st->grid.cell_end), A(sim->pos),
+                 A(sim->vel), A(st->rho), A(st->bound.pos), A(st->bound.mass),
+                 A(st->loads.elem), A(st->bound.slot_of), A(st->loads.rest_on),
+                 A(st->loads.rest), A(st->S), A(e->at), A(e->force)) &&
+           sim_launch(sim, st->loads.k, n, MZ_STAGE_OBSERVE, "dfsph_wall_loads");
+}
+
 static int dfsph_step(mz_sim *sim, dfsph_state *st, double frame_dt)
 {
     const mz_fluid *f = &sim->scene->fluids[0];
@@ -211,6 +232,7 @@ static int dfsph_step(mz_sim *sim, dfsph_state *st, double frame_dt)
     sim_profile_grid(sim, &st->grid, STAGE_GRID);
     if (!density_alpha(sim, st))
         return -1;
+    st->s_first = true;
     /* The divergence solve ends the last step (its velocities at the new positions). */
     int it = solve(sim, st, 0, st->dt_last, true, f->divergence_tolerance * rho0, 1, &left);
     if (it < 0)
@@ -224,11 +246,16 @@ static int dfsph_step(mz_sim *sim, dfsph_state *st, double frame_dt)
     if (!KARGS(st->k_forces, "dfsph_forces", A(sim->n_u), A(dt_last), A(st->P), A(st->gravity),
                A(st->walls), A(st->penalty), A(sim->pos), A(sim->vel), A(st->rho),
                A(l->stride), A(l->fluid), A(l->fluid_count), A(l->wall), A(l->wall_count),
-               A(b.pos), A(b.mass), A(sim->pred), A(st->a2)) ||
+               A(b.pos), A(b.mass), A(sim->pred), A(st->a2), A(st->loads.rest_on),
+               A(*(st->loads.rest ? &st->loads.rest : &st->a2))) ||
         !sim_launch(sim, st->k_forces, sim->n, STAGE_FORCES, "dfsph_forces"))
         return -1;
     double dt;
     if (choose_dt(sim, st, frame_dt, &dt) != 0)
+        return -1;
+    /* Forces on solids due at this step's end: the pairs now, the pressure after the solve. */
+    bool loads = st->loads.on && sim_loads_due(sim, dt);
+    if (loads && !gather_loads(sim, st, 0, dt))
         return -1;
     cl_float dt_f = (cl_float)dt;
     if (!KARGS(st->k_predict, "dfsph_predict", A(sim->n_u), A(dt_f), A(sim->pred),
@@ -242,6 +269,8 @@ static int dfsph_step(mz_sim *sim, dfsph_state *st, double frame_dt)
     st->stats.worst_density_error = fmax(st->stats.worst_density_error, left / rho0);
     if (it == MAX_ITERATIONS && left > f->density_tolerance * rho0)
         warn_capped(sim, st, "density", left, f->density_tolerance * rho0);
+    if (loads && !gather_loads(sim, st, 1, dt))
+        return -1;
     if (!KARGS(st->k_advect, "dfsph_advect", A(sim->n_u), A(dt_f), A(st->walls), A(st->rho),
                A(st->K), A(sim->pos), A(sim->vel), A(st->p)) ||
         !sim_launch(sim, st->k_advect, sim->n, STAGE_ADVECT, "dfsph_advect"))
@@ -325,7 +354,10 @@ static int dfsph_init(mz_sim *sim)
         if (grid_register(&st->grid, moved4[i], 4))
             return -1;
     if (sph_boundary_init(&st->bound, sim, st->P.mass, st->P.h,
-                          st->grid.desc.hashed ? MZ_GRID_HASHED : MZ_GRID_DENSE) != 0)
+                          st->grid.desc.hashed ? MZ_GRID_HASHED : MZ_GRID_DENSE) != 0 ||
+        sph_loads_init(&st->loads, sim, &st->bound, st->program, "dfsph_wall_loads") != 0)
+        return -1;
+    if (st->loads.on && !(st->S = dfsph_buffer(sim, 4 * (n ? n : 1), "clCreateBuffer(DFSPH)")))
         return -1;
     /* The first step's divergence solve measures its error against a step this long: the
      * force criterion for gravity, or a CFL step of the initial speeds. */
@@ -349,13 +381,14 @@ static void dfsph_release(mz_sim *sim)
         return;
     if (st->grid_made)
         grid_release(&st->grid);
+    sph_loads_release(&st->loads);
     sph_boundary_release(&st->bound);
     sph_lists_release(&st->lists);
     cl_kernel ks[] = {st->k_density, st->k_forces, st->k_predict, st->k_error,
                       st->k_sum,     st->k_apply,  st->k_advect,  st->k_max};
     mz_cl_release_kernels(ks, sizeof ks / sizeof *ks);
-    cl_mem ms[] = {st->rho, st->alpha,   st->k,     st->K,          st->Kv, st->p,
-                   st->a2,  st->partial, st->total};
+    cl_mem ms[] = {st->rho, st->alpha,   st->k,     st->K,  st->Kv, st->p,
+                   st->a2,  st->partial, st->total, st->S};
     mz_cl_release_mems(ms, sizeof ms / sizeof *ms);
     if (st->program)
         clReleaseProgram(st->program);
@@ -384,6 +417,7 @@ static size_t dfsph_state_parts(mz_sim *sim, mz_state_part *parts, size_t max)
 static size_t dfsph_device_bytes(const mz_scene *s, size_t n)
 {
     return n * (7 * 4 + sph_lists_bytes(s) + 16 + (16 + 16 + 4 * 5)) + sph_boundary_bytes(s) +
+           (scene_load_count(s) ? 4 * n : 0) + sph_loads_bytes(s, n) +
            sim_grid_bytes(s, n, scene_support_radius(s));
 }
 

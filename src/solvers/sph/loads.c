@@ -51,7 +51,8 @@ static int make_elements(sph_loads *l, mz_sim *sim, const sph_boundary *b)
     return l->elem && e->first && e->count && e->at && e->force ? 0 : -1;
 }
 
-int sph_loads_init(sph_loads *l, mz_sim *sim, sph_boundary *b, cl_program program)
+int sph_loads_init(sph_loads *l, mz_sim *sim, sph_boundary *b, cl_program program,
+                   const char *kernel)
 {
     const mz_scene *s = sim->scene;
     *l = (sph_loads){0};
@@ -59,8 +60,8 @@ int sph_loads_init(sph_loads *l, mz_sim *sim, sph_boundary *b, cl_program progra
         return 0;
     l->on = true;
     cl_int err;
-    l->k = clCreateKernel(program, "sph_wall_loads", &err);
-    if (!cl_ok(err, "clCreateKernel(sph_wall_loads)"))
+    l->k = clCreateKernel(program, kernel, &err);
+    if (!cl_ok(err, "clCreateKernel(the forces on walls)"))
         return -1;
     if (make_elements(l, sim, b) != 0 || sph_boundary_track(b, sim) != 0)
         return -1;

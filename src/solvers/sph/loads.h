@@ -17,9 +17,11 @@ typedef struct sph_loads {
 } sph_loads;
 
 /* After the boundary's grid is built: the elements of every measured solid (its boundary
- * particles, solid by solid in scene_load_ref order) into sim->loads, and the rest buffer for
- * cap fluid particles. Nothing when the scene measures no forces. 0, or -1 after reporting. */
-int sph_loads_init(sph_loads *l, mz_sim *sim, sph_boundary *b, cl_program program);
+ * particles, solid by solid in scene_load_ref order) into sim->loads, the rest buffer for cap
+ * fluid particles, and the gather kernel `kernel` of program (sph_wall_loads, or DFSPH's).
+ * Nothing when the scene measures no forces. 0, or -1 after reporting. */
+int sph_loads_init(sph_loads *l, mz_sim *sim, sph_boundary *b, cl_program program,
+                   const char *kernel);
 /* The gather (after the step's forces pass; see sph_wall_loads for the arguments). */
 bool sph_loads_gather(sph_loads *l, mz_sim *sim, const mz_grid *fluid, const sph_boundary *b,
                       const sph_params *P, cl_float4 gravity, cl_int collapsed, cl_float lag,
