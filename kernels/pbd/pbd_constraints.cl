@@ -236,8 +236,28 @@ inline float mz_sdf(const mz_collider_dev *c, float4 p, float4 *nrm)
     return m;
 }
 
+/* With the forces on colliders measured (loads), each particle keeps the substep's corrections
+ * by collider in two slots of touch (xyz the sum, w the collider's index + 1; 0: free); a third
+ * collider in one substep adds to the second slot's. */
+inline void mz_touch(global float4 *touch, uint i, uint k, float4 d)
+{
+    float4 t0 = touch[2 * i], t1 = touch[2 * i + 1];
+    float id = (float)(k + 1);
+    d = mz_vec(d);
+    if (t0.w == id || t0.w == 0.0f) {
+        t0 += d;
+        t0.w = id;
+        touch[2 * i] = t0;
+    } else {
+        t1 += d;
+        t1.w = t1.w == 0.0f ? id : t1.w;
+        touch[2 * i + 1] = t1;
+    }
+}
+
 kernel void colliders(uint n, uint nc, global const mz_collider_dev *cs,
-                      global const float4 *x, global const float *inv_mass, global float4 *xp)
+                      global const float4 *x, global const float *inv_mass, global float4 *xp,
+                      int loads, global float4 *touch)
 {
     uint i = get_global_id(0);
     if (i >= n || inv_mass[i] == 0.0f)
@@ -249,8 +269,74 @@ kernel void colliders(uint n, uint nc, global const mz_collider_dev *cs,
         float pen = p.w - mz_sdf(&c, p, &nrm);
         if (!(pen > 0.0f))
             continue;
+        float4 before = p;
         p += pen * nrm;
         p -= mz_friction(mz_vec(p - x[i]), nrm, pen, c.static_friction, c.friction);
+        if (loads)
+            mz_touch(touch, i, k, p - before);
     }
     xp[i] = p;
+}
+
+/* The forces on the measured solids (src/solvers/pbd/loads.c): a work-group per load, over
+ * every particle, of −m_i Δ_i / dt² (Δ_i the substep's corrections the solid made, the
+ * displacement its push gave the particle) and their moments about about[load] at the particles'
+ * positions; a fixed tree. owner[load]: a wall (0 .. 5: x_min, x_max, ...: the corrections
+ * along its axis that point away from it) or MZ_OWNER_COLLIDER + the collider's index (its
+ * touch slots). Into sums, 6 floats a load: force, torque. */
+#define MZ_LOAD_GROUP 256
+kernel __attribute__((reqd_work_group_size(MZ_LOAD_GROUP, 1, 1)))
+void pbd_load_sums(uint n, global const int *owner, global const float4 *about,
+                   global const float *inv_mass, global const float4 *xp,
+                   global const float4 *touch, global const float4 *wall_corr, float inv_dt2,
+                   global float *sums)
+{
+    local float8 part[MZ_LOAD_GROUP];
+    const uint l = get_group_id(0), t = get_local_id(0);
+    const int o = owner[l];
+    const float4 c = about[l];
+    float4 f = (float4)(0.0f), m = (float4)(0.0f);
+    for (uint i = t; i < n; i += MZ_LOAD_GROUP) {
+        float w = inv_mass[i];
+        if (w == 0.0f)
+            continue;
+        float4 d = (float4)(0.0f);
+        if (o < 6) {
+            int axis = o / 2;
+            float da = axis == 0 ? wall_corr[i].x : axis == 1 ? wall_corr[i].y : wall_corr[i].z;
+            bool away = (o % 2 == 0) ? da > 0.0f : da < 0.0f;
+            if (away)
+                d = axis == 0 ? (float4)(da, 0.0f, 0.0f, 0.0f)
+                    : axis == 1 ? (float4)(0.0f, da, 0.0f, 0.0f) : (float4)(0.0f, 0.0f, da, 0.0f);
+        } else {
+            float id = (float)(o - 6 + 1);
+            float4 t0 = touch[2 * i], t1 = touch[2 * i + 1];
+            if (t0.w == id)
+                d += mz_vec(t0);
+            if (t1.w == id)
+                d += mz_vec(t1);
+        }
+        if (d.x == 0.0f && d.y == 0.0f && d.z == 0.0f)
+            continue;
+        float4 fi = -(inv_dt2 / w) * d;
+        f += fi;
+        m += cross(mz_vec(xp[i] - c), fi);
+    }
+    part[t] = (float8)(f.x, f.y, f.z, m.x, m.y, m.z, 0.0f, 0.0f);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint s = MZ_LOAD_GROUP / 2; s > 0; s >>= 1) {
+        if (t < s)
+            part[t] += part[t + s];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (t != 0)
+        return;
+    const float8 r = part[0];
+    global float *out = sums + 6 * l;
+    out[0] = r.s0;
+    out[1] = r.s1;
+    out[2] = r.s2;
+    out[3] = r.s3;
+    out[4] = r.s4;
+    out[5] = r.s5;
 }

@@ -6,10 +6,12 @@
 #include "common/walls.clh"
 
 /* v = keep·(v + dt·(g + a_walls)); x* = x + dt·v. keep = exp(−damping·dt) (1: none).
- * Pinned particles (w = 0) stay put. */
+ * Pinned particles (w = 0) stay put. With the forces on the walls measured (loads), the penalty
+ * walls' push as the displacement it makes over the substep, a_walls dt², into wall_corr (the
+ * domain walls' corrections of this substep, per axis: src/solvers/pbd/loads.c). */
 kernel void predict(uint n, float dt, float keep, float4 gravity, mz_walls walls, int penalty,
                     global const float4 *x, global float4 *v, global float4 *xp,
-                    global const float *inv_mass)
+                    global const float *inv_mass, int loads, global float4 *wall_corr)
 {
     uint i = get_global_id(0);
     if (i >= n)
@@ -23,6 +25,8 @@ kernel void predict(uint n, float dt, float keep, float4 gravity, mz_walls walls
     float4 vi = v[i];
     float4 a = penalty ? mz_limit_accel(mz_wall_accel(xi, vi, &walls), walls.accel_limit)
                        : (float4)(0.0f);
+    if (loads)
+        wall_corr[i] = (dt * dt) * mz_vec(a);
     vi = mz_planar((vi + dt * (gravity + a)) * keep);
     vi.w = 0.0f;
     v[i] = vi;
@@ -34,14 +38,18 @@ kernel void predict(uint n, float dt, float keep, float4 gravity, mz_walls walls
  * rigid bodies (penalty forces on single particles do not reach a rigid's motion, which comes
  * from shape matching). bodies[b].flags: MZ_BODY_RIGID (8) in src/solvers/pbd/pbd.c. */
 kernel void domain(uint n, float4 lo, float4 hi, int by_radius, global const float *inv_mass,
-                   global const uint *body, global const uint4 *bodies, global float4 *xp)
+                   global const uint *body, global const uint4 *bodies, global float4 *xp,
+                   int loads, global float4 *wall_corr)
 {
     uint i = get_global_id(0);
     if (i >= n || inv_mass[i] == 0.0f) /* pinned particles stay where they were put */
         return;
     float4 p = xp[i];
     float r = by_radius || (bodies[body[i]].z & 8u) ? p.w : 0.0f;
-    xp[i] = mz_clamp_box(p, lo + r, hi - r);
+    float4 c = mz_clamp_box(p, lo + r, hi - r);
+    xp[i] = c;
+    if (loads)
+        wall_corr[i] += mz_vec(c - p);
 }
 
 /* v += (x* − x_pred)/dt with x_pred = x + dt·v recomputed exactly as predict did; x = x*. */

@@ -145,7 +145,7 @@ kernel void pbf_delta(uint n, mz_pbf P, mz_grid_desc g, global const uint *cell_
                       global const uint *cell_end, global const float4 *sorted,
                       global const float4 *attr, global const uint *slot, float4 lo, float4 hi,
                       global const float2 *walls, global const float *lambda,
-                      global float4 *xp)
+                      global float4 *xp, int loads, global float4 *wall_corr)
 {
     uint J = get_global_id(0);
     if (J >= n)
@@ -178,6 +178,8 @@ kernel void pbf_delta(uint n, mz_pbf P, mz_grid_desc g, global const uint *cell_
         mz_walls(&P, xi, lo, hi, walls, &unused, &gw);
     uint i = slot[J];
     xp[i] = xp[i] + ai.x * (P.volume * d + li * gw);
+    if (loads) /* the walls' push, for the forces on them (src/solvers/pbd/loads.c) */
+        wall_corr[i] += mz_vec(ai.x * li * gw);
 }
 
 /* After the update: curl and XSPH from the fluid neighbours (v in grid order). */

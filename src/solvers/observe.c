@@ -134,7 +134,7 @@ int observe_create(mz_observers *o, mz_sim *sim)
                  sim->solver->name);
         return -1;
     }
-    if (o->n_loads > 0 && sim->loads.n == 0) {
+    if (o->n_loads > 0 && sim->loads.n == 0 && !sim->loads.sums) {
         mz_error("the %s solver measures no forces on solids", sim->solver->name);
         return -1;
     }
@@ -193,6 +193,10 @@ static bool sample_loads(mz_observers *o, mz_sim *sim, size_t slot)
 {
     cl_uint base = (cl_uint)(slot * o->row + 6 * o->n_probes + o->n_gauges);
     const mz_load_elems *e = &sim->loads;
+    if (e->sums) /* the solver summed them */
+        return cl_ok(clEnqueueCopyBuffer(sim->cl->queue, e->sums, o->rows, 0, 4 * (size_t)base,
+                                         24 * o->n_loads, 0, NULL, NULL),
+                     "clEnqueueCopyBuffer(load sums)");
     return KARGS(o->k_loads, "load_sums", A(e->at), A(e->force), A(e->first), A(e->count),
                  A(o->about), A(o->rows), A(base)) &&
            sim_launch_local(sim, o->k_loads, 0, 256 * o->n_loads, 256, MZ_STAGE_OBSERVE,

@@ -358,7 +358,7 @@ void sim_release(mz_sim *sim)
     cl_mem *bufs[] = {&sim->pos,         &sim->pred,         &sim->vel,
                       &sim->inv_mass,    &sim->id,           &sim->body,
                       &sim->loads.at,    &sim->loads.force,  &sim->loads.first,
-                      &sim->loads.count};
+                      &sim->loads.count, &sim->loads.sums};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
         if (*bufs[i])
             clReleaseMemObject(*bufs[i]);

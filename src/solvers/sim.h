@@ -80,12 +80,14 @@ typedef struct mz_walls_arg {
 
 /* The forces on the scene's solids (scene_load_ref), for observe.c: in a step sim_loads_due
  * marks, the solver writes one force per element of a solid (a boundary particle) and where it
- * acts; load k's elements are first[k] .. first[k] + count[k] − 1 (cl_uint each). The solver
- * makes them in init; n 0: it measures none. */
+ * acts; load k's elements are first[k] .. first[k] + count[k] − 1 (cl_uint each). Or, with
+ * `sums`, each load's force and torque itself, 6 floats a load. The solver makes them in init;
+ * n 0 and no sums: it measures none. */
 typedef struct mz_load_elems {
     size_t n;
     cl_mem at, force; /* float4 per element: position (m), the fluid's force on it (N) */
     cl_mem first, count;
+    cl_mem sums;
 } mz_load_elems;
 
 typedef struct mz_stage_stat {

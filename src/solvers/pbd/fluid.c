@@ -171,7 +171,8 @@ bool pbf_bind_grid(mz_sim *sim, pbd_state *st)
                     A(fl->walls), A(fl->lambda), A(fl->lambda_s), A(fl->density)) &&
               KARGS(fl->delta, "pbf_delta", A(sim->n_u), A(fl->P), A(g->desc), A(g->cell_start),
                     A(g->cell_end), A(st->sorted), A(fl->attr_sorted), A(slot), A(lo), A(hi),
-                    A(fl->walls), A(fl->lambda_s), A(sim->pred));
+                    A(fl->walls), A(fl->lambda_s), A(sim->pred), A(st->loads.keep),
+                    A(st->loads.wall_corr));
     if (ok && fl->velocity) {
         cl_float dt = 0.0f; /* set per substep */
         ok = KARGS(fl->sort_x, "sort_positions", A(sim->n_u), A(slot), A(sim->pos),

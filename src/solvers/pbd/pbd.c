@@ -210,11 +210,15 @@ static int pbd_init(mz_sim *sim)
     cl_int by_radius = !penalty;
     cl_float dt = 0.0f, keep = 1.0f; /* set per substep */
     cl_float omega = (cl_float)s->sim.relaxation;
+    if (pbd_loads_init(&st->loads, sim, st->cprogram) != 0)
+        return -1;
+    pbd_loads *l = &st->loads;
     bool ok = KARGS(st->predict, "predict", A(sim->n_u), A(dt), A(keep), A(gravity), A(walls),
-                    A(penalty), A(sim->pos), A(sim->vel), A(sim->pred), A(sim->inv_mass)) &&
+                    A(penalty), A(sim->pos), A(sim->vel), A(sim->pred), A(sim->inv_mass),
+                    A(l->keep), A(l->wall_corr)) &&
               KARGS(st->domain, "domain", A(sim->n_u), A(walls.min), A(walls.max),
                     A(by_radius), A(sim->inv_mass), A(sim->body), A(st->bodies),
-                    A(sim->pred)) &&
+                    A(sim->pred), A(l->keep), A(l->wall_corr)) &&
               KARGS(st->update, "update", A(sim->n_u), A(dt), A(sim->pos), A(sim->vel),
                     A(sim->pred)) &&
               KARGS(st->solve, "distance_solve", A(st->nc), A(dt), A(omega), A(st->ends),
@@ -223,7 +227,7 @@ static int pbd_init(mz_sim *sim)
               KARGS(st->apply, "distance_apply", A(sim->n_u), A(st->adj_start), A(st->adj),
                     A(st->corr), A(sim->inv_mass), A(sim->pred)) &&
               KARGS(st->colliders, "colliders", A(sim->n_u), A(st->n_colliders), A(st->solids),
-                    A(sim->pos), A(sim->inv_mass), A(sim->pred));
+                    A(sim->pos), A(sim->inv_mass), A(sim->pred), A(l->keep), A(l->touch));
     if (ok && st->contacts) /* the grid's slot buffer and description are set per build */
         ok = KARGS(st->collide, "collide", A(sim->n_u), A(st->grid.desc), A(st->grid.cell_start),
                    A(st->grid.cell_end), A(st->sorted), A(st->grid.vals), A(sim->pos),
@@ -245,7 +249,16 @@ static int pbd_substep(mz_sim *sim, double dt_seconds)
     cl_float dt = (cl_float)dt_seconds;
     cl_float keep = (cl_float)exp(-s->sim.damping * dt_seconds);
     cl_float inv_dt2 = (cl_float)(1.0 / (dt_seconds * dt_seconds));
-    bool ok = cl_ok(clSetKernelArg(st->predict, 1, sizeof dt, &dt), "clSetKernelArg(predict)") &&
+    /* Forces on solids due at this substep's end: the kernels keep their corrections. */
+    pbd_loads *l = &st->loads;
+    bool ok = pbd_loads_begin(l, sim, dt_seconds) &&
+              cl_ok(clSetKernelArg(st->predict, 10, sizeof l->keep, &l->keep),
+                    "clSetKernelArg(predict)") &&
+              cl_ok(clSetKernelArg(st->domain, 8, sizeof l->keep, &l->keep),
+                    "clSetKernelArg(domain)") &&
+              (!st->n_colliders || cl_ok(clSetKernelArg(st->colliders, 6, sizeof l->keep, &l->keep),
+                                         "clSetKernelArg(colliders)")) &&
+              cl_ok(clSetKernelArg(st->predict, 1, sizeof dt, &dt), "clSetKernelArg(predict)") &&
               cl_ok(clSetKernelArg(st->predict, 2, sizeof keep, &keep), "clSetKernelArg(predict)") &&
               cl_ok(clSetKernelArg(st->update, 1, sizeof dt, &dt), "clSetKernelArg(update)") &&
               cl_ok(clSetKernelArg(st->solve, 1, sizeof inv_dt2, &inv_dt2),
@@ -285,7 +298,8 @@ static int pbd_substep(mz_sim *sim, double dt_seconds)
         if (ok && st->rigid.nb)
             ok = rigid_match(sim, st);
     }
-    ok = ok && sim_launch(sim, st->update, sim->n, STAGE_UPDATE, "update");
+    ok = ok && pbd_loads_sum(l, sim, dt_seconds) &&
+         sim_launch(sim, st->update, sim->n, STAGE_UPDATE, "update");
     if (ok && st->rigid.nb)
         ok = rigid_update(sim, st, dt);
     if (ok && st->fluid.on)
@@ -308,6 +322,7 @@ static void pbd_release(mz_sim *sim)
         grid_release(&st->grid);
     pbf_release(&st->fluid);
     rigid_release(sim, &st->rigid);
+    pbd_loads_release(&st->loads);
     if (st->program)
         clReleaseProgram(st->program);
     if (st->cprogram)
@@ -338,7 +353,7 @@ static size_t pbd_state_parts(mz_sim *sim, mz_state_part *parts, size_t max)
 static size_t pbd_device_bytes(const mz_scene *s, size_t n)
 {
     bool pbf = scene_solver(s) == MZ_SOLVER_PBF;
-    size_t bytes = n * (16 + 4 + 4 + 16);
+    size_t bytes = n * (16 + 4 + 4 + 16) + pbd_loads_bytes(s, n);
     bytes += bodies_constraint_count(s) * (8 + 16 + 4 + 16 + 8 + 8);
     if (pbf)
         bytes += n * (16 + 16 + 4 + 4 + 16 + 16 + 16);

@@ -3,6 +3,7 @@
 #ifndef MZ_SOLVER_PBD_H
 #define MZ_SOLVER_PBD_H
 #include "device/grid.h"
+#include "solvers/pbd/loads.h"
 #include "solvers/sim.h"
 
 /* --profile rows, in the order they run. */
@@ -46,6 +47,7 @@ typedef struct pbd_state {
     cl_mem ends, params, lambda, corr, degree, adj_start, adj, adj_other, sorted, bodies, solids;
     pbd_fluid fluid;
     pbd_rigid rigid;
+    pbd_loads loads; /* forces on walls and colliders, when the scene measures them */
 } pbd_state;
 
 /* Fluid: buffers and kernels (before the grid exists); the grid's arguments after every build
