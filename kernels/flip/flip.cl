@@ -202,16 +202,19 @@ inline float wall_stress(float u, float y, float nu)
  * shear stress over its cell, u_tau^2 / cell · dt (never more than stops it). */
 kernel void prepare_faces(uint n_nodes, flip_grid g, float4 gdt, float dt,
                           global const uchar *type, global float4 *face_vel,
-                          global float4 *face_old)
+                          global float4 *face_old, int loads, global float4 *face_star)
 {
     uint node = get_global_id(0);
     if (node >= n_nodes)
         return;
     int4 c = node_coord(&g, node);
-    float4 u = face_vel[node], old = (float4)(0.0f);
+    float4 u = face_vel[node], old = (float4)(0.0f), star = (float4)(0.0f);
     for (int a = 0; a < MZ_DIM; a++) {
         bool solid = type_at(type, &g, c - unit(a)) == FLIP_SOLID ||
                      type_at(type, &g, c) == FLIP_SOLID;
+        /* What a solid face takes away: the velocity the fluid would have had there (the forces
+         * on solids, flip_face_loads). */
+        star = set_comp(star, a, solid ? comp(u, a) + comp(gdt, a) : 0.0f);
         old = set_comp(old, a, solid ? 0.0f : comp(u, a));
         float ua = solid ? 0.0f : comp(u, a) + comp(gdt, a);
         if (!solid && g.wall.x > 0.0f && ua != 0.0f) {
@@ -234,6 +237,8 @@ kernel void prepare_faces(uint n_nodes, flip_grid g, float4 gdt, float dt,
     }
     face_vel[node] = u;
     face_old[node] = old;
+    if (loads)
+        face_star[node] = star;
 }
 
 /* ---- pressure projection ------------------------------------------------------------------- */
@@ -628,4 +633,81 @@ kernel void g2p(uint n, flip_grid g, float dt, float flip_ratio, float rest_dens
 #endif
     pos[i] = xn;
     vel[i] = v;
+}
+
+/* ---- forces on solids ---------------------------------------------------------------------- */
+
+#define FLIP_LOAD_GROUP 256
+
+/* The pressure force on the solids whose forces are measured (src/solvers/flip/flip.c): every
+ * face between a fluid cell and a solid cell pushes the solid along n (from the fluid into the
+ * solid) with the face's pressure times its area. A solid face's velocity is the solid's, so the
+ * projection acts there as a ghost pressure p_s = p_f + ρ cell_a (u*·n)/dt that stops the
+ * velocity u* the fluid brought (face_star: P2G's plus gravity's); the face carries their mean,
+ * p_f + ½ ρ cell_a (u*·n)/dt (in still water the hydrostatic pressure at the wall). The solid is
+ * a wall of the domain (the cell outside it) or the collider owner[cell] (MZ_OWNER_COLLIDER +
+ * index; −1 none). One work-group per load over every node, a fixed tree: sums, 6 floats a
+ * load (force, torque about about[load] at the faces' centres). */
+kernel __attribute__((reqd_work_group_size(FLIP_LOAD_GROUP, 1, 1)))
+void flip_face_loads(uint n_nodes, flip_grid g, float rho, float inv_dt,
+                     global const uchar *type, global const float2 *pressure,
+                     global const float4 *face_star, global const int *owner,
+                     global const int *load_owner, global const float4 *about,
+                     global float *sums)
+{
+    local float8 part[FLIP_LOAD_GROUP];
+    const uint l = get_group_id(0), t = get_local_id(0);
+    const int want = load_owner[l];
+    const float4 ctr = about[l];
+    float4 f = (float4)(0.0f), m = (float4)(0.0f);
+    for (uint node = t; node < n_nodes; node += FLIP_LOAD_GROUP) {
+        int4 c = node_coord(&g, node);
+        for (int a = 0; a < MZ_DIM; a++) {
+            int4 lo = c - unit(a);
+            int tl = type_at(type, &g, lo), tr = type_at(type, &g, c);
+            bool fluid_left = tl == FLIP_FLUID && tr == FLIP_SOLID;
+            bool fluid_right = tr == FLIP_FLUID && tl == FLIP_SOLID;
+            if (!fluid_left && !fluid_right)
+                continue;
+            int4 sc = fluid_left ? c : lo, fc = fluid_left ? lo : c;
+            int who = is_cell(&g, sc) ? owner[node_index(&g, sc)]
+                                      : 2 * a + (fluid_left ? 1 : 0); /* the wall beyond */
+            if (who != want)
+                continue;
+            float sign = fluid_left ? 1.0f : -1.0f; /* n along +e_a or −e_a */
+            float ca = comp(g.cell, a);
+            float pf = pressure[node_index(&g, fc)].x;
+            float p = pf + 0.5f * rho * ca * sign * comp(face_star[node], a) * inv_dt;
+            float area = 1.0f;
+            for (int b = 0; b < MZ_DIM; b++)
+                area *= b == a ? 1.0f : comp(g.cell, b);
+            float4 fi = set_comp((float4)(0.0f), a, sign * p * area);
+            float4 centre = convert_float4(c) + (float4)(0.5f);
+            centre = set_comp(centre, a, comp(convert_float4(c), a));
+            float4 x = g.origin + centre * g.cell;
+#if MZ_DIM == 2
+            x.z = 0.0f;
+#endif
+            x.w = 0.0f;
+            f += fi;
+            m += cross(x - ctr, fi);
+        }
+    }
+    part[t] = (float8)(f.x, f.y, f.z, m.x, m.y, m.z, 0.0f, 0.0f);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint s = FLIP_LOAD_GROUP / 2; s > 0; s >>= 1) {
+        if (t < s)
+            part[t] += part[t + s];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (t != 0)
+        return;
+    const float8 r = part[0];
+    global float *out = sums + 6 * l;
+    out[0] = r.s0;
+    out[1] = r.s1;
+    out[2] = r.s2;
+    out[3] = r.s3;
+    out[4] = r.s4;
+    out[5] = r.s5;
 }

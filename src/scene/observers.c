@@ -105,12 +105,7 @@ static void validate_loads(mz_scene *s, mz_diag *d)
         return;
     }
     if (n_loads > 0) {
-        mz_solver_kind solver = scene_solver(s);
-        if (solver == MZ_SOLVER_FLIP)
-            diag_add(d, "%s: the flip solver does not measure forces on solids yet (the SPH "
-                        "and position-based solvers do)",
-                     walls ? "domain.boundary.forces" : "colliders[].forces");
-        else if (scene_is_sph(s) && s->domain.boundary.type != MZ_BOUNDARY_PARTICLES)
+        if (scene_is_sph(s) && s->domain.boundary.type != MZ_BOUNDARY_PARTICLES)
             diag_add(d, "domain.boundary.forces: SPH measures the forces on its boundary "
                         "particles: set domain.boundary.type to \"particles\"");
     }

@@ -263,16 +263,13 @@ static void test_bad_colliders(void **state)
     assert_string_equal(dd.msgs[0], "fluids[1].box overlaps fluids[0].box");
     diag_free(&dd);
     scene_free(&so);
-    /* Forces on solids: SPH measures them on boundary particles; FLIP not yet. */
+    /* Forces on solids: SPH measures them on boundary particles. */
     static const struct {
         const char *scene, *set, *expected;
     } loads[] = {
         {"scenes/dam_break_2d.json", "domain.boundary.type=\"penalty\"",
          "domain.boundary.forces: SPH measures the forces on its boundary particles: set "
          "domain.boundary.type to \"particles\""},
-        {"scenes/flip_dam_break_2d.json", "simulation.frames=1",
-         "domain.boundary.forces: the flip solver does not measure forces on solids yet (the SPH "
-         "and position-based solvers do)"},
     };
     for (size_t i = 0; i < sizeof loads / sizeof *loads; i++) {
         const char *sets[] = {"domain.boundary.forces={\"rate\": 10}", loads[i].set};

@@ -280,6 +280,55 @@ static void test_tank_pbf(void **state)
     world_close(&w);
 }
 
+/* FLIP (scenes/flip_hydrostatic.json, cells of 2 cm, water 0.4 m deep) with forces on its
+ * walls, then with an 8 × 8 cm box held in the water (water around it in four boxes): the floor
+ * carries ρ0 g H W and the side walls ½ ρ0 g H² within 0.5% (measured to 1e-5), the box its
+ * buoyancy within 2% (measured 0.03%): a solid face takes its fluid cell's pressure plus half
+ * the ghost pressure's step. */
+static void test_flip_forces(void **state)
+{
+    (void)state;
+    const char *sets[] = {"domain.boundary={\"type\": \"clamp\", \"forces\": {\"rate\": 100}}"};
+    world w;
+    world_open_file(&w, "scenes/flip_hydrostatic.json", sets, 1);
+    for (int f = 0; f < 50; f++)
+        assert_int_equal(sim_advance_frame(&w.sim, scene_frame_dt(&w.scene)), 0);
+    assert_int_equal(observe_collect(w.sim.obs, &w.sim), 0);
+    double f[4][3], t[4][3], floor_ref = 1000 * 9.81 * 0.4 * 0.4, side = 0.5 * 1000 * 9.81 * 0.16;
+    for (size_t k = 0; k < 4; k++)
+        mean_load(w.sim.obs, k, 0.5, f[k], t[k]);
+    print_message("flip tank: floor %.3f N/m (rho0 g H W %.3f), walls %.3f and %.3f N/m "
+                  "(%.3f)\n", f[2][1], floor_ref, f[0][0], f[1][0], side);
+    assert_true(fabs(-f[2][1] / floor_ref - 1) < 0.005);
+    assert_true(fabs(-f[0][0] / side - 1) < 0.005 && fabs(f[1][0] / side - 1) < 0.005);
+    world_close(&w);
+
+    char fluids[2048] = "", *p = fluids;
+    static const double box[4][4] = {{0, 0, 0.4, 0.155}, {0, 0.155, 0.155, 0.245},
+                                     {0.245, 0.155, 0.4, 0.245}, {0, 0.245, 0.4, 0.4}};
+    for (int k = 0; k < 4; k++)
+        p += sprintf(p, "%s{\"solver\": \"flip\", \"box\": {\"min\": [%g, %g, 0], \"max\": "
+                        "[%g, %g, 0]}, \"spacing\": 0.01, \"rest_density\": 1000}",
+                     k ? ", " : "", box[k][0], box[k][1], box[k][2], box[k][3]);
+    char json[4096];
+    snprintf(json, sizeof json,
+             "{\"mizu_scene\": 1, \"simulation\": {\"fps\": 50, \"frames\": 50, \"substeps\": 4, "
+             "\"dimensions\": 2}, \"domain\": {\"min\": [0, 0, 0], \"max\": [0.4, 0.6, 0]}, "
+             "\"fluids\": [%s], \"colliders\": [{\"name\": \"block\", \"box\": {\"min\": [0.16, "
+             "0.16, 0], \"max\": [0.24, 0.24, 0]}, \"forces\": {\"rate\": 100}}]}",
+             fluids);
+    world_open(&w, json, NULL, 0);
+    for (int k = 0; k < 50; k++)
+        assert_int_equal(sim_advance_frame(&w.sim, scene_frame_dt(&w.scene)), 0);
+    assert_int_equal(observe_collect(w.sim.obs, &w.sim), 0);
+    double fb[3], tb[3], ref = 1000 * 9.81 * 0.08 * 0.08;
+    mean_load(w.sim.obs, 0, 0.5, fb, tb);
+    print_message("flip: the submerged box feels (%.4f, %.3f) N/m, buoyancy %.3f N/m: %+.2f%%\n",
+                  fb[0], fb[1], ref, 100 * (fb[1] / ref - 1));
+    assert_true(fabs(fb[1] / ref - 1) < 0.02 && fabs(fb[0]) < 0.01 * ref);
+    world_close(&w);
+}
+
 /* A 0.1 × 0.1 m box held 0.15 m above the floor of a 0.4 m deep 2D tank, water around it
  * (four fluid boxes), 2 s: its force is the buoyancy ρ0 g V upwards within 2%. */
 static void buoyancy(const char *solver, const char *density)
@@ -344,6 +393,7 @@ int main(void)
         cmocka_unit_test(test_momentum_pbd),
         cmocka_unit_test(test_tank_walls),
         cmocka_unit_test(test_tank_pbf),
+        cmocka_unit_test(test_flip_forces),
         cmocka_unit_test(test_buoyancy_wcsph),
         cmocka_unit_test(test_buoyancy_collapsed),
         cmocka_unit_test(test_buoyancy_dfsph),

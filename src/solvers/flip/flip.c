@@ -39,8 +39,12 @@ typedef struct flip_state {
     bool grid_made;
     cl_program program;
     cl_kernel k_p2g, k_prepare, k_setup, k_jacobi, k_rbgs, k_residual, k_gradient, k_extrapolate,
-        k_g2p;
+        k_g2p, k_loads;
     cl_mem face_vel, face_old, face_adv, valid, vel_tmp, old_tmp, adv_tmp, valid_tmp;
+    /* Forces on solids (when the scene measures them): the solid faces' stopped velocities,
+     * each cell's collider, each load's owner and torque point; loads_now: due this step. */
+    cl_mem face_star, owner, load_owner, load_about;
+    cl_int loads_now;
     cl_mem type, density, pressure, pressure_tmp, rhs, diag, sdf, partial;
     cl_mem part_density, part_pressure; /* per particle, for output */
     cl_int colliders;
@@ -122,6 +126,65 @@ static float *collider_distances(const mz_scene *s, const flip_grid *g, size_t n
     return d;
 }
 
+/* The forces on solids: each cell's collider (the nearest one whose solid holds the cell's
+ * centre; −1 in fluid or air), each load's owner and point, and the sums' buffer. Stand-ins
+ * when the scene measures none. */
+static int loads_init(mz_sim *sim, flip_state *st)
+{
+    const mz_scene *s = sim->scene;
+    size_t nl = scene_load_count(s), nodes = st->nodes;
+    st->face_star = flip_buffer(sim, nl ? 16 * nodes : 16, "clCreateBuffer(stopped faces)");
+    cl_int *owner = xmalloc((nl ? nodes : 1) * sizeof *owner);
+    for (size_t node = 0; nl && node < nodes; node++) {
+        size_t nx = (size_t)st->g.nodes.s[0], ny = (size_t)st->g.nodes.s[1];
+        size_t idx[3] = {node % nx, node / nx % ny, node / (nx * ny)};
+        double p[3], best = 0;
+        owner[node] = -1;
+        for (int a = 0; a < 3; a++)
+            p[a] = s->domain.min[a] + ((double)idx[a] + 0.5) * st->g.cell.s[a];
+        for (size_t c = 0; c < s->n_colliders; c++) {
+            double d = collider_distance(&s->colliders[c], p, s->sim.dimensions);
+            if (d < best)
+                best = d, owner[node] = MZ_OWNER_COLLIDER + (cl_int)c;
+        }
+    }
+    if (!nl)
+        owner[0] = -1;
+    cl_int *lown = xcalloc(nl + 1, sizeof *lown);
+    cl_float4 *about = xcalloc(nl + 1, sizeof *about);
+    for (size_t k = 0; k < nl; k++) {
+        lown[k] = scene_load_ref(s, k).owner;
+        about[k] = sim_float4(scene_load_ref(s, k).load->about);
+    }
+    int flags = CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR;
+    st->owner = mz_cl_buffer(sim->cl, flags, 4 * (nl ? nodes : 1), owner,
+                             "clCreateBuffer(cell colliders)");
+    st->load_owner = mz_cl_buffer(sim->cl, flags, 4 * (nl + 1), lown, "clCreateBuffer(loads)");
+    st->load_about = mz_cl_buffer(sim->cl, flags, 16 * (nl + 1), about, "clCreateBuffer(loads)");
+    free(owner);
+    free(lown);
+    free(about);
+    if (!st->face_star || !st->owner || !st->load_owner || !st->load_about)
+        return -1;
+    if (nl && !(sim->loads.sums = flip_buffer(sim, 24 * nl, "clCreateBuffer(load sums)")))
+        return -1;
+    return 0;
+}
+
+/* After the projection, when due: the pressure force on each measured solid. */
+static bool face_loads(mz_sim *sim, flip_state *st, double dt)
+{
+    if (!st->loads_now)
+        return true;
+    size_t nl = scene_load_count(sim->scene);
+    cl_float rho = (cl_float)sim->scene->fluids[0].rest_density, inv_dt = (cl_float)(1.0 / dt);
+    return KARGS(st->k_loads, "flip_face_loads", A(st->nodes_u), A(st->g), A(rho), A(inv_dt),
+                 A(st->type), A(st->pressure), A(st->face_star), A(st->owner),
+                 A(st->load_owner), A(st->load_about), A(sim->loads.sums)) &&
+           sim_launch_local(sim, st->k_loads, 0, 256 * nl, 256, MZ_STAGE_OBSERVE,
+                            "flip_face_loads");
+}
+
 /* Warn when a step can carry a particle more than a cell: the velocity is extrapolated only
  * EXTRAPOLATION_LAYERS faces into the air. The speed is the free fall from the top of the fluid
  * to the floor, or the fastest initial speed: SPH's c0 estimate without its factor 10 (an SPH
@@ -164,10 +227,12 @@ static int flip_init(mz_sim *sim)
                                         "pressure_gradient",
                                         "extrapolate",
                                         "g2p",
+                                        "flip_face_loads",
                                         NULL};
     cl_kernel *const kernels[] = {&st->k_p2g,      &st->k_prepare,  &st->k_setup,
                                   &st->k_jacobi,   &st->k_rbgs,     &st->k_residual,
-                                  &st->k_gradient, &st->k_extrapolate, &st->k_g2p};
+                                  &st->k_gradient, &st->k_extrapolate, &st->k_g2p,
+                                  &st->k_loads};
     st->program = sim_build_kernels(sim, "flip/flip.cl", names, kernels);
     if (!st->program)
         return -1;
@@ -203,7 +268,7 @@ static int flip_init(mz_sim *sim)
     st->sdf = mz_cl_buffer(sim->cl, CL_MEM_READ_WRITE, sdf ? 4 * nodes : 4, sdf,
                            "clCreateBuffer(collider distances)");
     free(sdf);
-    if (!st->sdf)
+    if (!st->sdf || loads_init(sim, st) != 0)
         return -1;
     /* The warm start's first guess, frame 0's density and pressure: all zero. */
     cl_float zero = 0.0f;
@@ -263,7 +328,8 @@ int flip_p2g(mz_sim *sim, double dt)
                  A(st->type)) &&
                    sim_launch(sim, st->k_p2g, st->nodes, STAGE_P2G, "p2g") &&
                    KARGS(st->k_prepare, "prepare_faces", A(st->nodes_u), A(st->g), A(gdt),
-                         A(dt_f), A(st->type), A(st->face_vel), A(st->face_old)) &&
+                         A(dt_f), A(st->type), A(st->face_vel), A(st->face_old),
+                         A(st->loads_now), A(st->face_star)) &&
                    sim_launch(sim, st->k_prepare, st->nodes, STAGE_P2G, "prepare_faces")
                ? 0
                : -1;
@@ -426,8 +492,10 @@ int flip_g2p(mz_sim *sim, double dt)
 
 static int flip_substep(mz_sim *sim, double dt)
 {
-    if (flip_p2g(sim, dt) || flip_project(sim, dt) || flip_extrapolate(sim) ||
-        flip_g2p(sim, dt))
+    flip_state *st = sim->state;
+    st->loads_now = sim->loads.sums && sim_loads_due(sim, dt);
+    if (flip_p2g(sim, dt) || flip_project(sim, dt) || !face_loads(sim, st, dt) ||
+        flip_extrapolate(sim) || flip_g2p(sim, dt))
         return -1;
     return 0;
 }
@@ -466,13 +534,15 @@ static void flip_release(mz_sim *sim)
         grid_release(&st->grid);
     cl_kernel ks[] = {st->k_p2g,      st->k_prepare,     st->k_setup,
                       st->k_jacobi,   st->k_rbgs,        st->k_residual,
-                      st->k_gradient, st->k_extrapolate, st->k_g2p};
+                      st->k_gradient, st->k_extrapolate, st->k_g2p,
+                      st->k_loads};
     mz_cl_release_kernels(ks, sizeof ks / sizeof *ks);
     cl_mem ms[] = {st->face_vel,  st->face_old,     st->face_adv,     st->valid,
                    st->vel_tmp,   st->old_tmp,      st->adv_tmp,      st->valid_tmp,
                    st->type,      st->density,      st->pressure,     st->pressure_tmp,
                    st->rhs,       st->diag,         st->sdf,          st->partial,
-                   st->part_density, st->part_pressure};
+                   st->part_density, st->part_pressure, st->face_star, st->owner,
+                   st->load_owner, st->load_about};
     mz_cl_release_mems(ms, sizeof ms / sizeof *ms);
     if (st->program)
         clReleaseProgram(st->program);
