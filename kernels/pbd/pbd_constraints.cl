@@ -174,13 +174,30 @@ kernel void collide(uint n, mz_grid_desc g, global const uint *cell_start,
         xp[i] = xi + mz_vec(sum) * (omega / (float)count);
 }
 
-/* Static solids (layout of mz_collider_dev in src/solvers/pbd/pbd.c). */
+/* Solids (layout of mz_collider_dev in src/solvers/pbd/pbd.c), their shapes at rest; a moving
+ * one (colliders[].motion) has mover ≥ 0, its slot in the substep's law values, and its
+ * translation's direction or rotation's axis and centre. */
 typedef struct {
     float4 a, b;    /* sphere: centre; box: centre, half extents; plane: point, unit normal;
                      * capsule: the axis's ends */
     float radius, friction, static_friction;
     int type;
+    float4 unit, center;
+    int mover, rotation, pad0, pad1;
 } mz_collider_dev;
+
+#define MZ_MAX_MOVING 16 /* scene.h */
+/* The law at the substep's end per moving collider: (s, ds/dt, d²s/dt², 0), m or rad. */
+typedef struct {
+    float4 s[MZ_MAX_MOVING];
+} mz_motion_now;
+
+/* v turned by angle about the unit axis u (Rodrigues). */
+inline float4 mz_turn(float4 u, float angle, float4 v)
+{
+    float c = cos(angle), sn = sin(angle);
+    return c * v + sn * cross(u, v) + (1.0f - c) * (u.x * v.x + u.y * v.y + u.z * v.z) * u;
+}
 #define MZ_SPHERE 0
 #define MZ_BOX 1
 #define MZ_PLANE 2
@@ -255,9 +272,13 @@ inline void mz_touch(global float4 *touch, uint i, uint k, float4 d)
     }
 }
 
+/* A moving collider is met in its own frame at the substep's end: the point taken back by the
+ * law (translated back, or turned back about the axis), the normal carried forward; friction
+ * acts on the particle's displacement relative to the solid's surface there (its velocity
+ * times dt). */
 kernel void colliders(uint n, uint nc, global const mz_collider_dev *cs,
                       global const float4 *x, global const float *inv_mass, global float4 *xp,
-                      int loads, global float4 *touch)
+                      int loads, global float4 *touch, float dt, mz_motion_now now)
 {
     uint i = get_global_id(0);
     if (i >= n || inv_mass[i] == 0.0f)
@@ -265,13 +286,30 @@ kernel void colliders(uint n, uint nc, global const mz_collider_dev *cs,
     float4 p = xp[i];
     for (uint k = 0; k < nc; k++) {
         mz_collider_dev c = cs[k];
-        float4 nrm;
-        float pen = p.w - mz_sdf(&c, p, &nrm);
+        float4 nrm, carried = (float4)(0.0f);
+        float pen;
+        if (c.mover < 0) {
+            pen = p.w - mz_sdf(&c, p, &nrm);
+        } else {
+            float4 law = now.s[c.mover], here, surf;
+            if (c.rotation) {
+                here = mz_turn(c.unit, -law.x, mz_vec(p - c.center)) + c.center;
+                here.w = p.w;
+                pen = p.w - mz_sdf(&c, here, &surf);
+                nrm = mz_turn(c.unit, law.x, surf);
+                carried = cross(law.y * c.unit, mz_vec(p - c.center)) * dt;
+            } else {
+                here = p - law.x * c.unit;
+                pen = p.w - mz_sdf(&c, here, &nrm);
+                carried = (law.y * dt) * c.unit;
+            }
+            nrm = mz_vec(nrm);
+        }
         if (!(pen > 0.0f))
             continue;
         float4 before = p;
         p += pen * nrm;
-        p -= mz_friction(mz_vec(p - x[i]), nrm, pen, c.static_friction, c.friction);
+        p -= mz_friction(mz_vec(p - x[i] - carried), nrm, pen, c.static_friction, c.friction);
         if (loads)
             mz_touch(touch, i, k, p - before);
     }

@@ -148,12 +148,12 @@ void validate_motion(mz_scene *s, const double centre[][3], mz_diag *d)
         mz_motion *m = &co->motion;
         char path[48];
         snprintf(path, sizeof path, "colliders[%zu].motion", c);
-        if (solver != MZ_SOLVER_WCSPH && solver != MZ_SOLVER_COLLAPSED_SPH) {
-            diag_add(d, "%s: the %s solver does not move colliders yet (wcsph and collapsed_sph "
-                        "do, with \"particles\" walls)", path, mz_solver_names[solver]);
+        if (solver == MZ_SOLVER_FLIP || solver == MZ_SOLVER_DFSPH) {
+            diag_add(d, "%s: the %s solver does not move colliders yet (wcsph, collapsed_sph and "
+                        "the position-based solver do)", path, mz_solver_names[solver]);
             continue;
         }
-        if (s->domain.boundary.friction == MZ_FRICTION_WALL_FUNCTION)
+        if (scene_is_sph(s) && s->domain.boundary.friction == MZ_FRICTION_WALL_FUNCTION)
             diag_add(d, "%s: moving colliders with domain.boundary.friction \"wall_function\" "
                         "are not supported yet (no_slip or free_slip)", path);
         m->scale = m->type == MZ_MOTION_ROTATION ? acos(-1.0) / 180 : 1;

@@ -308,6 +308,86 @@ static void test_sloshing(void **state)
     world_close(&w);
 }
 
+/* The position-based solver's moving colliders. A particle resting on a platform that slides
+ * ±5 cm (period 1 s: its acceleration, 2 m/s² at most, is below μs g) rides along by static
+ * friction, within 2 mm of the platform's displacement; on a frictionless platform it stays
+ * where it was, within 1 mm. On a platform tilting 15° about its centre it stays resting on the
+ * top face (its height above it, in the platform's frame, within 2 mm of its radius). */
+static double ride(double friction, double static_friction, const char *motion, double *inside)
+{
+    char json[2048];
+    snprintf(json, sizeof json,
+             "{\"mizu_scene\": 1, \"simulation\": {\"fps\": 50, \"frames\": 75, \"substeps\": 8, "
+             "\"dimensions\": 2}, \"domain\": {\"min\": [-1, -0.5, 0], \"max\": [1, 1, 0], "
+             "\"boundary\": {\"type\": \"clamp\"}}, \"fluids\": [{\"solver\": \"ballistic\", "
+             "\"positions\": [[0.05, 0.1055, 0]], \"spacing\": 0.01}], \"colliders\": [{\"name\": "
+             "\"platform\", \"box\": {\"min\": [-0.3, 0, 0], \"max\": [0.3, 0.1, 0]}, "
+             "\"friction\": %g, \"static_friction\": %g, \"motion\": %s}]}",
+             friction, static_friction, motion);
+    world w;
+    world_open(&w, json, NULL, 0);
+    double worst = 0, deepest = 0;
+    const mz_motion *m = &w.scene.colliders[0].motion;
+    for (int f = 0; f < 75; f++) {
+        assert_int_equal(sim_advance_frame(&w.sim, scene_frame_dt(&w.scene)), 0);
+        world_read(&w);
+        double s[3];
+        motion_eval(m, w.sim.time, s);
+        if (m->type == MZ_MOTION_TRANSLATION) {
+            worst = fmax(worst, fabs(w.pos[0] - 0.05 - s[0]));
+        } else { /* the particle in the platform's frame: its height above the top face */
+            double px = w.pos[0], py = w.pos[1] - 0.05, c = cos(-s[0]), sn = sin(-s[0]);
+            double ly = sn * px + c * py + 0.05;
+            deepest = fmax(deepest, fabs(ly - (0.1 + 0.005)));
+        }
+    }
+    world_close(&w);
+    *inside = deepest;
+    return worst;
+}
+
+static void test_pbd_platform(void **state)
+{
+    (void)state;
+    const char *slide = "{\"type\": \"translation\", \"amplitude\": 0.05, \"period\": 1, "
+                        "\"ramp\": 0.5}";
+    double off, stick = ride(0.3, 0.4, slide, &off);
+    ride(0.3, 0.4, "{\"type\": \"rotation\", \"center\": [0, 0.05, 0], \"amplitude\": 15, "
+                   "\"period\": 1.5, \"ramp\": 0.5}",
+         &off);
+    print_message("pbd platform: sliding with friction, the particle keeps within %.4f m of the "
+                  "platform's displacement; tilting 15 deg (tan 15 < 0.4), it stays within %.5f m "
+                  "of resting on the top face\n", stick, off);
+    assert_true(stick < 0.002);
+    assert_true(off < 0.002);
+}
+
+/* Without friction the platform slides under the particle: it stays put. */
+static void test_pbd_platform_frictionless(void **state)
+{
+    (void)state;
+    char json[2048];
+    snprintf(json, sizeof json,
+             "{\"mizu_scene\": 1, \"simulation\": {\"fps\": 50, \"frames\": 75, \"substeps\": 8, "
+             "\"dimensions\": 2}, \"domain\": {\"min\": [-1, -0.5, 0], \"max\": [1, 1, 0], "
+             "\"boundary\": {\"type\": \"clamp\"}}, \"fluids\": [{\"solver\": \"ballistic\", "
+             "\"positions\": [[0.05, 0.1055, 0]], \"spacing\": 0.01}], \"colliders\": [{\"name\": "
+             "\"platform\", \"box\": {\"min\": [-0.3, 0, 0], \"max\": [0.3, 0.1, 0]}, "
+             "\"friction\": 0, \"static_friction\": 0, \"motion\": {\"type\": \"translation\", "
+             "\"amplitude\": 0.05, \"period\": 1, \"ramp\": 0.5}}]}");
+    world w;
+    world_open(&w, json, NULL, 0);
+    double drift = 0;
+    for (int f = 0; f < 75; f++) {
+        assert_int_equal(sim_advance_frame(&w.sim, scene_frame_dt(&w.scene)), 0);
+        world_read(&w);
+        drift = fmax(drift, fabs(w.pos[0] - 0.05));
+    }
+    print_message("pbd platform without friction: the particle drifts %.5f m at most\n", drift);
+    assert_true(drift < 0.001);
+    world_close(&w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -316,6 +396,8 @@ int main(void)
         cmocka_unit_test(test_piston),
         cmocka_unit_test(test_biesel),
         cmocka_unit_test(test_sloshing),
+        cmocka_unit_test(test_pbd_platform),
+        cmocka_unit_test(test_pbd_platform_frictionless),
     };
     return cmocka_run_group_tests(tests, open_device, close_device);
 }

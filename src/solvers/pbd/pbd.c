@@ -37,7 +37,14 @@ typedef struct collider_dev {
     cl_float4 a, b;
     cl_float radius, friction, static_friction;
     cl_int type;
+    cl_float4 unit, center;
+    cl_int mover, rotation, pad0, pad1;
 } collider_dev;
+
+/* kernels/pbd/pbd_constraints.cl's mz_motion_now. */
+typedef struct motion_now {
+    cl_float4 s[MZ_MAX_MOVING];
+} motion_now;
 enum { COLLIDER_SPHERE, COLLIDER_BOX, COLLIDER_PLANE, COLLIDER_CAPSULE };
 
 /* Per particle, its incident constraints as 2·c + (second end): a CSR adjacency; *other holds
@@ -101,6 +108,14 @@ static bool body_tables(mz_sim *sim, pbd_state *st, double *contact)
         collider_dev *d = &cd[k];
         d->friction = (cl_float)c->friction;
         d->static_friction = (cl_float)c->static_friction;
+        d->mover = -1;
+        if (c->has_motion) {
+            d->mover = st->n_movers;
+            st->mover_collider[st->n_movers++] = (int)k;
+            d->rotation = c->motion.type == MZ_MOTION_ROTATION;
+            d->unit = sim_float4(c->motion.unit);
+            d->center = sim_float4(c->motion.center);
+        }
         if (c->has_sphere) {
             d->type = COLLIDER_SPHERE;
             d->a = sim_float4(c->sphere.center);
@@ -213,6 +228,8 @@ static int pbd_init(mz_sim *sim)
     if (pbd_loads_init(&st->loads, sim, st->cprogram) != 0)
         return -1;
     pbd_loads *l = &st->loads;
+    motion_now now0;
+    memset(&now0, 0, sizeof now0);
     bool ok = KARGS(st->predict, "predict", A(sim->n_u), A(dt), A(keep), A(gravity), A(walls),
                     A(penalty), A(sim->pos), A(sim->vel), A(sim->pred), A(sim->inv_mass),
                     A(l->keep), A(l->wall_corr)) &&
@@ -227,7 +244,8 @@ static int pbd_init(mz_sim *sim)
               KARGS(st->apply, "distance_apply", A(sim->n_u), A(st->adj_start), A(st->adj),
                     A(st->corr), A(sim->inv_mass), A(sim->pred)) &&
               KARGS(st->colliders, "colliders", A(sim->n_u), A(st->n_colliders), A(st->solids),
-                    A(sim->pos), A(sim->inv_mass), A(sim->pred), A(l->keep), A(l->touch));
+                    A(sim->pos), A(sim->inv_mass), A(sim->pred), A(l->keep), A(l->touch),
+                    A(dt), A(now0));
     if (ok && st->contacts) /* the grid's slot buffer and description are set per build */
         ok = KARGS(st->collide, "collide", A(sim->n_u), A(st->grid.desc), A(st->grid.cell_start),
                    A(st->grid.cell_end), A(st->sorted), A(st->grid.vals), A(sim->pos),
@@ -240,6 +258,25 @@ static bool contacts(mz_sim *sim, pbd_state *st)
 {
     return sim_launch(sim, st->sort, sim->n, STAGE_CONTACTS, "sort_positions") &&
            sim_launch(sim, st->collide, sim->n, STAGE_CONTACTS, "collide");
+}
+
+/* The colliders' substep arguments: whether to keep their corrections, dt, and the moving
+ * ones' laws at the substep's end (the kernel meets them there). */
+static bool set_colliders(mz_sim *sim, pbd_state *st, double dt_seconds)
+{
+    motion_now now;
+    memset(&now, 0, sizeof now);
+    for (int k = 0; k < st->n_movers; k++) {
+        double v[3];
+        motion_eval(&sim->scene->colliders[st->mover_collider[k]].motion,
+                    sim->time + dt_seconds, v);
+        for (int q = 0; q < 3; q++)
+            now.s[k].s[q] = (cl_float)v[q];
+    }
+    cl_float dt = (cl_float)dt_seconds;
+    return KARGS(st->colliders, "colliders", A(sim->n_u), A(st->n_colliders), A(st->solids),
+                 A(sim->pos), A(sim->inv_mass), A(sim->pred), A(st->loads.keep),
+                 A(st->loads.touch), A(dt), A(now));
 }
 
 static int pbd_substep(mz_sim *sim, double dt_seconds)
@@ -256,8 +293,7 @@ static int pbd_substep(mz_sim *sim, double dt_seconds)
                     "clSetKernelArg(predict)") &&
               cl_ok(clSetKernelArg(st->domain, 8, sizeof l->keep, &l->keep),
                     "clSetKernelArg(domain)") &&
-              (!st->n_colliders || cl_ok(clSetKernelArg(st->colliders, 6, sizeof l->keep, &l->keep),
-                                         "clSetKernelArg(colliders)")) &&
+              (!st->n_colliders || set_colliders(sim, st, dt_seconds)) &&
               cl_ok(clSetKernelArg(st->predict, 1, sizeof dt, &dt), "clSetKernelArg(predict)") &&
               cl_ok(clSetKernelArg(st->predict, 2, sizeof keep, &keep), "clSetKernelArg(predict)") &&
               cl_ok(clSetKernelArg(st->update, 1, sizeof dt, &dt), "clSetKernelArg(update)") &&

@@ -48,6 +48,8 @@ typedef struct pbd_state {
     pbd_fluid fluid;
     pbd_rigid rigid;
     pbd_loads loads; /* forces on walls and colliders, when the scene measures them */
+    int mover_collider[MZ_MAX_MOVING]; /* colliders[].motion: the moving ones, in slot order */
+    int n_movers;
 } pbd_state;
 
 /* Fluid: buffers and kernels (before the grid exists); the grid's arguments after every build
