@@ -97,7 +97,8 @@ kernel void dfsph_density_alpha(uint n, mz_sph P, int min_neighbours, mz_grid_de
 kernel void dfsph_forces(uint n, float dt_last, mz_sph P, float4 gravity, mz_walls walls,
                          int penalty, global const float4 *x, global const float4 *v,
                          global const float *rho, MZ_LIST_PARAMS, global float4 *acc,
-                         global float *a2, int rest_out, global float4 *wall_rest)
+                         global float *a2, int rest_out, global float4 *wall_rest,
+                         MZ_WALL_MOTION)
 {
     uint i = get_global_id(0);
     if (i >= n)
@@ -115,7 +116,7 @@ kernel void dfsph_forces(uint n, float dt_last, mz_sph P, float4 gravity, mz_wal
         ws.a = a;
         MZ_LIST_BEGIN(bl, bc, stride, i, bx, xi, b, r2)
             mz_sph_boundary(&P, &ws, mz_vec(xi - bx[b]), r2, bm[b], 0.0f, rho_i,
-                            (float4)(0.0f), vi, (float4)(0.0f), (float4)(0.0f));
+                            (float4)(0.0f), vi, MZ_WALL_V(b), (float4)(0.0f));
         MZ_LIST_END
         float4 pairs = ws.a;
         a = mz_sph_wall_accel(&P, &ws, vi, dt_last);
@@ -159,7 +160,8 @@ kernel void dfsph_predict(uint n, float dt, global const float4 *acc, global flo
 kernel void dfsph_error(uint n, int density, float dt, int warm, mz_sph P,
                         global const float4 *x, global const float4 *v, global const float *rho,
                         global const float *alpha, MZ_LIST_PARAMS, global const float *K,
-                        global float *k_out, global float *partial, local float *scratch)
+                        global float *k_out, global float *partial, local float *scratch,
+                        MZ_WALL_MOTION)
 {
     uint i = get_global_id(0), lid = get_local_id(0);
     float e = 0.0f;
@@ -170,7 +172,7 @@ kernel void dfsph_error(uint n, int density, float dt, int warm, mz_sph P,
             rate += P.mass * mz_dot3(vi - v[j], mz_dfsph_grad(&P, mz_vec(xi - x[j]), r2));
         MZ_LIST_END
         MZ_LIST_BEGIN(bl, bc, stride, i, bx, xi, b, r2)
-            rate += bm[b] * mz_dot3(vi, mz_dfsph_grad(&P, mz_vec(xi - bx[b]), r2));
+            rate += bm[b] * mz_dot3(vi - MZ_WALL_V(b), mz_dfsph_grad(&P, mz_vec(xi - bx[b]), r2));
         MZ_LIST_END
         float a = alpha[i], k;
         if (density) {
@@ -259,7 +261,7 @@ kernel void dfsph_wall_loads(uint n_elems, int pass, float dt, mz_sph P, mz_grid
                              global const float *bm, global const uint *elem,
                              global const uint *slot_of, int rest_on,
                              global const float4 *rest, global const float *S,
-                             global float4 *at, global float4 *force)
+                             global float4 *at, global float4 *force, MZ_WALL_MOTION)
 {
     uint e = get_global_id(0);
     if (e >= n_elems)
@@ -276,7 +278,7 @@ kernel void dfsph_wall_loads(uint n_elems, int pass, float dt, mz_sph P, mz_grid
                 f += (P.mass * 2.0f * m_b * S[i] / (rho[i] * dt)) * mz_dfsph_grad(&P, dx, r2);
             } else {
                 mz_wall_pair q = mz_sph_wall_pair(&P, dx, r2, r, m_b, 0.0f, rho[i],
-                                                  (float4)(0.0f), v[i], (float4)(0.0f),
+                                                  (float4)(0.0f), v[i], MZ_WALL_V(b),
                                                   (float4)(0.0f));
                 float4 a = q.a;
                 if (rest_on) {

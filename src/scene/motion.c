@@ -148,9 +148,9 @@ void validate_motion(mz_scene *s, const double centre[][3], mz_diag *d)
         mz_motion *m = &co->motion;
         char path[48];
         snprintf(path, sizeof path, "colliders[%zu].motion", c);
-        if (solver == MZ_SOLVER_FLIP || solver == MZ_SOLVER_DFSPH) {
-            diag_add(d, "%s: the %s solver does not move colliders yet (wcsph, collapsed_sph and "
-                        "the position-based solver do)", path, mz_solver_names[solver]);
+        if (solver == MZ_SOLVER_FLIP) {
+            diag_add(d, "%s: the flip solver does not move colliders yet (the SPH and "
+                        "position-based solvers do)", path);
             continue;
         }
         if (scene_is_sph(s) && s->domain.boundary.friction == MZ_FRICTION_WALL_FUNCTION)

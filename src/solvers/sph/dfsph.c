@@ -107,6 +107,12 @@ static bool error_pass(mz_sim *sim, dfsph_state *st, int density, double dt, int
               A(b.mass), A(K), A(st->k), A(st->partial)) &&
         cl_ok(clSetKernelArg(st->k_error, 19, 4 * local, NULL),
               "clSetKernelArg(dfsph_error, scratch)") &&
+        cl_ok(clSetKernelArg(st->k_error, 20, sizeof b.moving, &b.moving),
+              "clSetKernelArg(dfsph_error)") &&
+        cl_ok(clSetKernelArg(st->k_error, 21, sizeof b.vel, &b.vel),
+              "clSetKernelArg(dfsph_error)") &&
+        cl_ok(clSetKernelArg(st->k_error, 22, sizeof b.acc, &b.acc),
+              "clSetKernelArg(dfsph_error)") &&
         sim_launch_local(sim, st->k_error, 0, groups * local, local, stage,
                          "dfsph_error") &&
         KARGS(st->k_sum, "dfsph_sum", A(groups_u), A(st->partial), A(st->total)) &&
@@ -213,13 +219,15 @@ static void warn_capped(mz_sim *sim, dfsph_state *st, const char *what, double e
 static bool gather_loads(mz_sim *sim, dfsph_state *st, cl_int pass, double dt)
 {
     mz_load_elems *e = &sim->loads;
+    sph_boundary_args b = bound_of(st);
     cl_uint n = (cl_uint)e->n;
     cl_float dt_f = (cl_float)dt;
     return KARGS(st->loads.k, "dfsph_wall_loads", A(n), A(pass), A(dt_f), A(st->P),
                  A(st->grid.desc), A(st->grid.cell_start), A(st->grid.cell_end), A(sim->pos),
                  A(sim->vel), A(st->rho), A(st->bound.pos), A(st->bound.mass),
                  A(st->loads.elem), A(st->bound.slot_of), A(st->loads.rest_on),
-                 A(st->loads.rest), A(st->S), A(e->at), A(e->force)) &&
+                 A(st->loads.rest), A(st->S), A(e->at), A(e->force), A(b.moving), A(b.vel),
+                 A(b.acc)) &&
            sim_launch(sim, st->loads.k, n, MZ_STAGE_OBSERVE, "dfsph_wall_loads");
 }
 
@@ -227,7 +235,7 @@ static int dfsph_step(mz_sim *sim, dfsph_state *st, double frame_dt)
 {
     const mz_fluid *f = &sim->scene->fluids[0];
     double rho0 = st->P.rest_density, left;
-    if (grid_build(&st->grid, sim->pos) != 0)
+    if (sph_boundary_move(&st->bound, sim, sim->time) != 0 || grid_build(&st->grid, sim->pos) != 0)
         return -1;
     sim_profile_grid(sim, &st->grid, STAGE_GRID);
     if (!density_alpha(sim, st))
@@ -247,7 +255,8 @@ static int dfsph_step(mz_sim *sim, dfsph_state *st, double frame_dt)
                A(st->walls), A(st->penalty), A(sim->pos), A(sim->vel), A(st->rho),
                A(l->stride), A(l->fluid), A(l->fluid_count), A(l->wall), A(l->wall_count),
                A(b.pos), A(b.mass), A(sim->pred), A(st->a2), A(st->loads.rest_on),
-               A(*(st->loads.rest ? &st->loads.rest : &st->a2))) ||
+               A(*(st->loads.rest ? &st->loads.rest : &st->a2)), A(b.moving), A(b.vel),
+               A(b.acc)) ||
         !sim_launch(sim, st->k_forces, sim->n, STAGE_FORCES, "dfsph_forces"))
         return -1;
     double dt;
