@@ -17,16 +17,7 @@
  * any iteration count. (Scaling Δλ by ω instead would make one iteration's stretch α/ω.) */
 #include "common/common.clh"
 #include "grid/grid.clh"
-
-/* |d| in the simulated dimensions, summed in a fixed order (no fused multiply-add). */
-inline float mz_len(float4 d)
-{
-#if MZ_DIM == 2
-    return sqrt(d.x * d.x + d.y * d.y);
-#else
-    return sqrt(d.x * d.x + d.y * d.y + d.z * d.z);
-#endif
-}
+#include "common/colliders.clh"
 
 /* params: rest length, compliance α (m/N), PBD stiffness k, unused. inv_dt2 = 1/dt². */
 kernel void distance_solve(uint nc, float inv_dt2, float omega, global const uint2 *ends,
@@ -174,104 +165,6 @@ kernel void collide(uint n, mz_grid_desc g, global const uint *cell_start,
         xp[i] = xi + mz_vec(sum) * (omega / (float)count);
 }
 
-/* Solids (layout of mz_collider_dev in src/solvers/pbd/pbd.c), their shapes at rest; a moving
- * one (colliders[].motion) has mover ≥ 0, its slot in the substep's law values, and its
- * translation's direction or rotation's axis and centre. */
-typedef struct {
-    float4 a, b;    /* sphere: centre; box: centre, half extents; plane: point, unit normal;
-                     * capsule: the axis's ends */
-    float radius, friction, static_friction;
-    int type;
-    float4 unit, center;
-    int mover, rotation, pad0, pad1;
-} mz_collider_dev;
-
-#define MZ_MAX_MOVING 16 /* scene.h */
-/* The law at the substep's end per moving collider: (s, ds/dt, d²s/dt², 0), m or rad. */
-typedef struct {
-    float4 s[MZ_MAX_MOVING];
-} mz_motion_now;
-
-/* v turned by angle about the unit axis u (Rodrigues). */
-inline float4 mz_turn(float4 u, float angle, float4 v)
-{
-    float c = cos(angle), sn = sin(angle);
-    return c * v + sn * cross(u, v) + (1.0f - c) * (u.x * v.x + u.y * v.y + u.z * v.z) * u;
-}
-#define MZ_SPHERE 0
-#define MZ_BOX 1
-#define MZ_PLANE 2
-#define MZ_CAPSULE 3
-
-/* Signed distance of p to the solid (negative inside) and the outward normal there. */
-inline float mz_sdf(const mz_collider_dev *c, float4 p, float4 *nrm)
-{
-    p = mz_vec(p);
-    if (c->type == MZ_PLANE) {
-        *nrm = c->b;
-        float4 q = p - c->a;
-        return q.x * c->b.x + q.y * c->b.y + q.z * c->b.z;
-    }
-    float4 centre = c->a;
-    float r = c->radius;
-    if (c->type == MZ_CAPSULE) {
-        float4 ab = c->b - c->a, ap = p - c->a;
-        float ab2 = ab.x * ab.x + ab.y * ab.y + ab.z * ab.z;
-        float t = ab2 > 0.0f ? clamp((ap.x * ab.x + ap.y * ab.y + ap.z * ab.z) / ab2, 0.0f, 1.0f)
-                             : 0.0f;
-        centre = c->a + t * ab;
-    }
-    if (c->type != MZ_BOX) {
-        float4 d = mz_vec(p - centre);
-        float len = mz_len(d);
-        *nrm = len > 0.0f ? d / len : (float4)(0.0f, 1.0f, 0.0f, 0.0f);
-        return len - r;
-    }
-    float4 q = mz_vec(fabs(p - c->a) - c->b);
-    /* ±1 per axis, never 0: a particle on a centre plane still gets a way out */
-    float4 s = mz_vec(select((float4)(-1.0f), (float4)(1.0f), isgreaterequal(p, c->a)));
-    float4 out = mz_vec(fmax(q, (float4)(0.0f)));
-    float lo = mz_len(out);
-    if (lo > 0.0f) {
-        *nrm = out * s / lo;
-        return lo;
-    }
-    /* inside: out through the nearest face */
-    float m = q.x;
-    float4 axis = (float4)(s.x, 0.0f, 0.0f, 0.0f);
-    if (q.y > m) {
-        m = q.y;
-        axis = (float4)(0.0f, s.y, 0.0f, 0.0f);
-    }
-#if MZ_DIM == 3
-    if (q.z > m) {
-        m = q.z;
-        axis = (float4)(0.0f, 0.0f, s.z, 0.0f);
-    }
-#endif
-    *nrm = axis;
-    return m;
-}
-
-/* With the forces on colliders measured (loads), each particle keeps the substep's corrections
- * by collider in two slots of touch (xyz the sum, w the collider's index + 1; 0: free); a third
- * collider in one substep adds to the second slot's. */
-inline void mz_touch(global float4 *touch, uint i, uint k, float4 d)
-{
-    float4 t0 = touch[2 * i], t1 = touch[2 * i + 1];
-    float id = (float)(k + 1);
-    d = mz_vec(d);
-    if (t0.w == id || t0.w == 0.0f) {
-        t0 += d;
-        t0.w = id;
-        touch[2 * i] = t0;
-    } else {
-        t1 += d;
-        t1.w = t1.w == 0.0f ? id : t1.w;
-        touch[2 * i + 1] = t1;
-    }
-}
-
 /* A moving collider is met in its own frame at the substep's end: the point taken back by the
  * law (translated back, or turned back about the axis), the normal carried forward; friction
  * acts on the particle's displacement relative to the solid's surface there (its velocity
@@ -286,25 +179,9 @@ kernel void colliders(uint n, uint nc, global const mz_collider_dev *cs,
     float4 p = xp[i];
     for (uint k = 0; k < nc; k++) {
         mz_collider_dev c = cs[k];
-        float4 nrm, carried = (float4)(0.0f);
-        float pen;
-        if (c.mover < 0) {
-            pen = p.w - mz_sdf(&c, p, &nrm);
-        } else {
-            float4 law = now.s[c.mover], here, surf;
-            if (c.rotation) {
-                here = mz_turn(c.unit, -law.x, mz_vec(p - c.center)) + c.center;
-                here.w = p.w;
-                pen = p.w - mz_sdf(&c, here, &surf);
-                nrm = mz_turn(c.unit, law.x, surf);
-                carried = cross(law.y * c.unit, mz_vec(p - c.center)) * dt;
-            } else {
-                here = p - law.x * c.unit;
-                pen = p.w - mz_sdf(&c, here, &nrm);
-                carried = (law.y * dt) * c.unit;
-            }
-            nrm = mz_vec(nrm);
-        }
+        float4 nrm, vel;
+        float pen = p.w - mz_collider_meet(&c, &now, p, &nrm, &vel);
+        float4 carried = vel * dt;
         if (!(pen > 0.0f))
             continue;
         float4 before = p;

@@ -14,6 +14,7 @@
  * buffers stay in id order (constraints name particles by id); contacts read a snapshot of the
  * predicted positions sorted by cell. The stage enum and names are the --profile rows. */
 #include "scene/bodies.h"
+#include "solvers/colliders.h"
 #include "solvers/pbd/pbd.h"
 #include "util/err.h"
 
@@ -26,26 +27,13 @@ static const char *const pbd_stages[] = {"predict",   "grid",           "density
                                          "domain",    "shape matching", "update",
                                          "viscosity", NULL};
 
-/* Layouts of mz_body_info and mz_collider_dev in kernels/pbd/pbd_constraints.cl. */
+/* Layout of mz_body_info in kernels/pbd/pbd_constraints.cl. */
 typedef struct body_info {
     cl_float friction, static_friction;
     cl_uint flags, pad;
 } body_info;
 enum { BODY_COLLIDES = 1, BODY_SELF = 2, BODY_FLUID = 4, BODY_RIGID = 8 };
 
-typedef struct collider_dev {
-    cl_float4 a, b;
-    cl_float radius, friction, static_friction;
-    cl_int type;
-    cl_float4 unit, center;
-    cl_int mover, rotation, pad0, pad1;
-} collider_dev;
-
-/* kernels/pbd/pbd_constraints.cl's mz_motion_now. */
-typedef struct motion_now {
-    cl_float4 s[MZ_MAX_MOVING];
-} motion_now;
-enum { COLLIDER_SPHERE, COLLIDER_BOX, COLLIDER_PLANE, COLLIDER_CAPSULE };
 
 /* Per particle, its incident constraints as 2·c + (second end): a CSR adjacency; *other holds
  * the particle at the constraint's other end, entry for entry. */
@@ -102,52 +90,7 @@ static bool body_tables(mz_sim *sim, pbd_state *st, double *contact)
     free(info);
 
     size_t nsol = s->n_colliders;
-    collider_dev *cd = xcalloc(nsol + 1, sizeof *cd);
-    for (size_t k = 0; k < nsol; k++) {
-        const mz_collider *c = &s->colliders[k];
-        collider_dev *d = &cd[k];
-        d->friction = (cl_float)c->friction;
-        d->static_friction = (cl_float)c->static_friction;
-        d->mover = -1;
-        if (c->has_motion) {
-            d->mover = st->n_movers;
-            st->mover_collider[st->n_movers++] = (int)k;
-            d->rotation = c->motion.type == MZ_MOTION_ROTATION;
-            d->unit = sim_float4(c->motion.unit);
-            d->center = sim_float4(c->motion.center);
-        }
-        if (c->has_sphere) {
-            d->type = COLLIDER_SPHERE;
-            d->a = sim_float4(c->sphere.center);
-            d->radius = (cl_float)c->sphere.radius;
-        } else if (c->has_box) {
-            double centre[3], half[3];
-            for (int a = 0; a < 3; a++) {
-                centre[a] = 0.5 * (c->box.min[a] + c->box.max[a]);
-                half[a] = 0.5 * (c->box.max[a] - c->box.min[a]);
-            }
-            d->type = COLLIDER_BOX;
-            d->a = sim_float4(centre);
-            d->b = sim_float4(half);
-        } else if (c->has_plane) {
-            double nrm[3], len = 0;
-            int dim = s->sim.dimensions;
-            for (int a = 0; a < 3; a++)
-                len += a < dim ? c->plane.normal[a] * c->plane.normal[a] : 0;
-            for (int a = 0; a < 3; a++)
-                nrm[a] = a < dim ? c->plane.normal[a] / sqrt(len) : 0;
-            d->type = COLLIDER_PLANE;
-            d->a = sim_float4(c->plane.point);
-            d->b = sim_float4(nrm);
-        } else {
-            d->type = COLLIDER_CAPSULE;
-            d->a = sim_float4(c->capsule.a);
-            d->b = sim_float4(c->capsule.b);
-            d->radius = (cl_float)c->capsule.radius;
-        }
-        if (s->sim.dimensions == 2)
-            d->a.s[2] = d->b.s[2] = 0.0f;
-    }
+    collider_dev *cd = colliders_table(s, st->mover_collider, &st->n_movers);
     st->n_colliders = (cl_uint)nsol;
     st->solids = mz_cl_buffer(sim->cl, CL_MEM_READ_ONLY, (nsol + 1) * sizeof *cd, cd,
                               "clCreateBuffer(colliders)");
@@ -264,15 +207,8 @@ static bool contacts(mz_sim *sim, pbd_state *st)
  * ones' laws at the substep's end (the kernel meets them there). */
 static bool set_colliders(mz_sim *sim, pbd_state *st, double dt_seconds)
 {
-    motion_now now;
-    memset(&now, 0, sizeof now);
-    for (int k = 0; k < st->n_movers; k++) {
-        double v[3];
-        motion_eval(&sim->scene->colliders[st->mover_collider[k]].motion,
-                    sim->time + dt_seconds, v);
-        for (int q = 0; q < 3; q++)
-            now.s[k].s[q] = (cl_float)v[q];
-    }
+    motion_now now = colliders_now(sim->scene, st->mover_collider, st->n_movers,
+                                   sim->time + dt_seconds);
     cl_float dt = (cl_float)dt_seconds;
     return KARGS(st->colliders, "colliders", A(sim->n_u), A(st->n_colliders), A(st->solids),
                  A(sim->pos), A(sim->inv_mass), A(sim->pred), A(st->loads.keep),
