@@ -12,6 +12,7 @@
  * over the particles the neighbour grid lists near it, summed in the grid's fixed order; no
  * atomics, so runs are bit-identical. */
 #include "common/common.clh"
+#include "common/colliders.clh"
 #include "grid/grid.clh"
 
 #define FLIP_AIR 0
@@ -202,7 +203,8 @@ inline float wall_stress(float u, float y, float nu)
  * shear stress over its cell, u_tau^2 / cell · dt (never more than stops it). */
 kernel void prepare_faces(uint n_nodes, flip_grid g, float4 gdt, float dt,
                           global const uchar *type, global float4 *face_vel,
-                          global float4 *face_old, int loads, global float4 *face_star)
+                          global float4 *face_old, int loads, global float4 *face_star,
+                          int moving, global const float4 *solid_vel)
 {
     uint node = get_global_id(0);
     if (node >= n_nodes)
@@ -212,11 +214,18 @@ kernel void prepare_faces(uint n_nodes, flip_grid g, float4 gdt, float dt,
     for (int a = 0; a < MZ_DIM; a++) {
         bool solid = type_at(type, &g, c - unit(a)) == FLIP_SOLID ||
                      type_at(type, &g, c) == FLIP_SOLID;
-        /* What a solid face takes away: the velocity the fluid would have had there (the forces
-         * on solids, flip_face_loads). */
-        star = set_comp(star, a, solid ? comp(u, a) + comp(gdt, a) : 0.0f);
-        old = set_comp(old, a, solid ? 0.0f : comp(u, a));
-        float ua = solid ? 0.0f : comp(u, a) + comp(gdt, a);
+        /* A moving solid's face moves with it (the solid cell's velocity; the cell inside the
+         * domain when the other is a wall). */
+        float us = 0.0f;
+        if (moving && solid) {
+            int4 sc = type_at(type, &g, c) == FLIP_SOLID && is_cell(&g, c) ? c : c - unit(a);
+            us = is_cell(&g, sc) ? comp(solid_vel[node_index(&g, sc)], a) : 0.0f;
+        }
+        /* What a solid face takes away: the velocity the fluid would have had there, relative to
+         * the solid's (the forces on solids, flip_face_loads). */
+        star = set_comp(star, a, solid ? comp(u, a) + comp(gdt, a) - us : 0.0f);
+        old = set_comp(old, a, solid ? us : comp(u, a));
+        float ua = solid ? us : comp(u, a) + comp(gdt, a);
         if (!solid && g.wall.x > 0.0f && ua != 0.0f) {
             float drag = 0.0f;
             for (int b = 0; b < MZ_DIM; b++) {
@@ -580,7 +589,7 @@ kernel void g2p(uint n, flip_grid g, float dt, float flip_ratio, float rest_dens
                 global const float4 *face_adv, global const uchar *type,
                 global const float *density, global const float2 *pressure,
                 global float4 *pos, global float4 *vel, global float *out_density,
-                global float *out_pressure)
+                global float *out_pressure, int moving, global const float4 *solid_vel)
 {
     uint i = get_global_id(0);
     if (i >= n)
@@ -610,7 +619,17 @@ kernel void g2p(uint n, flip_grid g, float dt, float flip_ratio, float rest_dens
             if (len > 0.0f) {
                 nrm /= len;
                 xn += (r - phi) * nrm;
-                float vn = mz_dot3(v, nrm);
+                /* velocity into the solid removed, relative to a moving one's (its cell's) */
+                float4 vs = (float4)(0.0f);
+                if (moving) {
+                    int4 cc = convert_int4(floor(dn));
+                    cc.w = 0;
+#if MZ_DIM == 2
+                    cc.z = 0;
+#endif
+                    vs = is_cell(&g, cc) ? solid_vel[node_index(&g, cc)] : (float4)(0.0f);
+                }
+                float vn = mz_dot3(v - vs, nrm);
                 if (vn < 0.0f)
                     v -= vn * nrm;
             }
@@ -710,4 +729,43 @@ void flip_face_loads(uint n_nodes, flip_grid g, float rho, float inv_dt,
     out[3] = r.s3;
     out[4] = r.s4;
     out[5] = r.s5;
+}
+
+/* Moving colliders (src/solvers/flip/flip.c, place_solids): every cell's signed distance to the
+ * solids, the static ones' (sdf_static) and each moving one's where its law has it now; the
+ * collider whose solid holds the cell's centre (the deepest; the static owner's when it is
+ * deeper); and that solid's velocity there (0 for a static one). */
+kernel void flip_solids(uint n_nodes, flip_grid g, uint nc, global const mz_collider_dev *cs,
+                        mz_motion_now now, global const float *sdf_static,
+                        global const int *owner_static, global float *sdf,
+                        global int *owner, global float4 *solid_vel)
+{
+    uint node = get_global_id(0);
+    if (node >= n_nodes)
+        return;
+    int4 c = node_coord(&g, node);
+    float4 x = g.origin + (convert_float4(c) + (float4)(0.5f)) * g.cell;
+    x.w = 0.0f;
+#if MZ_DIM == 2
+    x.z = 0.0f;
+#endif
+    float d = sdf_static[node], inside = fmin(d, 0.0f);
+    int o = owner_static[node];
+    float4 v = (float4)(0.0f);
+    for (uint k = 0; k < nc; k++) {
+        mz_collider_dev col = cs[k];
+        if (col.mover < 0)
+            continue;
+        float4 nrm, vel;
+        float dk = mz_collider_meet(&col, &now, x, &nrm, &vel);
+        d = fmin(d, dk);
+        if (dk < inside) {
+            inside = dk;
+            o = 6 + (int)k; /* MZ_OWNER_COLLIDER */
+            v = mz_vec(vel);
+        }
+    }
+    sdf[node] = d;
+    owner[node] = o;
+    solid_vel[node] = v;
 }

@@ -139,7 +139,6 @@ void validate_motion(mz_scene *s, const double centre[][3], mz_diag *d)
         return;
     if (moving > MZ_MAX_MOVING)
         diag_add(d, "colliders: %zu move; at most %d may", moving, MZ_MAX_MOVING);
-    mz_solver_kind solver = s->n_fluids ? scene_solver(s) : MZ_SOLVER_BALLISTIC;
     int dim = s->sim.dimensions;
     for (size_t c = 0; c < s->n_colliders; c++) {
         mz_collider *co = &s->colliders[c];
@@ -148,11 +147,10 @@ void validate_motion(mz_scene *s, const double centre[][3], mz_diag *d)
         mz_motion *m = &co->motion;
         char path[48];
         snprintf(path, sizeof path, "colliders[%zu].motion", c);
-        if (solver == MZ_SOLVER_FLIP) {
-            diag_add(d, "%s: the flip solver does not move colliders yet (the SPH and "
-                        "position-based solvers do)", path);
-            continue;
-        }
+        if (s->n_fluids && scene_solver(s) == MZ_SOLVER_FLIP && co->has_forces)
+            diag_add(d, "colliders[%zu]: flip does not measure the forces on a moving collider yet "
+                        "(its solid cells change as it moves, and the pressure on their faces "
+                        "jumps with them): leave out forces, or keep it static", c);
         if (scene_is_sph(s) && s->domain.boundary.friction == MZ_FRICTION_WALL_FUNCTION)
             diag_add(d, "%s: moving colliders with domain.boundary.friction \"wall_function\" "
                         "are not supported yet (no_slip or free_slip)", path);

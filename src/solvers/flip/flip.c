@@ -12,6 +12,7 @@
  *
  * Kernels and the grid layout: kernels/flip/flip.cl, src/solvers/flip/flip.h. */
 #include "device/grid.h"
+#include "solvers/colliders.h"
 #include "solvers/flip/flip.h"
 #include "util/err.h"
 
@@ -45,6 +46,13 @@ typedef struct flip_state {
      * each cell's collider, each load's owner and torque point; loads_now: due this step. */
     cl_mem face_star, owner, load_owner, load_about;
     cl_int loads_now;
+    /* Moving colliders: their table, each slot's collider; the static distances and owners,
+     * and the solid cells' velocities (16 bytes a node, a stand-in when none move). */
+    cl_int moving;
+    cl_kernel k_solids;
+    cl_mem solids, sdf_static, owner_static, solid_vel;
+    int mover_collider[MZ_MAX_MOVING];
+    int n_movers;
     cl_mem type, density, pressure, pressure_tmp, rhs, diag, sdf, partial;
     cl_mem part_density, part_pressure; /* per particle, for output */
     cl_int colliders;
@@ -105,9 +113,12 @@ static size_t flip_grid_bytes(const mz_scene *s)
     return node_count(&g) * (6 * 16 + 2 * 4 + 1 + 2 * 4 + 3 * 8 + 4 + 8);
 }
 
-/* The colliders' signed distance at every cell centre (negative inside; cells whose centre is
- * inside are solid), uploaded once. NULL when there are no colliders. */
-static float *collider_distances(const mz_scene *s, const flip_grid *g, size_t nodes)
+/* The static colliders' signed distance at every cell centre (negative inside; cells whose
+ * centre is inside are solid), uploaded once (moving ones join it every step: flip_solids), and
+ * into owner, when it is not NULL, the collider whose solid holds each centre (the nearest; −1
+ * none). NULL when there are no colliders. */
+static float *collider_distances(const mz_scene *s, const flip_grid *g, size_t nodes,
+                                 cl_int *owner)
 {
     if (!s->n_colliders)
         return NULL;
@@ -118,9 +129,17 @@ static float *collider_distances(const mz_scene *s, const flip_grid *g, size_t n
         double p[3];
         for (int a = 0; a < 3; a++)
             p[a] = s->domain.min[a] + ((double)idx[a] + 0.5) * g->cell.s[a];
-        double best = INFINITY;
-        for (size_t c = 0; c < s->n_colliders; c++)
-            best = fmin(best, collider_distance(&s->colliders[c], p, s->sim.dimensions));
+        double best = INFINITY, inside = 0;
+        if (owner)
+            owner[node] = -1;
+        for (size_t c = 0; c < s->n_colliders; c++) {
+            if (s->colliders[c].has_motion)
+                continue;
+            double dc = collider_distance(&s->colliders[c], p, s->sim.dimensions);
+            best = fmin(best, dc);
+            if (owner && dc < inside)
+                inside = dc, owner[node] = MZ_OWNER_COLLIDER + (cl_int)c;
+        }
         d[node] = (float)fmax(fmin(best, 1e30), -1e30);
     }
     return d;
@@ -135,21 +154,12 @@ static int loads_init(mz_sim *sim, flip_state *st)
     size_t nl = scene_load_count(s), nodes = st->nodes;
     st->face_star = flip_buffer(sim, nl ? 16 * nodes : 16, "clCreateBuffer(stopped faces)");
     cl_int *owner = xmalloc((nl ? nodes : 1) * sizeof *owner);
-    for (size_t node = 0; nl && node < nodes; node++) {
-        size_t nx = (size_t)st->g.nodes.s[0], ny = (size_t)st->g.nodes.s[1];
-        size_t idx[3] = {node % nx, node / nx % ny, node / (nx * ny)};
-        double p[3], best = 0;
-        owner[node] = -1;
-        for (int a = 0; a < 3; a++)
-            p[a] = s->domain.min[a] + ((double)idx[a] + 0.5) * st->g.cell.s[a];
-        for (size_t c = 0; c < s->n_colliders; c++) {
-            double d = collider_distance(&s->colliders[c], p, s->sim.dimensions);
-            if (d < best)
-                best = d, owner[node] = MZ_OWNER_COLLIDER + (cl_int)c;
-        }
-    }
-    if (!nl)
-        owner[0] = -1;
+    owner[0] = -1;
+    float *unused = nl ? collider_distances(s, &st->g, nodes, owner) : NULL;
+    free(unused);
+    if (nl && !s->n_colliders)
+        for (size_t node = 0; node < nodes; node++)
+            owner[node] = -1;
     cl_int *lown = xcalloc(nl + 1, sizeof *lown);
     cl_float4 *about = xcalloc(nl + 1, sizeof *about);
     for (size_t k = 0; k < nl; k++) {
@@ -169,6 +179,46 @@ static int loads_init(mz_sim *sim, flip_state *st)
     if (nl && !(sim->loads.sums = flip_buffer(sim, 24 * nl, "clCreateBuffer(load sums)")))
         return -1;
     return 0;
+}
+
+/* Moving colliders: the static distances and owners kept aside, the per-step ones and the
+ * solid cells' velocities made by flip_solids. Nothing when none move. */
+static int movers_init(mz_sim *sim, flip_state *st)
+{
+    const mz_scene *s = sim->scene;
+    size_t nodes = st->nodes;
+    st->moving = scene_moving_count(s) > 0;
+    st->solid_vel = flip_buffer(sim, st->moving ? 16 * nodes : 16, "clCreateBuffer(solid velocities)");
+    if (!st->solid_vel)
+        return -1;
+    if (!st->moving)
+        return 0;
+    collider_dev *cd = colliders_table(s, st->mover_collider, &st->n_movers);
+    st->solids = mz_cl_buffer(sim->cl, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR,
+                              (s->n_colliders + 1) * sizeof *cd, cd, "clCreateBuffer(colliders)");
+    free(cd);
+    st->sdf_static = st->sdf;
+    st->owner_static = st->owner;
+    st->sdf = flip_buffer(sim, 4 * nodes, "clCreateBuffer(collider distances)");
+    st->owner = flip_buffer(sim, 4 * nodes, "clCreateBuffer(cell colliders)");
+    cl_int err;
+    st->k_solids = clCreateKernel(st->program, "flip_solids", &err);
+    return st->solids && st->sdf && st->owner && cl_ok(err, "clCreateKernel(flip_solids)") ? 0
+                                                                                          : -1;
+}
+
+/* The moving colliders where their laws have them at the step's end: every cell's distance,
+ * solid owner and solid velocity. */
+static bool place_solids(mz_sim *sim, flip_state *st, double dt)
+{
+    if (!st->moving)
+        return true;
+    motion_now now = colliders_now(sim->scene, st->mover_collider, st->n_movers, sim->time + dt);
+    cl_uint nc = (cl_uint)sim->scene->n_colliders;
+    return KARGS(st->k_solids, "flip_solids", A(st->nodes_u), A(st->g), A(nc), A(st->solids),
+                 A(now), A(st->sdf_static), A(st->owner_static), A(st->sdf), A(st->owner),
+                 A(st->solid_vel)) &&
+           sim_launch(sim, st->k_solids, st->nodes, STAGE_P2G, "flip_solids");
 }
 
 /* After the projection, when due: the pressure force on each measured solid. */
@@ -263,12 +313,12 @@ static int flip_init(mz_sim *sim)
     if (s->sim.pressure_solver == MZ_PRESSURE_JACOBI &&
         !(st->pressure_tmp = flip_buffer(sim, 8 * nodes, "clCreateBuffer(pressure, next)")))
         return -1;
-    float *sdf = collider_distances(s, &st->g, nodes);
+    float *sdf = collider_distances(s, &st->g, nodes, NULL);
     st->colliders = sdf != NULL;
     st->sdf = mz_cl_buffer(sim->cl, CL_MEM_READ_WRITE, sdf ? 4 * nodes : 4, sdf,
                            "clCreateBuffer(collider distances)");
     free(sdf);
-    if (!st->sdf || loads_init(sim, st) != 0)
+    if (!st->sdf || loads_init(sim, st) != 0 || movers_init(sim, st) != 0)
         return -1;
     /* The warm start's first guess, frame 0's density and pressure: all zero. */
     cl_float zero = 0.0f;
@@ -322,6 +372,8 @@ int flip_p2g(mz_sim *sim, double dt)
     for (int a = 0; a < 3; a++)
         gdt.s[a] *= (float)dt;
     cl_float dt_f = (cl_float)dt;
+    if (!place_solids(sim, st, dt))
+        return -1;
     return KARGS(st->k_p2g, "p2g", A(st->nodes_u), A(st->g), A(st->grid.desc),
                  A(st->grid.cell_start), A(st->grid.cell_end), A(sim->pos), A(sim->vel),
                  A(st->inv_n0), A(st->colliders), A(st->sdf), A(st->face_vel), A(st->density),
@@ -329,7 +381,8 @@ int flip_p2g(mz_sim *sim, double dt)
                    sim_launch(sim, st->k_p2g, st->nodes, STAGE_P2G, "p2g") &&
                    KARGS(st->k_prepare, "prepare_faces", A(st->nodes_u), A(st->g), A(gdt),
                          A(dt_f), A(st->type), A(st->face_vel), A(st->face_old),
-                         A(st->loads_now), A(st->face_star)) &&
+                         A(st->loads_now), A(st->face_star), A(st->moving),
+                         A(st->solid_vel)) &&
                    sim_launch(sim, st->k_prepare, st->nodes, STAGE_P2G, "prepare_faces")
                ? 0
                : -1;
@@ -484,7 +537,7 @@ int flip_g2p(mz_sim *sim, double dt)
                  A(dmax), A(st->colliders), A(st->sdf), A(st->face_vel), A(st->face_old),
                  A(st->face_adv), A(st->type), A(st->density), A(st->pressure), A(sim->pos),
                  A(sim->vel),
-                 A(st->part_density), A(st->part_pressure)) &&
+                 A(st->part_density), A(st->part_pressure), A(st->moving), A(st->solid_vel)) &&
                    sim_launch(sim, st->k_g2p, sim->n, STAGE_G2P, "g2p")
                ? 0
                : -1;
@@ -535,14 +588,15 @@ static void flip_release(mz_sim *sim)
     cl_kernel ks[] = {st->k_p2g,      st->k_prepare,     st->k_setup,
                       st->k_jacobi,   st->k_rbgs,        st->k_residual,
                       st->k_gradient, st->k_extrapolate, st->k_g2p,
-                      st->k_loads};
+                      st->k_loads,    st->k_solids};
     mz_cl_release_kernels(ks, sizeof ks / sizeof *ks);
     cl_mem ms[] = {st->face_vel,  st->face_old,     st->face_adv,     st->valid,
                    st->vel_tmp,   st->old_tmp,      st->adv_tmp,      st->valid_tmp,
                    st->type,      st->density,      st->pressure,     st->pressure_tmp,
                    st->rhs,       st->diag,         st->sdf,          st->partial,
                    st->part_density, st->part_pressure, st->face_star, st->owner,
-                   st->load_owner, st->load_about};
+                   st->load_owner, st->load_about, st->solids, st->sdf_static,
+                   st->owner_static, st->solid_vel};
     mz_cl_release_mems(ms, sizeof ms / sizeof *ms);
     if (st->program)
         clReleaseProgram(st->program);
