@@ -220,12 +220,14 @@ kernel void dfsph_sum(uint groups, global const float *partial, global float *to
 
 /* The velocity change of the stiffnesses k (scale: 1/dt for the density solve, 1 for the
  * divergence solve), and their running total K (first: the total starts here). With forces on
- * walls measured (keep_s), S_i sums scale k_i over the step's applies (s_first: the step's
- * first), the walls' pressure impulse on i being −2 m_b (S_i/ρ_i) ∇W_ib. */
+ * walls measured (keep_s), S_i sums weight × k_i over the step's applies (s_first: the step's
+ * first), weight = scale over the step the impulse belongs to (the divergence solve's to the
+ * last step, which it ends; the density solve's to this one): the walls' pressure force on i is
+ * −2 m_b (S_i/ρ_i) ∇W_ib. */
 kernel void dfsph_apply(uint n, float scale, int first, mz_sph P, global const float4 *x,
                         global const float *rho, global const float *k, MZ_LIST_PARAMS,
                         global float *K, global float4 *v, int keep_s, int s_first,
-                        global float *S)
+                        float weight, global float *S)
 {
     uint i = get_global_id(0);
     if (i >= n)
@@ -243,7 +245,7 @@ kernel void dfsph_apply(uint n, float scale, int first, mz_sph P, global const f
     v[i] -= scale * dv;
     K[i] = first ? k[i] : K[i] + k[i];
     if (keep_s)
-        S[i] = (s_first ? 0.0f : S[i]) + scale * k[i];
+        S[i] = (s_first ? 0.0f : S[i]) + weight * k[i];
 }
 
 /* The fluid's force on each boundary particle of the measured solids (src/solvers/sph/
@@ -251,9 +253,9 @@ kernel void dfsph_apply(uint n, float scale, int first, mz_sph P, global const f
  * after dfsph_forces (its velocities): minus what the walls' pairs gave the fluid there
  * (mz_sph_wall_pair with no pressure, as dfsph_forces takes them, plus b's share of the
  * non-pairwise rest by the viscous Laplacian). Pass 1, after the density solve, before the
- * positions move: plus the solves' pressure impulse on b over the step, Σ_i m 2 m_b (S_i/ρ_i)
- * ∇_i W_ib / dt. So the solids' forces add up to minus the walls' share of the fluid's change
- * of momentum in the step, over dt. */
+ * positions move: plus the solves' pressure force on b, Σ_i m 2 m_b (S_i/ρ_i) ∇_i W_ib (S: the
+ * impulses over the steps they belong to, dfsph_apply). Over steps of one length the solids'
+ * forces add up to minus the walls' share of the fluid's change of momentum, over dt. */
 kernel void dfsph_wall_loads(uint n_elems, int pass, float dt, mz_sph P, mz_grid_desc g,
                              global const uint *cs, global const uint *ce,
                              global const float4 *x, global const float4 *v,
@@ -275,7 +277,7 @@ kernel void dfsph_wall_loads(uint n_elems, int pass, float dt, mz_sph P, mz_grid
         if (r > P.r_min) {
             float4 dx = mz_vec(x[i] - xb);
             if (pass) {
-                f += (P.mass * 2.0f * m_b * S[i] / (rho[i] * dt)) * mz_dfsph_grad(&P, dx, r2);
+                f += (P.mass * 2.0f * m_b * S[i] / rho[i]) * mz_dfsph_grad(&P, dx, r2);
             } else {
                 mz_wall_pair q = mz_sph_wall_pair(&P, dx, r2, r, m_b, 0.0f, rho[i],
                                                   (float4)(0.0f), v[i], MZ_WALL_V(b),

@@ -154,10 +154,15 @@ static void piston(const char *solver, const char *extra)
     mz_observers *o = w.sim.obs;
     assert_int_equal(observe_collect(o, &w.sim), 0);
     size_t before = o->taken.count;
-    if (w.sim.solver->substep)
+    if (w.sim.solver->substep) {
         assert_int_equal(sim_substep(&w.sim, dt), 0);
-    else /* DFSPH: its own step, in a frame that short */
+    } else { /* DFSPH: its own steps in frames that short, the one before as long (its
+              * divergence solve's impulse belongs to the step before) */
+        before++;
         assert_int_equal(sim_advance_frame(&w.sim, dt), 0);
+        momentum(&w, m, p0);
+        assert_int_equal(sim_advance_frame(&w.sim, dt), 0);
+    }
     momentum(&w, m, p1);
     assert_int_equal(observe_collect(o, &w.sim), 0);
     const float *row = o->taken.rows + before * o->row;
@@ -305,11 +310,27 @@ static void test_sloshing(void **state)
             mean += d[n++];
         }
     mean /= (double)n;
-    double cross[32]; /* both ways: half periods */
+    /* The third mode (period 2π/sqrt(3π g/B tanh(3π h/B)) = 0.653 s here) rides on the first
+     * and, where the first is small, crosses the mean too (it did twice in a plateau on an
+     * H200): a centred mean over one of its periods removes it without moving the first mode's
+     * crossings (a symmetric filter shifts no phase). Then the crossings both ways: half
+     * periods. */
+    double T3 = 2 * acos(-1.0) / sqrt(3 * acos(-1.0) * 9.81 / 1.0 * tanh(3 * acos(-1.0) * 0.3));
+    double *ds = malloc(n * sizeof *ds);
+    for (size_t k = 0; k < n; k++) {
+        double sum = 0;
+        long cnt = 0;
+        for (size_t q = 0; q < n; q++)
+            if (fabs(tt[q] - tt[k]) <= 0.5 * T3)
+                sum += d[q], cnt++;
+        ds[k] = sum / (double)cnt - mean;
+    }
+    double cross[32];
     int nc = 0;
     for (size_t k = 0; k + 1 < n && nc < 32; k++)
-        if ((d[k] - mean <= 0) != (d[k + 1] - mean <= 0))
-            cross[nc++] = tt[k] + (tt[k + 1] - tt[k]) * (mean - d[k]) / (d[k + 1] - d[k]);
+        if (tt[k] > 1.0 + 0.5 * T3 && (ds[k] <= 0) != (ds[k + 1] <= 0))
+            cross[nc++] = tt[k] + (tt[k + 1] - tt[k]) * (-ds[k]) / (ds[k + 1] - ds[k]);
+    free(ds);
     double g = 9.81, B = 1.0, h = 0.3, pi = acos(-1.0);
     double T1 = 2 * pi / sqrt(pi * g / B * tanh(pi * h / B));
     assert_true(nc >= 7);

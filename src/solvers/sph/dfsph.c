@@ -126,18 +126,21 @@ static bool error_pass(mz_sim *sim, dfsph_state *st, int density, double dt, int
     return ok;
 }
 
+/* weight: scale over the step the pass's impulse belongs to (the forces on walls). */
 static bool apply_pass(mz_sim *sim, dfsph_state *st, double scale, int first, cl_mem K,
-                       int stage)
+                       int stage, double weight)
 {
     sph_boundary_args b = bound_of(st);
     cl_float scale_f = (cl_float)scale;
     const sph_lists *l = &st->lists;
     cl_int keep_s = st->loads.on, s_first = st->s_first;
+    cl_float weight_f = (cl_float)weight;
     st->s_first = false;
     return KARGS(st->k_apply, "dfsph_apply", A(sim->n_u), A(scale_f), A(first), A(st->P),
                  A(sim->pos), A(st->rho), A(st->k), A(l->stride), A(l->fluid),
                  A(l->fluid_count), A(l->wall), A(l->wall_count), A(b.pos), A(b.mass), A(K),
-                 A(sim->vel), A(keep_s), A(s_first), A(*(st->S ? &st->S : &st->k))) &&
+                 A(sim->vel), A(keep_s), A(s_first), A(weight_f),
+                 A(*(st->S ? &st->S : &st->k))) &&
            sim_launch(sim, st->k_apply, sim->n, stage, "dfsph_apply");
 }
 
@@ -159,7 +162,7 @@ static int solve(mz_sim *sim, dfsph_state *st, int density, double dt, bool warm
     int first = 1;
     if (warm) {
         if (!error_pass(sim, st, density, dt, 1, K, stage, &avg) ||
-            !apply_pass(sim, st, scale, 1, K, stage))
+            !apply_pass(sim, st, scale, 1, K, stage, scale / dt))
             return -1;
         first = 0;
     }
@@ -169,7 +172,7 @@ static int solve(mz_sim *sim, dfsph_state *st, int density, double dt, bool warm
             return -1;
         if ((avg <= tol && it >= min_iterations) || it == MAX_ITERATIONS)
             break;
-        if (!apply_pass(sim, st, scale, first, K, stage))
+        if (!apply_pass(sim, st, scale, first, K, stage, scale / dt))
             return -1;
         first = 0;
     }
