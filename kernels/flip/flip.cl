@@ -13,6 +13,7 @@
  * atomics, so runs are bit-identical. */
 #include "common/common.clh"
 #include "common/colliders.clh"
+#include "common/loads.clh"
 #include "grid/grid.clh"
 
 #define FLIP_AIR 0
@@ -656,8 +657,6 @@ kernel void g2p(uint n, flip_grid g, float dt, float flip_ratio, float rest_dens
 
 /* ---- forces on solids ---------------------------------------------------------------------- */
 
-#define FLIP_LOAD_GROUP 256
-
 /* The pressure force on the solids whose forces are measured (src/solvers/flip/flip.c): every
  * face between a fluid cell and a solid cell pushes the solid along n (from the fluid into the
  * solid) with the face's pressure times its area. A solid face's velocity is the solid's, so the
@@ -667,19 +666,19 @@ kernel void g2p(uint n, flip_grid g, float dt, float flip_ratio, float rest_dens
  * a wall of the domain (the cell outside it) or the collider owner[cell] (MZ_OWNER_COLLIDER +
  * index; −1 none). One work-group per load over every node, a fixed tree: sums, 6 floats a
  * load (force, torque about about[load] at the faces' centres). */
-kernel __attribute__((reqd_work_group_size(FLIP_LOAD_GROUP, 1, 1)))
+kernel __attribute__((reqd_work_group_size(MZ_LOAD_GROUP, 1, 1)))
 void flip_face_loads(uint n_nodes, flip_grid g, float rho, float inv_dt,
                      global const uchar *type, global const float2 *pressure,
                      global const float4 *face_star, global const int *owner,
                      global const int *load_owner, global const float4 *about,
                      global float *sums)
 {
-    local float8 part[FLIP_LOAD_GROUP];
+    local float8 part[MZ_LOAD_GROUP];
     const uint l = get_group_id(0), t = get_local_id(0);
     const int want = load_owner[l];
     const float4 ctr = about[l];
     float4 f = (float4)(0.0f), m = (float4)(0.0f);
-    for (uint node = t; node < n_nodes; node += FLIP_LOAD_GROUP) {
+    for (uint node = t; node < n_nodes; node += MZ_LOAD_GROUP) {
         int4 c = node_coord(&g, node);
         for (int a = 0; a < MZ_DIM; a++) {
             int4 lo = c - unit(a);
@@ -712,23 +711,7 @@ void flip_face_loads(uint n_nodes, flip_grid g, float rho, float inv_dt,
             m += cross(x - ctr, fi);
         }
     }
-    part[t] = (float8)(f.x, f.y, f.z, m.x, m.y, m.z, 0.0f, 0.0f);
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (uint s = FLIP_LOAD_GROUP / 2; s > 0; s >>= 1) {
-        if (t < s)
-            part[t] += part[t + s];
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    if (t != 0)
-        return;
-    const float8 r = part[0];
-    global float *out = sums + 6 * l;
-    out[0] = r.s0;
-    out[1] = r.s1;
-    out[2] = r.s2;
-    out[3] = r.s3;
-    out[4] = r.s4;
-    out[5] = r.s5;
+    mz_load_total(part, t, f, m, sums + 6 * l);
 }
 
 /* Moving colliders (src/solvers/flip/flip.c, place_solids): every cell's signed distance to the

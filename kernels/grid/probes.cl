@@ -13,6 +13,7 @@
  * rest lattice gives on average (inv_rest), so that still water reads 1. */
 #include "common/common.clh"
 #include "grid/grid.clh"
+#include "common/loads.clh"
 
 #if MZ_DIM == 2
 #define MZ_PROBE_DZ 0
@@ -208,8 +209,6 @@ void gauge_level(global const uint *first, global const uint *count, global cons
     rows[row_base + i] = level;
 }
 
-#define MZ_LOAD_GROUP 256
-
 /* A load's force and torque (src/solvers/observe.h): the sum of the forces its elements
  * carry (first[i] .. first[i] + count[i] − 1, filled by the solver in the step) and of their
  * moments (x − about) × f. One work-group per load, each work-item a strided share of the
@@ -229,23 +228,7 @@ void load_sums(global const float4 *at, global const float4 *force, global const
         f += fe;
         m += cross(mz_vec(at[e] - c), fe);
     }
-    part[t] = (float8)(f.x, f.y, f.z, m.x, m.y, m.z, 0.0f, 0.0f);
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (uint stride = MZ_LOAD_GROUP / 2; stride > 0; stride >>= 1) {
-        if (t < stride)
-            part[t] += part[t + stride];
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    if (t != 0)
-        return;
-    global float *row = rows + row_base + 6 * i;
-    const float8 s = part[0];
-    row[0] = s.s0;
-    row[1] = s.s1;
-    row[2] = s.s2;
-    row[3] = s.s3;
-    row[4] = s.s4;
-    row[5] = s.s5;
+    mz_load_total(part, t, f, m, rows + row_base + 6 * i);
 }
 
 #define MZ_MAX_MOVING 16 /* scene.h */

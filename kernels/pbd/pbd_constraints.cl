@@ -18,6 +18,7 @@
 #include "common/common.clh"
 #include "grid/grid.clh"
 #include "common/colliders.clh"
+#include "common/loads.clh"
 
 /* params: rest length, compliance α (m/N), PBD stiffness k, unused. inv_dt2 = 1/dt². */
 kernel void distance_solve(uint nc, float inv_dt2, float omega, global const uint2 *ends,
@@ -199,7 +200,6 @@ kernel void colliders(uint n, uint nc, global const mz_collider_dev *cs,
  * positions; a fixed tree. owner[load]: a wall (0 .. 5: x_min, x_max, ...: the corrections
  * along its axis that point away from it) or MZ_OWNER_COLLIDER + the collider's index (its
  * touch slots). Into sums, 6 floats a load: force, torque. */
-#define MZ_LOAD_GROUP 256
 kernel __attribute__((reqd_work_group_size(MZ_LOAD_GROUP, 1, 1)))
 void pbd_load_sums(uint n, global const int *owner, global const float4 *about,
                    global const float *inv_mass, global const float4 *xp,
@@ -237,21 +237,5 @@ void pbd_load_sums(uint n, global const int *owner, global const float4 *about,
         f += fi;
         m += cross(mz_vec(xp[i] - c), fi);
     }
-    part[t] = (float8)(f.x, f.y, f.z, m.x, m.y, m.z, 0.0f, 0.0f);
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (uint s = MZ_LOAD_GROUP / 2; s > 0; s >>= 1) {
-        if (t < s)
-            part[t] += part[t + s];
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    if (t != 0)
-        return;
-    const float8 r = part[0];
-    global float *out = sums + 6 * l;
-    out[0] = r.s0;
-    out[1] = r.s1;
-    out[2] = r.s2;
-    out[3] = r.s3;
-    out[4] = r.s4;
-    out[5] = r.s5;
+    mz_load_total(part, t, f, m, sums + 6 * l);
 }

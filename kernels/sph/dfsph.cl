@@ -282,13 +282,7 @@ kernel void dfsph_wall_loads(uint n_elems, int pass, float dt, mz_sph P, mz_grid
                 mz_wall_pair q = mz_sph_wall_pair(&P, dx, r2, r, m_b, 0.0f, rho[i],
                                                   (float4)(0.0f), v[i], MZ_WALL_V(b),
                                                   (float4)(0.0f));
-                float4 a = q.a;
-                if (rest_on) {
-                    float4 ri = rest[i];
-                    if (ri.w > 0.0f)
-                        a = a + (q.lap / ri.w) * ri;
-                }
-                f = f - P.mass * a;
+                f = f - P.mass * mz_wall_load_accel(&q, rest_on, rest, i);
             }
         }
     MZ_NEIGHBOURS_END

@@ -384,13 +384,7 @@ kernel void sph_wall_loads(uint n_elems, mz_sph P, float4 gravity, int collapsed
             dx.w = 0.0f;
             vi.w = 0.0f;
             mz_wall_pair q = mz_sph_wall_pair(&P, dx, r2, r, m_b, p_i, rho_i, gravity, vi, vb, ab);
-            float4 a = q.a;
-            if (rest_on) {
-                float4 ri = rest[i];
-                if (ri.w > 0.0f)
-                    a = a + (q.lap / ri.w) * ri;
-            }
-            f = f - P.mass * a;
+            f = f - P.mass * mz_wall_load_accel(&q, rest_on, rest, i);
         }
     MZ_NEIGHBOURS_END
     f.w = 0.0f;
