@@ -96,6 +96,16 @@ static inline void world_read(world *w)
     world_read_buffer(&s->id, w->id, 4 * n);
 }
 
+/* Σ m v over the particles read back, each of mass m (any order). */
+static inline void world_momentum(world *w, double m, double out[3])
+{
+    world_read(w);
+    out[0] = out[1] = out[2] = 0;
+    for (size_t i = 0; i < w->parts.n; i++)
+        for (int a = 0; a < 3; a++)
+            out[a] += m * w->vel[4 * i + a];
+}
+
 static inline void world_close(world *w)
 {
     sim_release(&w->sim);

@@ -89,16 +89,6 @@ static void check_sums(world *w)
     free(count);
 }
 
-/* Σ m v over the fluid (any order). */
-static void momentum(world *w, double m, double out[3])
-{
-    world_read(w);
-    out[0] = out[1] = out[2] = 0;
-    for (size_t i = 0; i < w->parts.n; i++)
-        for (int a = 0; a < 3; a++)
-            out[a] += m * w->vel[4 * i + a];
-}
-
 /* A 2D dam break with forces on every wall and on a sphere in the flow's path, 0.15 s in;
  * then one step: the solids' forces against the fluid's change of momentum. */
 static void momentum_balance(const char *friction, const char *solver)
@@ -120,7 +110,7 @@ static void momentum_balance(const char *friction, const char *solver)
     for (int f = 0; f < 15; f++)
         assert_int_equal(sim_advance_frame(&w.sim, frame), 0);
     double m = sph_params_for(&w.scene).mass, p0[3], p1[3], dt = 5e-5;
-    momentum(&w, m, p0);
+    world_momentum(&w, m, p0);
     assert_int_equal(observe_collect(w.sim.obs, &w.sim), 0);
     size_t before = w.sim.obs->taken.count;
     /* One step of dt: a fixed step, or DFSPH's own in a frame that short (after one step of dt
@@ -132,10 +122,10 @@ static void momentum_balance(const char *friction, const char *solver)
         assert_int_equal(observe_collect(w.sim.obs, &w.sim), 0);
         before = w.sim.obs->taken.count + 1;
         assert_int_equal(sim_advance_frame(&w.sim, dt), 0);
-        momentum(&w, m, p0);
+        world_momentum(&w, m, p0);
         assert_int_equal(sim_advance_frame(&w.sim, dt), 0);
     }
-    momentum(&w, m, p1);
+    world_momentum(&w, m, p1);
     check_sums(&w);
     mz_observers *o = w.sim.obs;
     assert_int_equal(o->taken.count, before + 1);
@@ -195,12 +185,12 @@ static void test_momentum_pbd(void **state)
     for (int f = 0; f < 15; f++)
         assert_int_equal(sim_advance_frame(&w.sim, frame), 0);
     double p0[3], p1[3], m = build_particle_mass(&w.scene, &w.scene.fluids[0]);
-    momentum(&w, m, p0);
+    world_momentum(&w, m, p0);
     mz_observers *o = w.sim.obs;
     assert_int_equal(observe_collect(o, &w.sim), 0);
     size_t before = o->taken.count;
     assert_int_equal(sim_substep(&w.sim, dt), 0);
-    momentum(&w, m, p1);
+    world_momentum(&w, m, p1);
     assert_int_equal(observe_collect(o, &w.sim), 0);
     assert_int_equal(o->taken.count, before + 1);
     const float *row = o->taken.rows + before * o->row;
