@@ -38,7 +38,7 @@ typedef struct flip_state {
     cl_uint nodes_u;
     mz_grid grid;
     bool grid_made;
-    cl_program program;
+    cl_program program, solids_program; /* flip.cl; flip_solids.cl (when needed) */
     cl_kernel k_p2g, k_prepare, k_setup, k_jacobi, k_rbgs, k_residual, k_gradient, k_extrapolate,
         k_g2p, k_loads;
     cl_mem face_vel, face_old, face_adv, valid, vel_tmp, old_tmp, adv_tmp, valid_tmp;
@@ -201,10 +201,7 @@ static int movers_init(mz_sim *sim, flip_state *st)
     st->owner_static = st->owner;
     st->sdf = flip_buffer(sim, 4 * nodes, "clCreateBuffer(collider distances)");
     st->owner = flip_buffer(sim, 4 * nodes, "clCreateBuffer(cell colliders)");
-    cl_int err;
-    st->k_solids = clCreateKernel(st->program, "flip_solids", &err);
-    return st->solids && st->sdf && st->owner && cl_ok(err, "clCreateKernel(flip_solids)") ? 0
-                                                                                          : -1;
+    return st->solids && st->sdf && st->owner ? 0 : -1;
 }
 
 /* The moving colliders where their laws have them at the step's end: every cell's distance,
@@ -277,15 +274,21 @@ static int flip_init(mz_sim *sim)
                                         "pressure_gradient",
                                         "extrapolate",
                                         "g2p",
-                                        "flip_face_loads",
                                         NULL};
     cl_kernel *const kernels[] = {&st->k_p2g,      &st->k_prepare,  &st->k_setup,
                                   &st->k_jacobi,   &st->k_rbgs,     &st->k_residual,
-                                  &st->k_gradient, &st->k_extrapolate, &st->k_g2p,
-                                  &st->k_loads};
+                                  &st->k_gradient, &st->k_extrapolate, &st->k_g2p};
     st->program = sim_build_kernels(sim, "flip/flip.cl", names, kernels);
     if (!st->program)
         return -1;
+    /* The solids' kernels, only when the scene has forces or moving colliders to measure. */
+    if (scene_load_count(s) || scene_moving_count(s)) {
+        static const char *const snames[] = {"flip_face_loads", "flip_solids", NULL};
+        cl_kernel *const skernels[] = {&st->k_loads, &st->k_solids};
+        st->solids_program = sim_build_kernels(sim, "flip/flip_solids.cl", snames, skernels);
+        if (!st->solids_program)
+            return -1;
+    }
 
     size_t nodes = st->nodes, n = sim->n;
     struct {
@@ -600,6 +603,8 @@ static void flip_release(mz_sim *sim)
     mz_cl_release_mems(ms, sizeof ms / sizeof *ms);
     if (st->program)
         clReleaseProgram(st->program);
+    if (st->solids_program)
+        clReleaseProgram(st->solids_program);
     free(st->partial_host);
     free(st);
     sim->state = NULL;
