@@ -145,21 +145,14 @@ static float *collider_distances(const mz_scene *s, const flip_grid *g, size_t n
     return d;
 }
 
-/* The forces on solids: each cell's collider (the nearest one whose solid holds the cell's
- * centre; −1 in fluid or air), each load's owner and point, and the sums' buffer. Stand-ins
+/* The forces on solids: each cell's collider (owner: collider_distances's, nodes of them when
+ * the scene measures forces), each load's owner and point, and the sums' buffer. Stand-ins
  * when the scene measures none. */
-static int loads_init(mz_sim *sim, flip_state *st)
+static int loads_init(mz_sim *sim, flip_state *st, cl_int *owner)
 {
     const mz_scene *s = sim->scene;
     size_t nl = scene_load_count(s), nodes = st->nodes;
     st->face_star = flip_buffer(sim, nl ? 16 * nodes : 16, "clCreateBuffer(stopped faces)");
-    cl_int *owner = xmalloc((nl ? nodes : 1) * sizeof *owner);
-    owner[0] = -1;
-    float *unused = nl ? collider_distances(s, &st->g, nodes, owner) : NULL;
-    free(unused);
-    if (nl && !s->n_colliders)
-        for (size_t node = 0; node < nodes; node++)
-            owner[node] = -1;
     cl_int *lown = xcalloc(nl + 1, sizeof *lown);
     cl_float4 *about = xcalloc(nl + 1, sizeof *about);
     for (size_t k = 0; k < nl; k++) {
@@ -171,7 +164,6 @@ static int loads_init(mz_sim *sim, flip_state *st)
                              "clCreateBuffer(cell colliders)");
     st->load_owner = mz_cl_buffer(sim->cl, flags, 4 * (nl + 1), lown, "clCreateBuffer(loads)");
     st->load_about = mz_cl_buffer(sim->cl, flags, 16 * (nl + 1), about, "clCreateBuffer(loads)");
-    free(owner);
     free(lown);
     free(about);
     if (!st->face_star || !st->owner || !st->load_owner || !st->load_about)
@@ -316,12 +308,20 @@ static int flip_init(mz_sim *sim)
     if (s->sim.pressure_solver == MZ_PRESSURE_JACOBI &&
         !(st->pressure_tmp = flip_buffer(sim, 8 * nodes, "clCreateBuffer(pressure, next)")))
         return -1;
-    float *sdf = collider_distances(s, &st->g, nodes, NULL);
+    /* The static colliders' distances and, for the forces on solids, each cell's collider: one
+     * pass over the cells. */
+    size_t nl = scene_load_count(s);
+    cl_int *owner = xmalloc((nl ? nodes : 1) * sizeof *owner);
+    for (size_t node = 0; node < (nl ? nodes : 1); node++)
+        owner[node] = -1;
+    float *sdf = collider_distances(s, &st->g, nodes, nl ? owner : NULL);
     st->colliders = sdf != NULL;
     st->sdf = mz_cl_buffer(sim->cl, CL_MEM_READ_WRITE, sdf ? 4 * nodes : 4, sdf,
                            "clCreateBuffer(collider distances)");
     free(sdf);
-    if (!st->sdf || loads_init(sim, st) != 0 || movers_init(sim, st) != 0)
+    int rc = !st->sdf || loads_init(sim, st, owner) != 0 || movers_init(sim, st) != 0 ? -1 : 0;
+    free(owner);
+    if (rc != 0)
         return -1;
     /* The warm start's first guess, frame 0's density and pressure: all zero. */
     cl_float zero = 0.0f;
