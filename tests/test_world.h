@@ -106,6 +106,26 @@ static inline void world_momentum(world *w, double m, double out[3])
             out[a] += m * w->vel[4 * i + a];
 }
 
+/* A 2D step's momentum balance (g = 9.81 along −y): the forces on the n_loads solids of one
+ * sample row (force then torque, 6 floats each) summed into total[0..1], against what the walls
+ * gave the fluid of n particles of mass m over the step dt, ΣmΔv/dt − M g from the momenta p0
+ * before and p1 after. Returns the worse axis's mismatch over the fluid's weight. */
+static inline double world_loads_balance(const float *row, size_t n_loads, const double p0[3],
+                                         const double p1[3], double dt, double m, size_t n,
+                                         double total[2])
+{
+    double weight = m * (double)n * 9.81, worst = 0;
+    total[0] = total[1] = 0;
+    for (size_t k = 0; k < n_loads; k++)
+        for (int a = 0; a < 2; a++)
+            total[a] += row[6 * k + a];
+    for (int a = 0; a < 2; a++) {
+        double walls_on_fluid = (p1[a] - p0[a]) / dt - m * (double)n * (a ? -9.81 : 0);
+        worst = fmax(worst, fabs(total[a] + walls_on_fluid) / weight);
+    }
+    return worst;
+}
+
 static inline void world_close(world *w)
 {
     sim_release(&w->sim);

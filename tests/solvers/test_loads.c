@@ -130,16 +130,8 @@ static void momentum_balance(const char *friction, const char *solver)
     mz_observers *o = w.sim.obs;
     assert_int_equal(o->taken.count, before + 1);
     const float *row = o->taken.rows + before * o->row;
-    double total[3] = {0, 0, 0}, weight = m * (double)w.parts.n * 9.81, worst = 0;
-    for (size_t k = 0; k < o->n_loads; k++)
-        for (int a = 0; a < 3; a++)
-            total[a] += row[6 * k + a];
-    double rock = fabs(row[0]) + fabs(row[1]);
-    for (int a = 0; a < 2; a++) {
-        double g = a == 1 ? -9.81 : 0;
-        double walls_on_fluid = (p1[a] - p0[a]) / dt - m * (double)w.parts.n * g;
-        worst = fmax(worst, fabs(total[a] + walls_on_fluid) / weight);
-    }
+    double total[2], weight = m * (double)w.parts.n * 9.81, rock = fabs(row[0]) + fabs(row[1]);
+    double worst = world_loads_balance(row, o->n_loads, p0, p1, dt, m, w.parts.n, total);
     print_message("%s, %s walls: the solids' forces (%.2f, %.2f) N/m, the rock's %.2f N/m; "
                   "momentum balance within %.2g of the weight %.1f N/m\n", solver, friction,
                   total[0], total[1], rock, worst, weight);
@@ -194,14 +186,8 @@ static void test_momentum_pbd(void **state)
     assert_int_equal(observe_collect(o, &w.sim), 0);
     assert_int_equal(o->taken.count, before + 1);
     const float *row = o->taken.rows + before * o->row;
-    double total[2] = {0, 0}, weight = m * (double)w.parts.n * 9.81, worst = 0;
-    for (size_t k = 0; k < o->n_loads; k++)
-        for (int a = 0; a < 2; a++)
-            total[a] += row[6 * k + a];
-    for (int a = 0; a < 2; a++) {
-        double walls_on_fluid = (p1[a] - p0[a]) / dt - m * (double)w.parts.n * (a ? -9.81 : 0);
-        worst = fmax(worst, fabs(total[a] + walls_on_fluid) / weight);
-    }
+    double total[2], weight = m * (double)w.parts.n * 9.81;
+    double worst = world_loads_balance(row, o->n_loads, p0, p1, dt, m, w.parts.n, total);
     print_message("pbf: the solids' forces (%.2f, %.2f) N/m, the rock's (%.2f, %.2f); momentum "
                   "balance within %.2g of the weight %.1f N/m\n", total[0], total[1], row[0],
                   row[1], worst, weight);

@@ -156,14 +156,8 @@ static void piston(const char *solver, const char *extra)
     world_momentum(&w, m, p1);
     assert_int_equal(observe_collect(o, &w.sim), 0);
     const float *row = o->taken.rows + before * o->row;
-    double total[2] = {0, 0}, weight = m * (double)w.parts.n * 9.81, worst = 0;
-    for (size_t k = 0; k < o->n_loads; k++)
-        for (int a = 0; a < 2; a++)
-            total[a] += row[6 * k + a];
-    for (int a = 0; a < 2; a++) {
-        double walls_on_fluid = (p1[a] - p0[a]) / dt - m * (double)w.parts.n * (a ? -9.81 : 0);
-        worst = fmax(worst, fabs(total[a] + walls_on_fluid) / weight);
-    }
+    double total[2];
+    double worst = world_loads_balance(row, o->n_loads, p0, p1, dt, m, w.parts.n, total);
     print_message("%s piston: the water keeps %.4f m in front of its face at least; at t = %.2f s "
                   "(piston at %+.4f m, %+.3f m/s) the piston takes %.1f N/m, the solids' forces "
                   "balance the fluid's momentum within %.2g of its weight\n", solver, gap, w.sim.time,
