@@ -128,6 +128,41 @@ static const mz_key boundary_keys[] = {
     {0}};
 static const mz_schema boundary_schema = {"boundary", boundary_keys, sizeof(mz_boundary)};
 
+const char *const mz_motion_names[] = {"translation", "rotation", 0};
+
+/* colliders[].motion and domain.motion (mz_motion). */
+static const mz_key motion_keys[] = {
+    {.name = "type", .type = K_ENUM, .offset = OFF(mz_motion, type), .flags = K_REQUIRED,
+     .names = mz_motion_names,
+     .doc = "translation: the solid moves by s(t) along direction; rotation: it turns by s(t) "
+            "degrees about the line through center along axis"},
+    {.name = "direction", .type = K_VEC3, .offset = OFF(mz_motion, direction), .def = "[1, 0, 0]",
+     .doc = "translation: the direction of motion (any length)"},
+    {.name = "center", .type = K_VEC3, .offset = OFF(mz_motion, center),
+     .aux_offset = OFF(mz_motion, has_center), .unit = "m",
+     .doc = "rotation: a point on the axis; left out, the collider's (the domain's) centre"},
+    {.name = "axis", .type = K_VEC3, .offset = OFF(mz_motion, axis), .def = "[0, 0, 1]",
+     .doc = "rotation: the axis (any length; right-handed); in 2D [0, 0, 1]"},
+    {.name = "amplitude", .type = K_NUMBER, .offset = OFF(mz_motion, amplitude), .def = "0",
+     .unit = "m or deg",
+     .doc = "sine law: s(t) = amplitude r(t) sin(360 t / period + phase), in m (translation) or "
+            "degrees (rotation)"},
+    {.name = "period", .type = K_NUMBER, .offset = OFF(mz_motion, period), .def = "1",
+     .flags = K_MIN_GT, .min = 0, .unit = "s", .doc = "sine law: the period"},
+    {.name = "phase", .type = K_NUMBER, .offset = OFF(mz_motion, phase), .def = "0",
+     .unit = "deg", .doc = "sine law: the phase; s(0) must be 0 (0 or 180 without a ramp)"},
+    {.name = "ramp", .type = K_NUMBER, .offset = OFF(mz_motion, ramp), .def = "0", .flags = K_MIN,
+     .min = 0, .unit = "s",
+     .doc = "sine law: the amplitude grows smoothly, r(t) = (1 - cos(pi t / ramp)) / 2, over "
+            "the first ramp seconds; 0: none"},
+    {.name = "table", .type = K_STRING, .offset = OFF(mz_motion, table),
+     .doc = "instead of the sine law: a CSV file (relative to the scene) of rows time (s), "
+            "value (m or degrees), times increasing; a monotone cubic runs through the rows "
+            "(PCHIP: no overshoot), the last value after the last row; its value at t = 0 must "
+            "be 0"},
+    {0}};
+static const mz_schema motion_schema = {"motion", motion_keys, sizeof(mz_motion)};
+
 static const mz_key domain_keys[] = {
     {.name = "min", .type = K_VEC3, .offset = OFF(mz_domain, min), .flags = K_REQUIRED,
      .unit = "m", .doc = "lower corner of the simulation box"},
@@ -135,6 +170,12 @@ static const mz_key domain_keys[] = {
      .unit = "m", .doc = "upper corner of the simulation box"},
     {.name = "boundary", .type = K_OBJECT, .offset = OFF(mz_domain, boundary),
      .sub = &boundary_schema, .doc = "how the box's walls act on particles"},
+    {.name = "motion", .type = K_OBJECT, .offset = OFF(mz_domain, motion),
+     .sub = &motion_schema, .aux_offset = OFF(mz_domain, has_motion),
+     .doc = "move the whole domain, its walls and colliders with it, by a prescribed law (a "
+            "rolling or swaying tank); the run is done in the domain's frame: positions, "
+            "velocities, probes and forces are the domain's, its pose goes to "
+            "/observables/domain"},
     {0}};
 static const mz_schema domain_schema = {"domain", domain_keys, sizeof(mz_domain)};
 
@@ -289,39 +330,6 @@ static const mz_key capsule_keys[] = {
     {0}};
 static const mz_schema capsule_schema = {"capsule", capsule_keys, sizeof(struct mz_capsule)};
 
-const char *const mz_motion_names[] = {"translation", "rotation", 0};
-
-/* colliders[].motion (mz_motion). */
-static const mz_key motion_keys[] = {
-    {.name = "type", .type = K_ENUM, .offset = OFF(mz_motion, type), .flags = K_REQUIRED,
-     .names = mz_motion_names,
-     .doc = "translation: the collider moves by s(t) along direction; rotation: it turns by "
-            "s(t) degrees about the line through center along axis"},
-    {.name = "direction", .type = K_VEC3, .offset = OFF(mz_motion, direction), .def = "[1, 0, 0]",
-     .doc = "translation: the direction of motion (any length)"},
-    {.name = "center", .type = K_VEC3, .offset = OFF(mz_motion, center),
-     .aux_offset = OFF(mz_motion, has_center), .unit = "m",
-     .doc = "rotation: a point on the axis; left out, the collider's centre"},
-    {.name = "axis", .type = K_VEC3, .offset = OFF(mz_motion, axis), .def = "[0, 0, 1]",
-     .doc = "rotation: the axis (any length; right-handed); in 2D [0, 0, 1]"},
-    {.name = "amplitude", .type = K_NUMBER, .offset = OFF(mz_motion, amplitude), .def = "0",
-     .unit = "m or deg",
-     .doc = "sine law: s(t) = amplitude r(t) sin(360 t / period + phase), in m (translation) or "
-            "degrees (rotation)"},
-    {.name = "period", .type = K_NUMBER, .offset = OFF(mz_motion, period), .def = "1",
-     .flags = K_MIN_GT, .min = 0, .unit = "s", .doc = "sine law: the period"},
-    {.name = "phase", .type = K_NUMBER, .offset = OFF(mz_motion, phase), .def = "0",
-     .unit = "deg", .doc = "sine law: the phase; s(0) must be 0 (0 or 180 without a ramp)"},
-    {.name = "ramp", .type = K_NUMBER, .offset = OFF(mz_motion, ramp), .def = "0", .flags = K_MIN,
-     .min = 0, .unit = "s",
-     .doc = "sine law: the amplitude grows smoothly, r(t) = (1 - cos(pi t / ramp)) / 2, over "
-            "the first ramp seconds; 0: none"},
-    {.name = "table", .type = K_STRING, .offset = OFF(mz_motion, table),
-     .doc = "instead of the sine law: a CSV file (relative to the scene) of rows time (s), "
-            "value (m or degrees), times increasing, linear between rows, the last value after "
-            "the last row; its value at t = 0 must be 0"},
-    {0}};
-static const mz_schema motion_schema = {"motion", motion_keys, sizeof(mz_motion)};
 
 static const mz_key collider_keys[] = {
     {.name = "name", .type = K_STRING, .offset = OFF(mz_collider, name),

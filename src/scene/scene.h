@@ -87,11 +87,12 @@ typedef struct mz_load {
     bool has_about;
 } mz_load;
 
-/* colliders[].motion: a prescribed law s(t) that translates the collider by s along `direction`
- * or turns it by s (radians) about the line through `center` along `axis`. s(t) is
- * A r(t) sin(2π t / T + φ), r the ramp (1 − cos(π t / ramp)) / 2 over the first `ramp` seconds,
- * or a table of times and values, linear between rows. The scene's geometry is the pose s = 0;
- * validation checks that s(0) = 0. */
+/* colliders[].motion and domain.motion: a prescribed law s(t) that translates the solid by s
+ * along `direction` or turns it by s (radians) about the line through `center` along `axis`.
+ * s(t) is A r(t) sin(2π t / T + φ), r the ramp (1 − cos(π t / ramp)) / 2 over the first `ramp`
+ * seconds, or a table of times and values through which a monotone cubic (Fritsch–Carlson, as
+ * PCHIP) runs: s, ds/dt and d²s/dt² of one curve, no overshoot between rows. The scene's
+ * geometry is the pose s = 0; validation checks that s(0) = 0. */
 typedef enum mz_motion_kind { MZ_MOTION_TRANSLATION, MZ_MOTION_ROTATION } mz_motion_kind;
 typedef struct mz_motion {
     int type; /* mz_motion_kind */
@@ -103,7 +104,7 @@ typedef struct mz_motion {
     /* Filled by validation: the unit direction or axis, the table's rows, and the factor from
      * the given unit to SI (1 for metres, π/180 for degrees). */
     double unit[3];
-    double *table_t, *table_v;
+    double *table_t, *table_v, *table_d; /* times, values, the cubic's slopes there */
     size_t table_n;
     uint64_t table_digest; /* of the file as read (util/digest.h), for --resume */
     double scale;
@@ -111,8 +112,12 @@ typedef struct mz_motion {
 extern const char *const mz_motion_names[];
 /* The law at t: s, ds/dt and d²s/dt² (SI: m or rad). */
 void motion_eval(const mz_motion *m, double t, double out[3]);
-/* Most colliders that move in one scene. */
+/* A table's slopes at its rows into table_d (room for table_n), from its times and values. */
+void motion_table_slopes(mz_motion *m);
+/* Most colliders that move in one scene; and the poses the output records (theirs, and the
+ * domain's). */
 #define MZ_MAX_MOVING 16
+#define MZ_MAX_POSES (MZ_MAX_MOVING + 1)
 
 typedef struct mz_boundary {
     int type; /* mz_boundary_kind */
@@ -125,6 +130,10 @@ typedef struct mz_boundary {
 typedef struct mz_domain {
     double min[3], max[3];
     mz_boundary boundary;
+    /* domain.motion: the whole domain (its walls and every collider in it) moves by this law;
+     * the run is done in the domain's frame (solvers/frame.h), where it stands still. */
+    bool has_motion;
+    mz_motion motion;
 } mz_domain;
 
 typedef struct mz_fluid {
@@ -338,6 +347,11 @@ extern const char *const mz_wall_names[6];
 size_t scene_load_count(const mz_scene *s);
 /* How many colliders move (colliders[].motion). */
 size_t scene_moving_count(const mz_scene *s);
+/* The laws whose poses the output records (/observables/colliders/<name>, /observables/domain):
+ * the moving colliders' in order, then the domain's. The k-th, its slot (the collider's index,
+ * n_colliders for the domain) into *slot. */
+size_t scene_pose_count(const mz_scene *s);
+const mz_motion *scene_pose_law(const mz_scene *s, size_t k, size_t *slot);
 /* A file the scene names (meshes, motion tables), resolved against its directory (malloc'd). */
 char *scene_input_path(const mz_scene *s, const char *file);
 /* The files a run reads besides the scene, whose change a --resume refuses: the bodies' OBJ

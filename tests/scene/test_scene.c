@@ -468,7 +468,7 @@ static void test_fuzz_regressions(void **state)
 
 /* colliders[].motion.table: read relative to the scene, a header line and comments allowed;
  * bad rows, times that do not increase, a table that does not start at 0 and a 2D rotation
- * about another axis refused with the file and line. */
+ * about another axis refused with the file and line. domain.motion likewise. */
 static void test_motion_tables(void **state)
 {
     (void)state;
@@ -514,9 +514,9 @@ static void test_motion_tables(void **state)
                 fail_msg("case %zu: %s", i, d.count ? d.msgs[0] : "?");
             const mz_motion *m = &sc.colliders[0].motion;
             assert_int_equal(m->table_n, 3);
-            double x[3];
-            motion_eval(m, 0.75, x);
-            assert_true(fabs(x[0]) < 1e-12 && fabs(x[1] + 40 * acos(-1.0) / 180) < 1e-12);
+            double x[3]; /* a row: its value; a maximum: at rest there */
+            motion_eval(m, 0.5, x);
+            assert_true(fabs(x[0] - 10 * acos(-1.0) / 180) < 1e-12 && x[1] == 0);
             /* The collider's centre is the default axis point. */
             assert_true(m->center[0] == 0.55 && m->center[1] == 0.25);
         } else {
@@ -524,6 +524,51 @@ static void test_motion_tables(void **state)
             assert_int_equal(rc, -1);
             if (d.count != 1 || strcmp(d.msgs[0], want))
                 fail_msg("case %zu: expected %s, got %s", i, want, d.count ? d.msgs[0] : "-");
+        }
+        diag_free(&d);
+        scene_free(&sc);
+    }
+    /* domain.motion: the same law, checked the same way, named by its own path; a rotation
+     * turns about the domain's centre unless told. */
+    static const struct {
+        const char *motion, *expected;
+    } domain[] = {
+        {"{\"type\": \"rotation\", \"table\": \"good.csv\"}", NULL},
+        {"{\"type\": \"translation\", \"table\": \"start.csv\"}",
+         "domain.motion: the law is 2 m at t = 0, not 0 (the scene's geometry is where the "
+         "domain starts: make the table's value at t = 0 zero)"},
+        {"{\"type\": \"rotation\", \"axis\": [0, 1, 0], \"amplitude\": 5}",
+         "domain.motion.axis must be [0, 0, 1] or [0, 0, -1] in 2D (got [0, 1, 0])"},
+        {"{\"type\": \"rotation\", \"table\": \"back.csv\"}",
+         "domain.motion.table: %s/back.csv line 3: time 0.4 does not increase (the row before "
+         "is at 0.5 s)"},
+    };
+    for (size_t i = 0; i < sizeof domain / sizeof *domain; i++) {
+        char text[1024], path[600], want[1024];
+        snprintf(text, sizeof text,
+                 "{\"mizu_scene\": 1, \"simulation\": {\"dimensions\": 2}, \"domain\": {\"min\": "
+                 "[0,0,0], \"max\": [1,0.6,0], \"boundary\": {\"type\": \"particles\"}, "
+                 "\"motion\": %s}, \"fluids\": [{\"solver\": \"wcsph\", \"box\": {\"min\": "
+                 "[0,0,0], \"max\": [0.2,0.2,0]}, \"spacing\": 0.02}]}",
+                 domain[i].motion);
+        snprintf(path, sizeof path, "%s", test_path("rolling.json"));
+        write_text(path, text);
+        mz_scene sc;
+        mz_diag d = {0};
+        int rc = scene_load(path, NULL, 0, &sc, &d);
+        if (!domain[i].expected) {
+            if (rc != 0)
+                fail_msg("domain case %zu: %s", i, d.count ? d.msgs[0] : "?");
+            const mz_motion *m = &sc.domain.motion;
+            assert_true(sc.domain.has_motion && m->table_n == 3);
+            assert_true(m->center[0] == 0.5 && m->center[1] == 0.3 && m->unit[2] == 1);
+            assert_int_equal(scene_pose_count(&sc), 1);
+        } else {
+            snprintf(want, sizeof want, domain[i].expected, test_dir());
+            assert_int_equal(rc, -1);
+            if (d.count != 1 || strcmp(d.msgs[0], want))
+                fail_msg("domain case %zu: expected %s, got %s", i, want,
+                         d.count ? d.msgs[0] : "-");
         }
         diag_free(&d);
         scene_free(&sc);
