@@ -484,7 +484,8 @@ kernel void g2p(uint n, flip_grid g, float dt, float flip_ratio, float rest_dens
                 global const float4 *face_adv, global const uchar *type,
                 global const float *density, global const float2 *pressure,
                 global float4 *pos, global float4 *vel, global float *out_density,
-                global float *out_pressure, int moving, global const float4 *solid_vel)
+                global float *out_pressure, int moving, global const float4 *solid_vel,
+                mz_frame frame)
 {
     uint i = get_global_id(0);
     if (i >= n)
@@ -495,6 +496,12 @@ kernel void g2p(uint n, flip_grid g, float dt, float flip_ratio, float rest_dens
     float4 u = sample_faces(face_vel, &g, d);
     float4 v_flip = v + sample_faces(face_du, &g, d);
     v = mz_vec(flip_ratio * v_flip + (1.0f - flip_ratio) * u);
+#ifdef MZ_SPIN
+    /* A turning domain's Euler, centrifugal and Coriolis terms (gravity and the frame's linear
+     * acceleration are the faces', prepare_faces): on the particle, for the next step's
+     * transfer and projection. */
+    v = mz_vec(v + dt * (mz_frame_accel(&frame, x, v) - frame.g));
+#endif
     out_density[i] = rest_density * sample_cells(density, &g, d);
     out_pressure[i] = sample_pressure(pressure, type, &g, d);
 

@@ -6,10 +6,11 @@
 #include "common/walls.clh"
 
 /* v = keep·(v + dt·(g + a_walls)); x* = x + dt·v. keep = exp(−damping·dt) (1: none).
+ * g: the domain's frame (gravity, and the frame's own acceleration when the domain moves).
  * Pinned particles (w = 0) stay put. With the forces on the walls measured (loads), the penalty
  * walls' push as the displacement it makes over the substep, a_walls dt², into wall_corr (the
  * domain walls' corrections of this substep, per axis: src/solvers/pbd/loads.c). */
-kernel void predict(uint n, float dt, float keep, float4 gravity, mz_walls walls, int penalty,
+kernel void predict(uint n, float dt, float keep, mz_frame frame, mz_walls walls, int penalty,
                     global const float4 *x, global float4 *v, global float4 *xp,
                     global const float *inv_mass, int loads, global float4 *wall_corr)
 {
@@ -27,7 +28,7 @@ kernel void predict(uint n, float dt, float keep, float4 gravity, mz_walls walls
                        : (float4)(0.0f);
     if (loads)
         wall_corr[i] = (dt * dt) * mz_vec(a);
-    vi = mz_planar((vi + dt * (gravity + a)) * keep);
+    vi = mz_planar((vi + dt * (mz_frame_accel(&frame, xi, vi) + a)) * keep);
     vi.w = 0.0f;
     v[i] = vi;
     xp[i] = xi + dt * vi;

@@ -84,13 +84,15 @@ inline float4 mz_world_mul(float4 q, float4 d, float4 o, float4 a)
     return mz_rotate(q, mz_sym_mul(d, o, mz_rotate_inv(q, a)));
 }
 
-kernel void rigid_predict(uint nb, float dt, float keep, float4 gravity, global mz_rigid *rb)
+/* A body's centre of mass feels the domain's frame where it is (the frame's torque on the body
+ * is left out). */
+kernel void rigid_predict(uint nb, float dt, float keep, mz_frame frame, global mz_rigid *rb)
 {
     uint b = get_global_id(0);
     if (b >= nb)
         return;
     mz_rigid B = rb[b];
-    float4 v = mz_vec((B.v + dt * gravity) * keep);
+    float4 v = mz_vec((B.v + dt * mz_frame_accel(&frame, B.c, B.v)) * keep);
     float4 L = B.L * keep;
     float4 w = mz_world_mul(B.q, B.inv_ia, B.inv_ib, L);
 #if MZ_DIM == 2

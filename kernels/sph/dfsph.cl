@@ -94,7 +94,7 @@ kernel void dfsph_density_alpha(uint n, mz_sph P, int min_neighbours, mz_grid_de
 /* Viscosity (the fluid's and Monaghan's artificial one, as WCSPH has them), the walls' friction
  * and the penalty walls, gravity: every acceleration but pressure, into acc, |a|² into a2
  * (+inf when not finite). dt_last: the last step's, for the wall function's cap. */
-kernel void dfsph_forces(uint n, float dt_last, mz_sph P, float4 gravity, mz_walls walls,
+kernel void dfsph_forces(uint n, float dt_last, mz_sph P, mz_frame frame, mz_walls walls,
                          int penalty, global const float4 *x, global const float4 *v,
                          global const float *rho, MZ_LIST_PARAMS, global float4 *acc,
                          global float *a2, int rest_out, global float4 *wall_rest,
@@ -130,7 +130,7 @@ kernel void dfsph_forces(uint n, float dt_last, mz_sph P, float4 gravity, mz_wal
         a += mz_wall_accel(xi, vi, &walls);
     if (P.limit_accel)
         a = mz_limit_accel(a, P.accel_limit);
-    a = mz_planar(a + gravity);
+    a = mz_planar(a + mz_frame_accel(&frame, xi, vi));
     a.w = 0.0f;
     float aa = mz_dot3(a, a);
     acc[i] = a;

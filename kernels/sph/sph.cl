@@ -151,7 +151,7 @@ inline void mz_sph_integrate(const mz_sph *P, float dt, float4 gravity, const mz
  * Continuity: ρ carried from the last step, ρ += lag · Dρ/Dt with lag the last step's dt and
  * the rate from the velocities that step produced (the ones that moved the particles here: the
  * density update pairs with the position update, symplectic like the rest). */
-kernel void sph_density(uint n, float lag, mz_sph P, float4 gravity, mz_grid_desc g,
+kernel void sph_density(uint n, float lag, mz_sph P, mz_frame frame, mz_grid_desc g,
                         global const uint *cs, global const uint *ce, global const float4 *x,
                         global const float4 *v, mz_grid_desc gb, global const uint *bcs,
                         global const uint *bce, global const float4 *bx, global const float *bm,
@@ -161,6 +161,7 @@ kernel void sph_density(uint n, float lag, mz_sph P, float4 gravity, mz_grid_des
     uint i = get_global_id(0);
     if (i >= n)
         return;
+    float4 gravity = mz_frame_accel(&frame, x[i], v[i]);
     float r = P.continuity
                   ? rho[i] + lag * mz_sph_density_rate(&P, i, x[i], v[i], rho[i], gravity, g,
                                                        cs, ce, x, v, rho, gb, bcs, bce, bx, bm,
@@ -173,7 +174,7 @@ kernel void sph_density(uint n, float lag, mz_sph P, float4 gravity, mz_grid_des
 }
 
 /* Forces from this step's ρ and p, then the update into x_out, v_out. */
-kernel void sph_forces(uint n, float dt, mz_sph P, float4 gravity, mz_walls walls, int penalty,
+kernel void sph_forces(uint n, float dt, mz_sph P, mz_frame frame, mz_walls walls, int penalty,
                        mz_grid_desc g, global const uint *cs, global const uint *ce,
                        global const float4 *x, global const float4 *v, global const float *rho,
                        global const float *p, mz_grid_desc gb, global const uint *bcs,
@@ -186,6 +187,7 @@ kernel void sph_forces(uint n, float dt, mz_sph P, float4 gravity, mz_walls wall
     if (i >= n)
         return;
     float4 xi = x[i], vi = v[i];
+    float4 gravity = mz_frame_accel(&frame, xi, vi);
     float rho_i = rho[i];
     float pr_i = p[i] / (rho_i * rho_i);
     float4 a = (float4)(0.0f);
@@ -248,7 +250,7 @@ inline float mz_csph_density_now(float rho, float drho, float lag)
     return fmax(rho + lag * drho, 0.5f * rho);
 }
 
-kernel void csph_step(uint n, float dt, float lag, mz_sph P, float4 gravity, mz_walls walls,
+kernel void csph_step(uint n, float dt, float lag, mz_sph P, mz_frame frame, mz_walls walls,
                       int penalty, mz_grid_desc g, global const uint *cs, global const uint *ce,
                       global const float4 *x, global const float4 *v,
                       global const float *rho_prev, global const float *drho_prev,
@@ -262,6 +264,7 @@ kernel void csph_step(uint n, float dt, float lag, mz_sph P, float4 gravity, mz_
     if (i >= n)
         return;
     float4 xi = x[i], vi = v[i];
+    float4 gravity = mz_frame_accel(&frame, xi, vi);
     float rho_i = mz_csph_density_now(rho_prev[i], drho_prev[i], lag);
     float p_i = mz_tait(&P, rho_i);
     float pr_i = p_i / (rho_i * rho_i);
@@ -359,7 +362,7 @@ kernel void sph_sums(uint n, mz_sph P, mz_grid_desc g, global const uint *cs,
  * their sum (rest_i, lap_i in its w; rest_on 0: no-slip, none). So the forces on all solids sum
  * to minus what the walls gave the fluid. Run after the step's forces pass, on the state it
  * read (x, v, and ρ, p; collapsed SPH: ρ carried forward by lag as its pass did). */
-kernel void sph_wall_loads(uint n_elems, mz_sph P, float4 gravity, int collapsed, float lag,
+kernel void sph_wall_loads(uint n_elems, mz_sph P, mz_frame frame, int collapsed, float lag,
                            mz_grid_desc g, global const uint *cs, global const uint *ce,
                            global const float4 *x, global const float4 *v,
                            global const float *rho, global const float *drho,
@@ -381,6 +384,7 @@ kernel void sph_wall_loads(uint n_elems, mz_sph P, float4 gravity, int collapsed
             float rho_i = collapsed ? mz_csph_density_now(rho[i], drho[i], lag) : rho[i];
             float p_i = collapsed ? mz_tait(&P, rho_i) : p[i];
             float4 dx = x[i] - xb, vi = v[i];
+            float4 gravity = mz_frame_accel(&frame, x[i], vi);
             dx.w = 0.0f;
             vi.w = 0.0f;
             mz_wall_pair q = mz_sph_wall_pair(&P, dx, r2, r, m_b, p_i, rho_i, gravity, vi, vb, ab);

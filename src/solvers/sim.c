@@ -29,14 +29,6 @@ cl_float4 sim_float4(const double v[3])
     return (cl_float4){{(float)v[0], (float)v[1], (float)v[2], 0.0f}};
 }
 
-cl_float4 sim_gravity(const mz_scene *scene)
-{
-    cl_float4 g = sim_float4(scene->sim.gravity);
-    if (scene->sim.dimensions == 2)
-        g.s[2] = 0.0f;
-    return g;
-}
-
 mz_walls_arg sim_walls(const mz_scene *scene)
 {
     const mz_boundary *b = &scene->domain.boundary;
@@ -87,10 +79,10 @@ int sim_check_fits(const mz_cl *cl, const mz_scene *scene, size_t n)
 cl_program sim_build_kernels(mz_sim *sim, const char *file, const char *const *names,
                              cl_kernel *const *out)
 {
-    char defines[48];
+    char defines[64];
     /* A distributed rank's grid holds a window of layers: its solver kernels query it so. */
-    snprintf(defines, sizeof defines, "-DMZ_DIM=%d -DMZ_SLABS=%d", sim->scene->sim.dimensions,
-             sim->plan != NULL);
+    snprintf(defines, sizeof defines, "-DMZ_DIM=%d -DMZ_SLABS=%d%s", sim->scene->sim.dimensions,
+             sim->plan != NULL, sim_frame_spins(sim->scene) ? " -DMZ_SPIN" : "");
     cl_program p = cl_prog_build(sim->cl, file, defines);
     bool ok = p != NULL;
     for (size_t i = 0; ok && names[i]; i++)
@@ -146,7 +138,7 @@ int sim_create_share(mz_sim *sim, mz_cl *cl, const mz_scene *scene, const mz_par
     sim->parts = NULL;
     sim->plan = NULL;
     if (rc == 0 && scene->n_probes + scene->n_gauges + scene_load_count(scene) +
-                           scene_moving_count(scene) > 0) {
+                           scene_pose_count(scene) > 0) {
         sim->obs = xcalloc(1, sizeof *sim->obs);
         rc = observe_create(sim->obs, sim);
     }

@@ -78,6 +78,13 @@ typedef struct mz_walls_arg {
     cl_float stiffness, damping, accel_limit, pad;
 } mz_walls_arg;
 
+/* The domain's frame at a time, as kernels take it (mz_frame in kernels/common/frame.clh):
+ * gravity less the frame's acceleration, in the frame's axes; the angular velocity and its
+ * rate; a point on the axis. Without domain.motion, gravity and zeros. */
+typedef struct mz_frame_arg {
+    cl_float4 g, w, dw, centre;
+} mz_frame_arg;
+
 /* The forces on the scene's solids (scene_load_ref), for observe.c: in a step sim_loads_due
  * marks, the solver writes one force per element of a solid (a boundary particle) and where it
  * acts; load k's elements are first[k] .. first[k] + count[k] − 1 (cl_uint each). Or, with
@@ -193,7 +200,10 @@ bool sim_loads_due(const mz_sim *sim, double dt);
 void sim_count_step(mz_sim *sim, double dt);
 
 mz_walls_arg sim_walls(const mz_scene *scene);
-cl_float4 sim_gravity(const mz_scene *scene); /* z = 0 in 2D */
+/* The domain's frame at time t (solvers/frame.c); whether it turns (kernels are then built
+ * with MZ_SPIN, for the terms of a turning frame). */
+mz_frame_arg sim_frame(const mz_scene *scene, double t);
+bool sim_frame_spins(const mz_scene *scene);
 cl_float4 sim_float4(const double v[3]);
 void sim_release(mz_sim *sim);
 

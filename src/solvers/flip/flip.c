@@ -371,7 +371,7 @@ int flip_p2g(mz_sim *sim, double dt)
     if (grid_build(&st->grid, sim->pos) != 0)
         return -1;
     sim_profile_grid(sim, &st->grid, STAGE_GRID);
-    cl_float4 gdt = sim_gravity(s);
+    cl_float4 gdt = sim_frame(s, sim->time).g;
     for (int a = 0; a < 3; a++)
         gdt.s[a] *= (float)dt;
     cl_float dt_f = (cl_float)dt;
@@ -536,11 +536,13 @@ int flip_g2p(mz_sim *sim, double dt)
     cl_float dt_f = (cl_float)dt, ratio = (cl_float)f->flip_ratio;
     cl_float rho0 = (cl_float)f->rest_density;
     cl_float4 dmin = sim_float4(s->domain.min), dmax = sim_float4(s->domain.max);
+    mz_frame_arg frame = sim_frame(s, sim->time);
     return KARGS(st->k_g2p, "g2p", A(sim->n_u), A(st->g), A(dt_f), A(ratio), A(rho0), A(dmin),
                  A(dmax), A(st->colliders), A(st->sdf), A(st->face_vel), A(st->face_old),
                  A(st->face_adv), A(st->type), A(st->density), A(st->pressure), A(sim->pos),
                  A(sim->vel),
-                 A(st->part_density), A(st->part_pressure), A(st->moving), A(st->solid_vel)) &&
+                 A(st->part_density), A(st->part_pressure), A(st->moving), A(st->solid_vel),
+                 A(frame)) &&
                    sim_launch(sim, st->k_g2p, sim->n, STAGE_G2P, "g2p")
                ? 0
                : -1;

@@ -163,7 +163,7 @@ static int pbd_init(mz_sim *sim)
     }
 
     mz_walls_arg walls = sim_walls(s);
-    cl_float4 gravity = sim_gravity(s);
+    mz_frame_arg frame = sim_frame(s, sim->time); /* set per substep */
     cl_int penalty = s->domain.boundary.type == MZ_BOUNDARY_PENALTY;
     cl_int by_radius = !penalty;
     cl_float dt = 0.0f, keep = 1.0f; /* set per substep */
@@ -173,7 +173,7 @@ static int pbd_init(mz_sim *sim)
     pbd_loads *l = &st->loads;
     motion_now now0;
     memset(&now0, 0, sizeof now0);
-    bool ok = KARGS(st->predict, "predict", A(sim->n_u), A(dt), A(keep), A(gravity), A(walls),
+    bool ok = KARGS(st->predict, "predict", A(sim->n_u), A(dt), A(keep), A(frame), A(walls),
                     A(penalty), A(sim->pos), A(sim->vel), A(sim->pred), A(sim->inv_mass),
                     A(l->keep), A(l->wall_corr)) &&
               KARGS(st->domain, "domain", A(sim->n_u), A(walls.min), A(walls.max),
@@ -222,6 +222,7 @@ static int pbd_substep(mz_sim *sim, double dt_seconds)
     cl_float dt = (cl_float)dt_seconds;
     cl_float keep = (cl_float)exp(-s->sim.damping * dt_seconds);
     cl_float inv_dt2 = (cl_float)(1.0 / (dt_seconds * dt_seconds));
+    mz_frame_arg frame = sim_frame(s, sim->time);
     /* Forces on solids due at this substep's end: the kernels keep their corrections. */
     pbd_loads *l = &st->loads;
     bool ok = pbd_loads_begin(l, sim, dt_seconds) &&
@@ -232,12 +233,14 @@ static int pbd_substep(mz_sim *sim, double dt_seconds)
               (!st->n_colliders || set_colliders(sim, st, dt_seconds)) &&
               cl_ok(clSetKernelArg(st->predict, 1, sizeof dt, &dt), "clSetKernelArg(predict)") &&
               cl_ok(clSetKernelArg(st->predict, 2, sizeof keep, &keep), "clSetKernelArg(predict)") &&
+              cl_ok(clSetKernelArg(st->predict, 3, sizeof frame, &frame),
+                    "clSetKernelArg(predict)") &&
               cl_ok(clSetKernelArg(st->update, 1, sizeof dt, &dt), "clSetKernelArg(update)") &&
               cl_ok(clSetKernelArg(st->solve, 1, sizeof inv_dt2, &inv_dt2),
                     "clSetKernelArg(distance_solve)");
     ok = ok && sim_launch(sim, st->predict, sim->n, STAGE_PREDICT, "predict");
     if (ok && st->rigid.nb)
-        ok = rigid_predict(sim, st, dt, keep);
+        ok = rigid_predict(sim, st, dt, keep, &frame);
     if (ok && st->grid_made) {
         /* the build may swap the grid's slot buffer: every kernel that reads it follows */
         ok = grid_build(&st->grid, sim->pred) == 0 &&

@@ -63,7 +63,7 @@ void pbf_release(pbd_fluid *f);
 /* Rigid bodies: state and kernels; predicted poses and particles; one shape-matching
  * projection; velocities and momenta after the update. */
 int rigid_init(mz_sim *sim, pbd_state *st);
-bool rigid_predict(mz_sim *sim, pbd_state *st, float dt, float keep);
+bool rigid_predict(mz_sim *sim, pbd_state *st, float dt, float keep, const mz_frame_arg *frame);
 bool rigid_match(mz_sim *sim, pbd_state *st);
 bool rigid_update(mz_sim *sim, pbd_state *st, float dt);
 void rigid_release(mz_sim *sim, pbd_rigid *r);

@@ -135,9 +135,9 @@ int rigid_init(mz_sim *sim, pbd_state *st)
     if (!r->program)
         return -1;
     cl_float dt = 0.0f, keep = 1.0f; /* set per substep */
-    cl_float4 gravity = sim_gravity(s);
+    mz_frame_arg frame = sim_frame(s, sim->time); /* set per substep */
     cl_float4 lo = sim_float4(s->domain.min), hi = sim_float4(s->domain.max);
-    return KARGS(r->predict, "rigid_predict", A(r->nb), A(dt), A(keep), A(gravity),
+    return KARGS(r->predict, "rigid_predict", A(r->nb), A(dt), A(keep), A(frame),
                  A(r->bodies)) &&
                    KARGS(r->place, "rigid_place", A(r->n), A(r->first), A(r->owner), A(r->r0),
                          A(r->bodies), A(sim->pred)) &&
@@ -151,10 +151,12 @@ int rigid_init(mz_sim *sim, pbd_state *st)
                : -1;
 }
 
-bool rigid_predict(mz_sim *sim, pbd_state *st, float dt, float keep)
+bool rigid_predict(mz_sim *sim, pbd_state *st, float dt, float keep, const mz_frame_arg *frame)
 {
     pbd_rigid *r = &st->rigid;
     return cl_ok(clSetKernelArg(r->predict, 1, sizeof dt, &dt), "clSetKernelArg(rigid_predict)") &&
+           cl_ok(clSetKernelArg(r->predict, 3, sizeof *frame, frame),
+                 "clSetKernelArg(rigid_predict)") &&
            cl_ok(clSetKernelArg(r->predict, 2, sizeof keep, &keep),
                  "clSetKernelArg(rigid_predict)") &&
            sim_launch(sim, r->predict, r->nb, STAGE_PREDICT, "rigid_predict") &&

@@ -34,7 +34,7 @@ enum { MAX_ITERATIONS = 100 };
 typedef struct dfsph_state {
     sph_params P;
     mz_walls_arg walls;
-    cl_float4 gravity;
+    mz_frame_arg frame; /* the domain's frame at this step's start */
     cl_int penalty, min_neighbours;
     cl_program program;
     cl_kernel k_density, k_forces, k_predict, k_error, k_sum, k_apply, k_advect, k_max;
@@ -238,6 +238,7 @@ static int dfsph_step(mz_sim *sim, dfsph_state *st, double frame_dt)
 {
     const mz_fluid *f = &sim->scene->fluids[0];
     double rho0 = st->P.rest_density, left;
+    st->frame = sim_frame(sim->scene, sim->time);
     if (sph_boundary_move(&st->bound, sim, sim->time) != 0 || grid_build(&st->grid, sim->pos) != 0)
         return -1;
     sim_profile_grid(sim, &st->grid, STAGE_GRID);
@@ -254,7 +255,7 @@ static int dfsph_step(mz_sim *sim, dfsph_state *st, double frame_dt)
     sph_boundary_args b = bound_of(st);
     cl_float dt_last = (cl_float)st->dt_last;
     const sph_lists *l = &st->lists;
-    if (!KARGS(st->k_forces, "dfsph_forces", A(sim->n_u), A(dt_last), A(st->P), A(st->gravity),
+    if (!KARGS(st->k_forces, "dfsph_forces", A(sim->n_u), A(dt_last), A(st->P), A(st->frame),
                A(st->walls), A(st->penalty), A(sim->pos), A(sim->vel), A(st->rho),
                A(l->stride), A(l->fluid), A(l->fluid_count), A(l->wall), A(l->wall_count),
                A(b.pos), A(b.mass), A(sim->pred), A(st->a2), A(st->loads.rest_on),
@@ -312,7 +313,7 @@ static int dfsph_init(mz_sim *sim)
     sim->state = st;
     st->P = sph_params_for(s);
     st->walls = sim_walls(s);
-    st->gravity = sim_gravity(s);
+    st->frame = sim_frame(s, sim->time);
     st->penalty = s->domain.boundary.type == MZ_BOUNDARY_PENALTY;
     /* A full neighbourhood at h = 2 spacings holds 32 (3D) or 12 (2D) others: below 20 or 7
      * a particle is at an edge (SPlisHSPlasH's thresholds). */
@@ -373,8 +374,8 @@ static int dfsph_init(mz_sim *sim)
         return -1;
     /* The first step's divergence solve measures its error against a step this long: the
      * force criterion for gravity, or a CFL step of the initial speeds. */
-    double g = sqrt(st->gravity.s[0] * st->gravity.s[0] + st->gravity.s[1] * st->gravity.s[1] +
-                    st->gravity.s[2] * st->gravity.s[2]);
+    double g = sqrt(st->frame.g.s[0] * st->frame.g.s[0] + st->frame.g.s[1] * st->frame.g.s[1] +
+                    st->frame.g.s[2] * st->frame.g.s[2]);
     st->dt_last = scene_frame_dt(s);
     if (g > 0)
         st->dt_last = fmin(st->dt_last, scene_cfl(s) * sqrt(st->P.h / g));

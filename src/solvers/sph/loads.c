@@ -72,7 +72,7 @@ int sph_loads_init(sph_loads *l, mz_sim *sim, sph_boundary *b, cl_program progra
 }
 
 bool sph_loads_gather(sph_loads *l, mz_sim *sim, const mz_grid *fluid, const sph_boundary *b,
-                      const sph_params *P, cl_float4 gravity, cl_int collapsed, cl_float lag,
+                      const sph_params *P, mz_frame_arg frame, cl_int collapsed, cl_float lag,
                       cl_mem rho, cl_mem drho, cl_mem p)
 {
     mz_load_elems *e = &sim->loads;
@@ -80,7 +80,7 @@ bool sph_loads_gather(sph_loads *l, mz_sim *sim, const mz_grid *fluid, const sph
     if (n == 0)
         return true;
     sph_boundary_args ba = sph_boundary_of(b, fluid->desc);
-    return KARGS(l->k, "sph_wall_loads", A(n), A(*P), A(gravity), A(collapsed), A(lag),
+    return KARGS(l->k, "sph_wall_loads", A(n), A(*P), A(frame), A(collapsed), A(lag),
                  A(fluid->desc), A(fluid->cell_start), A(fluid->cell_end), A(sim->pos),
                  A(sim->vel), A(rho), A(drho), A(p), A(b->pos), A(b->mass), A(ba.moving),
                  A(ba.vel), A(ba.acc), A(l->elem), A(b->slot_of), A(l->rest_on), A(l->rest),

@@ -41,7 +41,7 @@ typedef struct sph_state {
     bool collapsed, adaptive;
     sph_params P;
     mz_walls_arg walls;
-    cl_float4 gravity;
+    mz_frame_arg frame; /* the domain's frame at this step's start */
     cl_int penalty;
     cl_program program;
     cl_kernel k_density, k_forces, k_collapsed, k_max;
@@ -204,7 +204,7 @@ static int sph_init(mz_sim *sim)
             return -1;
         }
     st->walls = sim_walls(s);
-    st->gravity = sim_gravity(s);
+    st->frame = sim_frame(s, sim->time);
     st->penalty = s->domain.boundary.type == MZ_BOUNDARY_PENALTY;
     static const char *const names[] = {"sph_density", "sph_forces", "csph_step",
                                         "speed_accel_max", NULL};
@@ -283,8 +283,8 @@ static int sph_init(mz_sim *sim)
     }
     /* First step: the CFL step for c0 (the fastest initial speed is part of c0), or the force
      * criterion for gravity when that is shorter (a speed of sound far below the flow's). */
-    double g = sqrt(st->gravity.s[0] * st->gravity.s[0] + st->gravity.s[1] * st->gravity.s[1] +
-                    st->gravity.s[2] * st->gravity.s[2]);
+    double g = sqrt(st->frame.g.s[0] * st->frame.g.s[0] + st->frame.g.s[1] * st->frame.g.s[1] +
+                    st->frame.g.s[2] * st->frame.g.s[2]);
     st->next_dt = scene_cfl(s) * st->P.h / st->P.c0;
     if (g > 0)
         st->next_dt = fmin(st->next_dt, scene_cfl(s) * sqrt(st->P.h / g));
@@ -322,7 +322,7 @@ static bool run_density(mz_sim *sim, sph_state *st, cl_mem *rho, cl_mem *scratch
     sim_ring(sim, st->slabs_made ? 1 : 0, &begin, &end);
     cl_uint end_u = (cl_uint)end;
     bool ok = KARGS(st->k_density, "sph_density", A(end_u), A(lag_f), A(st->P),
-                    A(st->gravity), A(st->grid.desc), A(st->grid.cell_start),
+                    A(st->frame), A(st->grid.desc), A(st->grid.cell_start),
                     A(st->grid.cell_end), A(sim->pos), A(sim->vel), A(b.desc), A(b.start),
                     A(b.end), A(b.pos), A(b.mass), A(b.nb), A(b.moving), A(b.vel), A(b.acc),
                     A(*rho), A(out), A(st->p),
@@ -347,6 +347,7 @@ static int sph_step(mz_sim *sim, sph_state *st, double dt_seconds)
             return -1;
         sim_set_count(sim, st->grid.n);
     }
+    st->frame = sim_frame(sim->scene, sim->time);
     if (sph_boundary_move(&st->bound, sim, sim->time) != 0 ||
         grid_build(&st->grid, sim->pos) != 0 ||
         (st->slabs_made && slabs_after_build(&st->slabs) != 0))
@@ -362,7 +363,7 @@ static int sph_step(mz_sim *sim, sph_state *st, double dt_seconds)
     bool ok;
     if (!st->collapsed) {
         ok = run_density(sim, st, &st->rho, &st->rho_next, st->lag) &&
-             KARGS(st->k_forces, "sph_forces", A(end_u), A(dt), A(st->P), A(st->gravity),
+             KARGS(st->k_forces, "sph_forces", A(end_u), A(dt), A(st->P), A(st->frame),
                    A(st->walls), A(st->penalty), A(st->grid.desc), A(st->grid.cell_start),
                    A(st->grid.cell_end), A(sim->pos), A(sim->vel), A(st->rho), A(st->p),
                    A(b.desc), A(b.start), A(b.end), A(b.pos), A(b.mass), A(b.nb), A(b.moving),
@@ -371,11 +372,11 @@ static int sph_step(mz_sim *sim, sph_state *st, double dt_seconds)
                    LIST_ARGS_IN(st)) &&
              sim_launch_range(sim, st->k_forces, begin, end, STAGE_FORCES, "sph_forces") &&
              (!loads || sph_loads_gather(&st->loads, sim, &st->grid, &st->bound, &st->P,
-                                         st->gravity, 0, 0.0f, st->rho, st->rho, st->p));
+                                         st->frame, 0, 0.0f, st->rho, st->rho, st->p));
     } else {
         cl_float lag = (cl_float)st->lag;
         ok = KARGS(st->k_collapsed, "csph_step", A(end_u), A(dt), A(lag), A(st->P),
-                   A(st->gravity), A(st->walls), A(st->penalty), A(st->grid.desc),
+                   A(st->frame), A(st->walls), A(st->penalty), A(st->grid.desc),
                    A(st->grid.cell_start), A(st->grid.cell_end), A(sim->pos), A(sim->vel),
                    A(st->rho_prev), A(st->drho_prev), A(b.desc), A(b.start), A(b.end),
                    A(b.pos), A(b.mass), A(b.nb), A(b.moving), A(b.vel), A(b.acc), A(st->rho),
@@ -383,7 +384,7 @@ static int sph_step(mz_sim *sim, sph_state *st, double dt_seconds)
                    A(sim->pred), A(st->vel_out), A(st->a2), A(rest_out), A(*rest_arg(st))) &&
              sim_launch_range(sim, st->k_collapsed, begin, end, STAGE_FORCES, "csph_step") &&
              (!loads || sph_loads_gather(&st->loads, sim, &st->grid, &st->bound, &st->P,
-                                         st->gravity, 1, lag, st->rho_prev, st->drho_prev,
+                                         st->frame, 1, lag, st->rho_prev, st->drho_prev,
                                          st->p));
         swap_mem(&st->rho, &st->rho_prev);
         swap_mem(&st->drho, &st->drho_prev);
