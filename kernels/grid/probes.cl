@@ -231,12 +231,12 @@ void load_sums(global const float4 *at, global const float4 *force, global const
     mz_load_total(part, t, f, m, rows + row_base + 6 * i);
 }
 
-#define MZ_MAX_MOVING 16 /* scene.h */
+#define MZ_MAX_POSES 17 /* scene.h */
 
 /* The moving colliders' poses at the step's end, computed by the host from their laws:
  * (displacement x, y, z) or (angle, 0, 0) each. */
 typedef struct {
-    float4 v[MZ_MAX_MOVING];
+    float4 v[MZ_MAX_POSES];
 } mz_motion_rows;
 
 /* Copy them into the sample row (the values come as the argument: no buffer to keep alive). */

@@ -15,12 +15,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-/* A moving collider's law over the run: its range, its fastest speed and acceleration (sampled
- * every thousandth of the run, and at the table's rows). */
+/* A moving collider's or the domain's law over the run: its range, its fastest speed and
+ * acceleration (sampled every thousandth of the run, and at the table's rows). */
 static void print_motion(const mz_scene *s, size_t c)
 {
-    const mz_collider *co = &s->colliders[c];
-    const mz_motion *m = &co->motion;
+    const mz_motion *m = c < s->n_colliders ? &s->colliders[c].motion : &s->domain.motion;
     bool turn = m->type == MZ_MOTION_ROTATION;
     double end = s->sim.frames / s->sim.fps, lo = 0, hi = 0, v = 0, a = 0, x[3];
     for (int k = 0; k <= 1000; k++) {
@@ -33,7 +32,10 @@ static void print_motion(const mz_scene *s, size_t c)
             lo = fmin(lo, x[0]), hi = fmax(hi, x[0]);
         }
     double to = turn ? 180 / acos(-1.0) : 1;
-    printf("  colliders[%zu] \"%s\" %s", c, co->name, turn ? "turns" : "moves");
+    if (c < s->n_colliders)
+        printf("  colliders[%zu] \"%s\" %s", c, s->colliders[c].name, turn ? "turns" : "moves");
+    else
+        printf("  the domain %s (the run is done in its frame)", turn ? "turns" : "moves");
     if (turn)
         printf(" about (%g, %g, %g) through (%g, %g, %g)", m->unit[0], m->unit[1], m->unit[2],
                m->center[0], m->center[1], m->center[2]);
@@ -75,9 +77,11 @@ static void print_observers(const mz_scene *s)
     }
     if (s->n_gauges > SHOWN)
         printf("  and %zu gauges more\n", s->n_gauges - SHOWN);
-    for (size_t c = 0; c < s->n_colliders; c++)
-        if (s->colliders[c].has_motion)
-            print_motion(s, c);
+    for (size_t k = 0; k < scene_pose_count(s); k++) {
+        size_t c;
+        scene_pose_law(s, k, &c);
+        print_motion(s, c);
+    }
     for (size_t k = 0; k < scene_load_count(s); k++) {
         mz_load_ref l = scene_load_ref(s, k);
         printf("  forces on %s \"%s\", torque about (%g, %g, %g)", l.wall ? "wall" : "collider",

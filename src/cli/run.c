@@ -722,9 +722,9 @@ static int refuse_distributed(const run_ctx *r)
     else if (r->scene.n_probes + r->scene.n_gauges + scene_load_count(&r->scene) > 0)
         why = "probes, gauges and forces on solids are not sampled in distributed runs yet: "
               "run this scene without mpirun, or without probes[], gauges[] and forces";
-    else if (scene_moving_count(&r->scene) > 0)
-        why = "moving colliders (colliders[].motion) do not run distributed yet: run this scene "
-              "without mpirun";
+    else if (scene_pose_count(&r->scene) > 0)
+        why = "moving colliders and a moving domain (colliders[].motion, domain.motion) do not "
+              "run distributed yet: run this scene without mpirun";
     else if (!scene_is_sph(&r->scene))
         why = "the position-based solvers (PBF, cloth, soft and rigid bodies) are not "
               "distributed yet: run this scene without mpirun; WCSPH and collapsed SPH scenes "

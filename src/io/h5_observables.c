@@ -31,6 +31,7 @@
 #define GAUGES "/observables/gauges"
 #define COLLIDERS "/observables/colliders"
 #define WALLS "/observables/walls"
+#define DOMAIN "/observables/domain"
 #define SAMPLE_CHUNK 1024 /* rows per chunk */
 
 /* Per observer (probes first, then gauges, then loads): its step and time, and a value per
@@ -57,13 +58,16 @@ static obs_kind kind_of(const mz_scene *s, size_t i)
                                                                              : OBS_MOTION;
 }
 
-/* The k-th moving collider. */
-static const mz_collider *mover(const mz_scene *s, size_t k)
+/* The k-th pose law (scene_pose_law) and its group: a collider's, or the domain's. */
+static const mz_motion *mover(const mz_scene *s, size_t k, char *group, size_t size)
 {
-    for (size_t c = 0; c < s->n_colliders; c++)
-        if (s->colliders[c].has_motion && k-- == 0)
-            return &s->colliders[c];
-    return NULL;
+    size_t c;
+    const mz_motion *m = scene_pose_law(s, k, &c);
+    if (c < s->n_colliders)
+        snprintf(group, size, COLLIDERS "/%s", s->colliders[c].name);
+    else
+        snprintf(group, size, DOMAIN);
+    return m;
 }
 
 /* Observer i's index among the loads (OBS_LOAD) or the moving colliders (OBS_MOTION). */
@@ -75,7 +79,7 @@ static size_t index_in_kind(const mz_scene *s, size_t i)
 
 static size_t obs_count(const mz_scene *s)
 {
-    return s->n_probes + s->n_gauges + scene_load_count(s) + scene_moving_count(s);
+    return s->n_probes + s->n_gauges + scene_load_count(s) + scene_pose_count(s);
 }
 
 void h5_obs_free(struct h5_obs *obs)
@@ -98,7 +102,7 @@ static struct h5_obs *obs_new(const mz_scene *s)
     obs->n_probes = s->n_probes;
     obs->n_gauges = s->n_gauges;
     obs->n_loads = scene_load_count(s);
-    obs->n_motion = scene_moving_count(s);
+    obs->n_motion = scene_pose_count(s);
     obs->s = xcalloc(obs_count(s), sizeof *obs->s);
     for (size_t i = 0; i < obs_count(s); i++) {
         h5_series *se = &obs->s[i];
@@ -136,10 +140,9 @@ static void names_of(const mz_scene *s, size_t i, int f, char *group, char *elem
         break;
     }
     case OBS_MOTION: {
-        const mz_collider *c = mover(s, index_in_kind(s, i));
-        snprintf(group, size, COLLIDERS "/%s", c->name);
+        const mz_motion *m = mover(s, index_in_kind(s, i), group, size);
         snprintf(elem, size, "%s/%s", group,
-                 c->motion.type == MZ_MOTION_TRANSLATION ? "displacement" : "angle");
+                 m->type == MZ_MOTION_TRANSLATION ? "displacement" : "angle");
         break;
     }
     }
@@ -164,7 +167,8 @@ static size_t row_at(const mz_scene *s, size_t i, int f, size_t *comps, const ch
         return 6 * s->n_probes + s->n_gauges + 6 * index_in_kind(s, i) + 3 * (size_t)f;
     case OBS_MOTION:
     default: {
-        bool turn = mover(s, index_in_kind(s, i))->motion.type == MZ_MOTION_ROTATION;
+        char group[256];
+        bool turn = mover(s, index_in_kind(s, i), group, sizeof group)->type == MZ_MOTION_ROTATION;
         *comps = turn ? 1 : 3;
         *unit = turn ? "rad" : "m";
         return 6 * s->n_probes + s->n_gauges + 6 * scene_load_count(s) +
@@ -188,6 +192,19 @@ static int link_to(const mz_h5_out *o, const char *src, const char *dst)
         return -1;
     }
     return 0;
+}
+
+/* On a pose's element: the unit direction of a translation, or a rotation's unit axis and the
+ * point it passes through (what turns the domain's frame back into the world's). */
+static int motion_attrs(const mz_h5_out *o, const mz_scene *s, size_t k, const char *elem)
+{
+    char group[256];
+    const mz_motion *m = mover(s, k, group, sizeof group);
+    bool turn = m->type == MZ_MOTION_ROTATION;
+    return h5_put_attr(o, elem, turn ? "axis" : "direction", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE,
+                       3, m->unit) ||
+           (turn && h5_put_attr(o, elem, "center", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 3,
+                                m->center));
 }
 
 static int create_one(mz_h5_out *o, const mz_scene *s, size_t i)
@@ -231,7 +248,8 @@ static int create_one(mz_h5_out *o, const mz_scene *s, size_t i)
         hid_t v = h5_series_create(o, name, H5T_IEEE_F32LE, comps == 3 ? 2 : 1, SAMPLE_CHUNK, 0,
                                    comps == 3 ? 3 : 0, 0);
         se->value[f] = v;
-        if (v < 0 || h5_put_str_attr(o, name, "unit", unit))
+        if (v < 0 || h5_put_str_attr(o, name, "unit", unit) ||
+            (kind == OBS_MOTION && motion_attrs(o, s, index_in_kind(s, i), elem)))
             return -1;
         if (f == f0) {
             snprintf(name, sizeof name, "%s/step", elem);

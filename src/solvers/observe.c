@@ -128,7 +128,7 @@ int observe_create(mz_observers *o, mz_sim *sim)
     o->n_probes = s->n_probes;
     o->n_gauges = s->n_gauges;
     o->n_loads = scene_load_count(s);
-    o->n_motion = scene_moving_count(s);
+    o->n_motion = scene_pose_count(s);
     if (!sim->grid && o->n_probes + o->n_gauges > 0) {
         mz_error("the %s solver keeps no particle grid to sample probes and gauges from",
                  sim->solver->name);
@@ -149,9 +149,15 @@ int observe_create(mz_observers *o, mz_sim *sim)
         o->rate[i++] = s->gauges[k].rate;
     for (size_t k = 0; k < o->n_loads; k++)
         o->rate[i++] = scene_load_ref(s, k).load->rate;
-    for (size_t c = 0; c < s->n_colliders; c++)
-        if (s->colliders[c].has_motion)
-            o->rate[i++] = s->colliders[c].has_forces ? s->colliders[c].forces.rate : s->sim.fps;
+    for (size_t k = 0; k < o->n_motion; k++) { /* at the solid's forces' rate, or per frame */
+        size_t c;
+        scene_pose_law(s, k, &c);
+        const mz_load *l = c < s->n_colliders ? (s->colliders[c].has_forces
+                                                      ? &s->colliders[c].forces : NULL)
+                           : s->domain.boundary.has_forces ? &s->domain.boundary.forces
+                                                           : NULL;
+        o->rate[i++] = l ? l->rate : s->sim.fps;
+    }
     /* The interpolation radius: the fluid's support radius, never wider than a grid cell (the
      * kernels search two cells around a point: see kernels/grid/probes.cl). */
     double kh = sim->grid ? fmin(scene_support_radius(s), sim->grid->desc.h)
@@ -205,27 +211,24 @@ static bool sample_loads(mz_observers *o, mz_sim *sim, size_t slot)
 
 /* kernels/grid/probes.cl's mz_motion_rows. */
 typedef struct motion_rows_arg {
-    cl_float4 v[MZ_MAX_MOVING];
+    cl_float4 v[MZ_MAX_POSES];
 } motion_rows_arg;
 
-/* The moving colliders' poses at sim->time into device row `slot`. */
+/* The moving colliders' and the domain's poses at sim->time into device row `slot`. */
 static bool sample_motion(mz_observers *o, mz_sim *sim, size_t slot)
 {
     const mz_scene *s = sim->scene;
     motion_rows_arg now;
     memset(&now, 0, sizeof now);
-    size_t k = 0;
-    for (size_t c = 0; c < s->n_colliders; c++) {
-        const mz_motion *m = &s->colliders[c].motion;
-        if (!s->colliders[c].has_motion)
-            continue;
+    for (size_t k = 0; k < o->n_motion; k++) {
+        size_t c;
+        const mz_motion *m = scene_pose_law(s, k, &c);
         double v[3];
         motion_eval(m, sim->time, v);
         for (int a = 0; a < 3; a++)
             now.v[k].s[a] = (cl_float)(m->type == MZ_MOTION_TRANSLATION ? v[0] * m->unit[a]
                                        : a == 0                         ? v[0]
                                                                         : 0);
-        k++;
     }
     cl_uint base = (cl_uint)(slot * o->row + 6 * o->n_probes + o->n_gauges + 6 * o->n_loads);
     cl_uint n = (cl_uint)o->n_motion;
