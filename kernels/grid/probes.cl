@@ -76,6 +76,9 @@ void probe_sums(mz_grid_desc g, global const uint *cs, global const uint *ce,
             scan = false;
     float8 s = (float8)(0.0f);
     const float kh2 = kh * kh;
+    /* A gauge's point needs the fraction alone: its work-group reads no velocity, pressure or
+     * density (most points are gauges': that traffic was most of the cost). */
+    const bool fields = pt < n_probes;
     if (scan) {
         const uint end = ce[key];
         for (uint k = cs[key]; k < end; k++) {
@@ -86,8 +89,10 @@ void probe_sums(mz_grid_desc g, global const uint *cs, global const uint *ce,
             if (!(r2 < kh2))
                 continue;
             const float w = mz_probe_weight(r2, kh);
-            const float4 v = mz_vec(vel[j]);
             s.s0 += w;
+            if (!fields)
+                continue;
+            const float4 v = mz_vec(vel[j]);
             if (has_p)
                 s.s1 += w * p[j];
             if (has_rho)
