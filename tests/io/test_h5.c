@@ -1034,6 +1034,14 @@ static void test_boundary(void **state)
     check_moving_boundary(path, 4);
     assert_null(h5_out_reopen(path, N, POS, &still, 2, "", 4));
     check_moving_boundary(path, 4);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
+    assert_int_equal(info_print(path, out), 0);
+    fclose(out);
+    assert_non_null(strstr(text, "4 wall and collider particles in /particles/boundary, "
+                                 "colliders moving: a row each frame"));
+    free(text);
     assert_int_equal(H5Fget_obj_count((hid_t)H5F_OBJ_ALL, H5F_OBJ_ALL), 0);
 }
 
