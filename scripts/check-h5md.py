@@ -7,9 +7,10 @@ a reader would trip on.
 Checks, for each file: the /h5md version and the author's and creator's names; every particles
 group's box (dimension, boundary, edges with a unit); every time-dependent element through
 pyh5md (value, step and time of one length, a unit on value and on time); the time-independent
-elements (id, body, phase, wall positions); the observables' series; that every string in the
-file is variable-length UTF-8 (fixed-length strings come back as bytes); and the sidecar's
-per-frame views (/xdmf) against the frames. Prints one line per file; exit 1 when any fails.
+elements (id, body, phase, wall positions); the wall positions as a series of one row a frame when
+colliders move; the observables' series; that every string in the file is variable-length UTF-8
+(fixed-length strings come back as bytes); and the sidecar's per-frame views (/xdmf) against the
+frames. Prints one line per file; exit 1 when any fails.
 Run by tests/cli/test_viewers.c where pyh5md is installed (scripts/install-viewers.sh).
 """
 import sys
@@ -80,6 +81,10 @@ def check_file(path):
                 n = check_series(group, name, problems, frames)
                 if gname == "all" and name == "position":
                     frames = n
+        moving = "particles/boundary/position/value" in f
+        if moving and f["particles/boundary/position/value"].shape[0] != frames:
+            problems.append("particles/boundary/position: %d frames, particles/all/position %r"
+                            % (f["particles/boundary/position/value"].shape[0], frames))
         if "observables" in f:
             def series(name, obj):
                 if isinstance(obj, h5py.Group) and "value" in obj and "time" in obj:
@@ -90,9 +95,13 @@ def check_file(path):
                 if len(f["xdmf"][field]) != frames:
                     problems.append("xdmf/%s: %d views for %d frames" % (field, len(f["xdmf"][field]),
                                                                         frames))
-            last = f["xdmf/position/%d" % (frames - 1)][()]
-            if (last[0] != f["particles/all/position/value"][frames - 1]).any():
-                problems.append("xdmf/position/%d is not frame %d" % (frames - 1, frames - 1))
+            views = [("position", "particles/all/position/value")]
+            if moving:
+                views.append(("boundary", "particles/boundary/position/value"))
+            for view, series in views:
+                last = f["xdmf/%s/%d" % (view, frames - 1)][()]
+                if (last[0] != f[series][frames - 1]).any():
+                    problems.append("xdmf/%s/%d is not frame %d" % (view, frames - 1, frames - 1))
         strings_are_text(f, problems)
     print("%s: %s" % (path, "; ".join(problems) if problems else "ok"))
     return not problems

@@ -224,6 +224,10 @@ static void print_summary(FILE *out, const char *path, hid_t file, long long siz
     if (h5_dataset_dims(file, "/particles/boundary/position", bdims) == 2)
         fprintf(out, "  %-10s %llu wall and collider particles in /particles/boundary\n",
                 "boundary", (unsigned long long)bdims[0]);
+    else if (h5_dataset_dims(file, "/particles/boundary/position/value", bdims) == 3)
+        fprintf(out, "  %-10s %llu wall and collider particles in /particles/boundary, "
+                     "colliders moving: a row each frame\n",
+                "boundary", (unsigned long long)bdims[1]);
     print_run(out, file);
     if (frames && n)
         print_bounds(out, file, frames - 1, n);

@@ -17,6 +17,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#define BOUNDARY_SERIES "/particles/boundary/position/value" /* when colliders move */
+
 typedef struct render_args {
     const char *in, *out, *field;
     long frame; /* record to draw; -1: the last */
@@ -45,6 +47,7 @@ typedef struct render_file {
     size_t n_tri;
     float *boundary;     /* /particles/boundary/position, when the file has it */
     size_t n_boundary;
+    bool boundary_moves; /* a row of it each frame (moving colliders): read with the frame */
     const mz_field_info *field; /* NULL: colour by phase */
     const char *label;
     pose_series *ps; /* the moving colliders' */
@@ -310,12 +313,19 @@ static int choose_field(render_file *f, const char *asked, const char *path)
     return 0;
 }
 
-/* SPH's wall particles, written once; left out (not an error) when absent or unreadable. */
+/* SPH's wall particles, written once, or with moving colliders a row each frame (read with
+ * the frame, boundary_record); left out (not an error) when absent or unreadable. */
 static void read_boundary(render_file *f)
 {
     const char *name = "/particles/boundary/position";
-    hid_t d = h5_exists(f->h5, name) ? H5Dopen2(f->h5, name, H5P_DEFAULT) : -1;
     hsize_t dims[3];
+    if (h5_dataset_dims(f->h5, BOUNDARY_SERIES, dims) == 3 && dims[2] == 3 && dims[1] > 0) {
+        f->boundary = xmalloc(3 * (size_t)dims[1] * sizeof *f->boundary);
+        f->n_boundary = (size_t)dims[1];
+        f->boundary_moves = true;
+        return;
+    }
+    hid_t d = h5_exists(f->h5, name) ? H5Dopen2(f->h5, name, H5P_DEFAULT) : -1;
     if (h5_dims(d, dims) == 2 && dims[1] == 3 && dims[0] > 0) {
         f->boundary = xmalloc(3 * (size_t)dims[0] * sizeof *f->boundary);
         if (H5Dread(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, f->boundary) >= 0)
@@ -323,6 +333,16 @@ static void read_boundary(render_file *f)
     }
     if (d >= 0)
         H5Dclose(d);
+}
+
+/* Record k's wall particles when they move; how many to draw (0 when it cannot be read). */
+static size_t boundary_record(const render_file *f, hsize_t k)
+{
+    if (!f->boundary_moves)
+        return f->n_boundary;
+    return h5_read_record(f->h5, BOUNDARY_SERIES, k, 3, f->n_boundary, f->boundary) < 0
+               ? 0
+               : f->n_boundary;
 }
 
 static int file_open(render_file *f, const render_args *a)
@@ -510,7 +530,8 @@ static int draw(const render_file *f, const render_args *a, const mz_render_opts
     poses_at(f, t);
     mz_picture pic = {.n = f->n, .pos = pos, .value = f->field ? value : NULL, .phase = f->phase,
                       .body = f->body, .tri = f->tri, .n_tri = f->n_tri,
-                      .boundary = f->boundary, .n_boundary = f->n_boundary, .scene_json = f->scene,
+                      .boundary = f->boundary, .n_boundary = boundary_record(f, k),
+                      .scene_json = f->scene,
                       .field_label = f->label, .field_unit = f->field ? f->field->unit : NULL,
                       .caption = caption, .poses = f->poses, .n_poses = f->n_ps};
     mz_image img;

@@ -93,6 +93,9 @@ double run_output_bytes(const mz_scene *s, size_t n, size_t n_rigids, long first
     for (long f = first_frame; f <= s->sim.frames; f++)
         frames += f % s->output.every == 0;
     double per_frame = 28.0 * (double)n_rigids + 16; /* poses; step and time */
+    if (scene_is_sph(s) && s->domain.boundary.type == MZ_BOUNDARY_PARTICLES &&
+        scene_moving_count(s) > 0) /* the boundary particles, when they move */
+        per_frame += 12.0 * (double)scene_boundary_count(s);
     for (int f = 0; f < MZ_FIELD_COUNT; f++)
         if (s->output.fields & MZ_FIELD_BIT(f))
             per_frame += 4.0 * mz_field_infos[f].components * (double)n;
@@ -162,6 +165,8 @@ typedef struct run_ctx {
     mz_frames frames; /* on their way to out (frames.h) */
     long checkpoints; /* written by this run */
     long ckpt_failed; /* the frame whose checkpoint could not be written; -1: the last one was */
+    float *boundary_rest; /* when colliders move: the output's boundary particles as built */
+    size_t n_boundary;
 } run_ctx;
 
 /* A warning when the frames still to write (uncompressed) exceed the free space of the
@@ -329,11 +334,21 @@ static void body_of_ids(const void *scene, size_t first, size_t count, uint32_t 
     build_body_of_ids(scene, first, count, out);
 }
 
-/* SPH with particle walls: the wall and collider particles the solver makes (the same builder
- * calls), 3 floats each, for the output's /particles/boundary; NULL and 0 for other scenes. */
-static float *boundary_positions(const mz_scene *s, size_t *n)
+/* The boundary particles at time t, for the output (mz_h5_static's boundary_at; the writer
+ * thread calls it with each frame). */
+static void boundary_at(const void *ctx, double t, float *out)
 {
-    *n = 0;
+    const run_ctx *r = ctx;
+    build_boundary_at(&r->scene, r->boundary_rest, r->n_boundary, t, out);
+}
+
+/* SPH with particle walls: the wall and collider particles the solver makes (the same builder
+ * calls) for the output's /particles/boundary, into st: at rest, 3 floats each (returned, for
+ * the caller to free), or when colliders move, placed at each frame's time from r's rest
+ * positions. Nothing for other scenes. */
+static float *output_boundary(run_ctx *r, mz_h5_static *st)
+{
+    const mz_scene *s = &r->scene;
     if (!scene_is_sph(s) || s->domain.boundary.type != MZ_BOUNDARY_PARTICLES)
         return NULL;
     float *pos = NULL;
@@ -341,9 +356,17 @@ static float *boundary_positions(const mz_scene *s, size_t *n)
     int layers = scene_wall_layers(s);
     size_t nb = build_wall_particles(s, spacing, layers, &pos);
     nb = build_collider_particles(s, spacing, layers, &pos, nb);
+    st->n_boundary = nb;
+    if (scene_moving_count(s) > 0) {
+        r->boundary_rest = pos; /* kept, owners and all, until the output is closed */
+        r->n_boundary = nb;
+        st->boundary_at = boundary_at;
+        st->boundary_ctx = r;
+        return NULL;
+    }
     for (size_t i = 0; i < nb; i++) /* 4 floats each to 3, in place */
         memmove(pos + 3 * i, pos + 4 * i, 3 * sizeof *pos);
-    *n = nb;
+    st->boundary = pos;
     return pos;
 }
 
@@ -354,7 +377,9 @@ static int open_output(run_ctx *r)
     if (dist_rank() != 0) /* rank 0 writes the file */
         return 0;
     if (r->resumed) {
-        r->out = h5_out_reopen(r->path, r->parts.n_total, r->fields, r->sim.n_rigids,
+        mz_h5_static st = {.n_rigids = r->sim.n_rigids};
+        free(output_boundary(r, &st));
+        r->out = h5_out_reopen(r->path, r->parts.n_total, r->fields, &st,
                                r->ck.frames_written, r->run_id,
                                output_frames(s, s->sim.frames));
         return r->out && h5_out_reopen_observables(r->out, s, r->ck.step) == 0 ? 0 : -1;
@@ -382,8 +407,7 @@ static int open_output(run_ctx *r)
         st.body_of = body_of_ids;
         st.body_ctx = s;
     }
-    float *boundary = boundary_positions(s, &st.n_boundary);
-    st.boundary = boundary;
+    float *boundary = output_boundary(r, &st);
     r->out = h5_out_create(r->path, r->parts.n_total, r->fields,
                            s->output.compression == MZ_COMPRESSION_GZIP ? s->output.level : 0,
                            &meta, &st);
@@ -644,6 +668,7 @@ static void release_run(run_ctx *r)
     slabs_plan_release(&r->plan);
     if (r->out)
         h5_out_close(r->out, false, "aborted");
+    free(r->boundary_rest); /* the output's, closed now */
     health_release(&r->health);
     sim_release(&r->sim);
     particles_free(&r->parts);

@@ -217,17 +217,21 @@ static int write_connectivity(const mz_h5_out *o, const mz_h5_static *st)
     return h5_put_attr(o, name, "particles_group", H5T_STD_REF_OBJ, H5T_STD_REF_OBJ, 0, &ref);
 }
 
-/* SPH's walls and colliders as boundary particles: /particles/boundary, its positions a
- * time-independent H5MD element (they do not move), so that a viewer shows the tank. Nothing
- * without them. */
+/* SPH's walls and colliders as boundary particles: /particles/boundary, so that a viewer shows
+ * the tank. Its positions a time-independent H5MD element when nothing moves; when colliders
+ * move, a series of one row a frame (create_moving_boundary, once the frames' step and time
+ * exist). Nothing without them. */
 static int write_boundary(const mz_h5_out *o, const mz_h5_meta *m, const mz_h5_static *st)
 {
     if (st->n_boundary == 0)
         return 0;
     static const char name[] = "/particles/boundary/position";
-    return write_box(o, "/particles/boundary", m) ||
-                   put_table(o, name, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 0, st->n_boundary, 3,
-                             st->boundary) ||
+    if (write_box(o, "/particles/boundary", m))
+        return -1;
+    if (o->boundary_at)
+        return 0;
+    return put_table(o, name, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 0, st->n_boundary, 3,
+                     st->boundary) ||
                    h5_put_str_attr(o, name, "unit", "m")
                ? -1
                : 0;
@@ -237,7 +241,7 @@ static int write_boundary(const mz_h5_out *o, const mz_h5_meta *m, const mz_h5_s
  * that the file stays the same bytes run after run. */
 static int make_view_groups(const mz_h5_out *o)
 {
-    const char *names[MZ_FIELD_COUNT + 2] = {"/xdmf"};
+    const char *names[MZ_FIELD_COUNT + 3] = {"/xdmf"};
     char buf[MZ_FIELD_COUNT][48];
     int k = 1;
     for (int f = 0; f < MZ_FIELD_COUNT; f++)
@@ -245,6 +249,8 @@ static int make_view_groups(const mz_h5_out *o)
             snprintf(buf[f], sizeof buf[f], "/xdmf/%s", mz_field_infos[f].name);
             names[k++] = buf[f];
         }
+    if (o->boundary_at)
+        names[k++] = "/xdmf/boundary";
     names[k] = NULL;
     return h5_make_groups(o, names);
 }
@@ -390,6 +396,24 @@ static int create_rigids(mz_h5_out *o, const mz_h5_static *st, int gzip_level)
     return 0;
 }
 
+/* Moving colliders: /particles/boundary/position as a time-dependent element beside the
+ * frames, its step and time theirs. */
+static int create_moving_boundary(mz_h5_out *o, int gzip_level)
+{
+    static const char *const groups[] = {"/particles/boundary/position", NULL};
+    if (!o->boundary_at)
+        return 0;
+    if (h5_make_groups(o, groups))
+        return -1;
+    o->boundary = h5_series_create(o, BOUNDARY_VALUE, H5T_IEEE_F32LE, 3, 1, gzip_level,
+                                   o->n_boundary, 3);
+    if (o->boundary < 0 || h5_put_str_attr(o, BOUNDARY_VALUE, "unit", "m") ||
+        link_step_time(o, "/particles/boundary/position"))
+        return -1;
+    o->boundary_buf = xmalloc(3 * o->n_boundary * sizeof *o->boundary_buf);
+    return 0;
+}
+
 static int check_args(const char *path, const char *xdmf, size_t n, int gzip_level,
                       const mz_h5_static *st)
 {
@@ -409,6 +433,8 @@ static int check_args(const char *path, const char *xdmf, size_t n, int gzip_lev
     else if (st->n_triangles > (size_t)INT32_MAX)
         mz_error("writing %s: %zu triangles is more than the %d the file allows", path,
                  st->n_triangles, INT32_MAX);
+    else if (st->n_boundary > 0 && !st->boundary && !st->boundary_at)
+        mz_error("writing %s: %zu boundary particles but no positions", path, st->n_boundary);
     else if (st->n_rigids > 0 && !st->rigid_body)
         mz_error("writing %s: %zu rigid bodies but no list of their body indices", path,
                  st->n_rigids);
@@ -488,13 +514,14 @@ mz_h5_out *h5_out_create(const char *path, size_t n, unsigned fields, int gzip_l
         free(xdmf);
         return NULL;
     }
-    mz_h5_out *o = h5_file_new(path, n, fields, st->n_rigids);
+    mz_h5_out *o = h5_file_new(path, n, fields, st);
     o->fd = fd;
     o->owned = created;
     static const mz_h5_meta no_meta;
     meta = meta ? meta : &no_meta;
 
-    o->xdmf = xdmf_create(xdmf, path, n, o->fields, st->n_triangles, st->n_boundary);
+    o->xdmf = xdmf_create(xdmf, path, n, o->fields, st->n_triangles, st->n_boundary,
+                          o->boundary_at != NULL);
     free(xdmf);
     if (!o->xdmf)
         goto fail;
@@ -512,7 +539,7 @@ mz_h5_out *h5_out_create(const char *path, size_t n, unsigned fields, int gzip_l
     if (write_h5md(o) || write_particles(o, meta, st) || write_boundary(o, meta, st) ||
         write_connectivity(o, st) || make_view_groups(o) ||
         write_parameters(o, meta) || create_fields(o, gzip_level) ||
-        create_rigids(o, st, gzip_level))
+        create_rigids(o, st, gzip_level) || create_moving_boundary(o, gzip_level))
         goto fail;
     if (H5Fflush(o->file, H5F_SCOPE_GLOBAL) < 0) {
         h5_fail(path, "flushing");

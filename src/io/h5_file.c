@@ -130,14 +130,19 @@ int h5_put_int_attr(const mz_h5_out *o, const char *obj, const char *name, int64
 
 /* ---- the handle ---- */
 
-mz_h5_out *h5_file_new(const char *path, size_t n, unsigned fields, size_t n_rigids)
+mz_h5_out *h5_file_new(const char *path, size_t n, unsigned fields, const mz_h5_static *st)
 {
     mz_h5_out *o = xcalloc(1, sizeof *o);
     o->path = xstrdup(path);
     o->n = n;
     o->fields = fields | MZ_FIELD_BIT(MZ_FIELD_POSITION);
-    o->file = o->step = o->time = o->rigid_com = o->rigid_quat = -1;
-    o->n_rigids = n_rigids;
+    o->file = o->step = o->time = o->rigid_com = o->rigid_quat = o->boundary = -1;
+    if (st) {
+        o->n_rigids = st->n_rigids;
+        o->n_boundary = st->n_boundary;
+        o->boundary_at = st->n_boundary ? st->boundary_at : NULL;
+        o->boundary_ctx = st->boundary_ctx;
+    }
     o->fd = -1;
     for (int f = 0; f < MZ_FIELD_COUNT; f++)
         o->value[f] = -1;
@@ -153,7 +158,9 @@ int h5_file_discard(mz_h5_out *o, int failed_create)
     h5_close_id(o->time);
     h5_close_id(o->rigid_com);
     h5_close_id(o->rigid_quat);
+    h5_close_id(o->boundary);
     free(o->rigid_buf);
+    free(o->boundary_buf);
     h5_obs_free(o->obs);
     /* After a failed creation the first message said it all. */
     if (o->file >= 0 && H5Fclose(o->file) < 0) {

@@ -14,6 +14,7 @@
 #define RESERVE_MARGIN (1u << 20)   /* room reserved beyond a frame's data, for metadata */
 
 #define RIGID "/observables/rigid"
+#define BOUNDARY_VALUE "/particles/boundary/position/value" /* when colliders move */
 #define RIGID_CONVENTION                                                                        \
     "quaternion (x, y, z, w), scalar last (the order scipy.spatial.transform.Rotation.from_quat " \
     "takes); it rotates the body's rest offsets, measured from its initial centre of mass "     \
@@ -30,6 +31,11 @@ struct mz_h5_out {
     size_t n_rigids;   /* B: rigid bodies with a pose per frame */
     hid_t rigid_com, rigid_quat; /* /observables/rigid/{center_of_mass,orientation}/value */
     float *rigid_buf;  /* a frame's poses split: B × 3 centres, then B × 4 quaternions */
+    size_t n_boundary; /* wall and collider particles (0: none) */
+    hid_t boundary;    /* /particles/boundary/position/value when they move, else -1 */
+    void (*boundary_at)(const void *ctx, double t, float *out); /* mz_h5_static's */
+    const void *boundary_ctx;
+    float *boundary_buf; /* a frame's boundary positions, 3 floats each */
     int fd;            /* the .h5 again, locked (one writer) and for reserving disk space */
     int owned;         /* this run created or truncated the file: a failed create removes it */
     long frames;       /* complete frames in the file */
@@ -38,9 +44,10 @@ struct mz_h5_out {
     struct h5_obs *obs; /* /observables/probes and /gauges, or NULL */
 };
 
-/* The sidecar's per-frame views (h5_views.c): /xdmf/<field>/<frame> for each field, a virtual
- * dataset of that frame's row. add: 0, or -1 after reporting. cut: remove those of frames >=
- * frames (a rolled-back or cut-back series), best effort. */
+/* The sidecar's per-frame views (h5_views.c): /xdmf/<field>/<frame> for each field, and
+ * /xdmf/boundary/<frame> when the boundary moves, a virtual dataset of that frame's row. add:
+ * 0, or -1 after reporting. cut: remove those of frames >= frames (a rolled-back or cut-back
+ * series), best effort. */
 int h5_views_add(mz_h5_out *o, long frame);
 void h5_views_cut(mz_h5_out *o, long frames);
 /* A resumed output of `frames` frames: views beyond cut, missing ones (a file from before the
@@ -77,8 +84,9 @@ hid_t h5_series_create(const mz_h5_out *o, const char *name, hid_t ftype, int ra
 struct h5_obs;
 void h5_obs_free(struct h5_obs *obs);
 
-/* A handle with nothing open yet (every id -1). */
-mz_h5_out *h5_file_new(const char *path, size_t n, unsigned fields, size_t n_rigids);
+/* A handle with nothing open yet (every id -1); of st (may be NULL) the rigid bodies' count
+ * and the boundary particles' count and motion. */
+mz_h5_out *h5_file_new(const char *path, size_t n, unsigned fields, const mz_h5_static *st);
 /* Close everything and free o; after a failed creation the files are removed too, the .h5 only
  * when this run created or truncated it (o->owned).
  * 0, or -1 after reporting a failed close. */

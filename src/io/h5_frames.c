@@ -59,10 +59,11 @@ fail:
  * see a half-written one. Best effort: the disk may still be full. */
 static void roll_back(mz_h5_out *o)
 {
-    hid_t sets[MZ_FIELD_COUNT + 4] = {o->step, o->time, o->rigid_com, o->rigid_quat};
+    hid_t sets[MZ_FIELD_COUNT + 5] = {o->step, o->time, o->rigid_com, o->rigid_quat,
+                                      o->boundary};
     for (int f = 0; f < MZ_FIELD_COUNT; f++)
-        sets[f + 4] = o->value[f];
-    for (int k = 0; k < MZ_FIELD_COUNT + 4; k++) {
+        sets[f + 5] = o->value[f];
+    for (int k = 0; k < MZ_FIELD_COUNT + 5; k++) {
         hsize_t dims[3];
         hid_t s = sets[k] < 0 ? -1 : H5Dget_space(sets[k]);
         if (s >= 0 && H5Sget_simple_extent_dims(s, dims, NULL) > 0 &&
@@ -93,6 +94,8 @@ static const char *field_value_name(int f, char name[96])
 int h5_out_begin_frame(mz_h5_out *o)
 {
     unsigned long long bytes = 4ull * 7 * o->n_rigids;
+    if (o->boundary_at)
+        bytes += 12ull * o->n_boundary;
     for (int f = 0; f < MZ_FIELD_COUNT; f++)
         if (o->fields & MZ_FIELD_BIT(f))
             bytes += 4ull * (unsigned)mz_field_infos[f].components * o->n;
@@ -106,6 +109,7 @@ int h5_out_begin_frame(mz_h5_out *o)
             goto fail;
     if ((o->n_rigids > 0 && (grow_row(o, o->rigid_com, RIGID "/center_of_mass/value") ||
                              grow_row(o, o->rigid_quat, RIGID "/orientation/value"))) ||
+        (o->boundary_at && grow_row(o, o->boundary, BOUNDARY_VALUE)) ||
         grow_row(o, o->step, "/particles/all/position/step") ||
         grow_row(o, o->time, "/particles/all/position/time"))
         goto fail;
@@ -163,6 +167,12 @@ int h5_out_commit_frame(mz_h5_out *o, long step, double time, const float *rigid
                        o->n_rigids, com) ||
             write_rows(o, o->rigid_quat, RIGID "/orientation/value", H5T_NATIVE_FLOAT, 0,
                        o->n_rigids, quat))
+            goto fail;
+    }
+    if (o->boundary_at) { /* a function of the time alone: a resumed run writes the same */
+        o->boundary_at(o->boundary_ctx, time, o->boundary_buf);
+        if (write_rows(o, o->boundary, BOUNDARY_VALUE, H5T_NATIVE_FLOAT, 0, o->n_boundary,
+                       o->boundary_buf))
             goto fail;
     }
     if (write_rows(o, o->step, "/particles/all/position/step", H5T_NATIVE_INT64, 0, 1, &step64) ||

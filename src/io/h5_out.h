@@ -17,6 +17,12 @@
  *                               nominal time, not the steps' rounded sum),
  *                               value [F, N, 3] or [F, N] float32, extendible along F,
  *                               one chunk per frame, attr unit
+ *   /particles/boundary/        only for SPH with particle walls: box as /particles/all's, and
+ *     position                  [B, 3] float32 (attr unit "m"), the wall and collider particles
+ *                               as built, a time-independent element; or, when colliders move,
+ *     position/                 step, time (hard links to /particles/all/position's),
+ *                               value [F, B, 3] float32: each frame's, at the frame's time
+ *                               (static ones repeated), extendible along F, one chunk per frame
  *   /connectivity/triangles     [M, 3] int32, particle ids (= rows) of the cloth surfaces'
  *                               triangles, attr particles_group = object reference to
  *                               /particles/all; only when there are triangles
@@ -79,6 +85,11 @@ typedef struct mz_h5_static {
     const uint32_t *rigid_body; /* B body indices (as in body), required when B > 0 */
     const float *boundary;      /* SPH wall and collider particles, 3 floats each, or NULL */
     size_t n_boundary;          /* 0: no /particles/boundary */
+    /* When colliders move: the n_boundary particles at time t into out (3 floats each, in
+     * boundary's order), called as each frame is committed; boundary is then not read. NULL:
+     * they stay put, written once. */
+    void (*boundary_at)(const void *ctx, double t, float *out);
+    const void *boundary_ctx;
 } mz_h5_static;
 
 typedef struct mz_h5_out mz_h5_out;
@@ -91,18 +102,20 @@ mz_h5_out *h5_out_create(const char *path, size_t n, unsigned fields, int gzip_l
 
 /* Open an output written earlier by the same run to go on writing it (a resumed run): check
  * that its run id is run_id, that it holds at most final_frames frames (the resumed run would
- * otherwise drop some), and that it has n particles, the fields and B rigid bodies; then cut
- * every series back to its first `frames` frames (frames written after the checkpoint are
- * written again) and rewrite the sidecar. The run record is set to incomplete. NULL after
- * reporting; the file is untouched when a check fails. */
-mz_h5_out *h5_out_reopen(const char *path, size_t n, unsigned fields, size_t n_rigids,
+ * otherwise drop some), and that it has n particles, the fields, st's B rigid bodies and, when
+ * st->boundary_at moves them, st's boundary particles; then cut every series back to its first
+ * `frames` frames (frames written after the checkpoint are written again) and rewrite the
+ * sidecar. Of st only n_rigids and the boundary are read. The run record is set to incomplete.
+ * NULL after reporting; the file is untouched when a check fails. */
+mz_h5_out *h5_out_reopen(const char *path, size_t n, unsigned fields, const mz_h5_static *st,
                          long frames, const char *run_id, long final_frames);
 
 /* Append one frame. data[f] for each field in the mask: components × n floats in id order.
  * rigid_pose: with B rigid bodies, 8 floats per body as the device keeps them (mz_sim's
  * rigid_pose): centre of mass x, y, z, (unused), then quaternion x, y, z, w; NULL when B = 0.
- * The particle fields and the poses go in together or not at all. Flushes the file and updates
- * the sidecar. 0, or -1 after reporting (the frames before stay). */
+ * Moving boundary particles are placed at `time` (mz_h5_static's boundary_at). The particle
+ * fields, the poses and the boundary go in together or not at all. Flushes the file and
+ * updates the sidecar. 0, or -1 after reporting (the frames before stay). */
 int h5_out_write_frame(mz_h5_out *o, long step, double time,
                        const float *const data[MZ_FIELD_COUNT], const float *rigid_pose);
 

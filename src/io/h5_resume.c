@@ -54,9 +54,11 @@ static size_t rows_of(const mz_h5_out *o, const char *name)
 static int rewrite_xdmf(mz_h5_out *o)
 {
     size_t n_tri = rows_of(o, "/connectivity/triangles");
-    size_t n_boundary = rows_of(o, "/particles/boundary/position");
+    size_t n_boundary = o->boundary_at ? o->n_boundary
+                                       : rows_of(o, "/particles/boundary/position");
     char *xdmf = h5_out_xdmf_path(o->path);
-    o->xdmf = xdmf_create(xdmf, o->path, o->n, o->fields, n_tri, n_boundary);
+    o->xdmf = xdmf_create(xdmf, o->path, o->n, o->fields, n_tri, n_boundary,
+                          o->boundary_at != NULL);
     free(xdmf);
     if (!o->xdmf || o->frames == 0)
         return o->xdmf ? 0 : -1;
@@ -99,12 +101,14 @@ static long output_rows(const mz_h5_out *o)
     return rows;
 }
 
-/* Before anything is cut: the output is the checkpoint's run's, and the resumed run will not
- * end with fewer frames than it holds now. 0, or -1 after reporting. */
+/* Before anything is cut: the output is the checkpoint's run's (its boundary particles move
+ * when this run's do), and the resumed run will not end with fewer frames than it holds now. 0,
+ * or -1 after reporting. */
 static int check_reopen(const mz_h5_out *o, const char *run_id, long final_frames)
 {
     char *id = output_run_id(o);
     long rows = output_rows(o);
+    bool moves = h5_exists(o->file, BOUNDARY_VALUE); /* a row each frame */
     int rc = -1;
     if (strcmp(id, run_id) != 0)
         mz_error("cannot resume into %s: it was written by another run (run id %s; the "
@@ -112,6 +116,10 @@ static int check_reopen(const mz_h5_out *o, const char *run_id, long final_frame
                  o->path, id[0] ? id : "none", run_id);
     else if (rows < 0)
         mz_error("cannot resume into %s: it has no readable frame series", o->path);
+    else if (moves != (o->boundary_at != NULL))
+        mz_error("cannot resume into %s: its boundary particles %s and this run's %s (it was not "
+                 "written by this scene's run)", o->path, moves ? "move" : "do not move",
+                 moves ? "do not" : "do");
     else if (rows > final_frames)
         mz_error("cannot resume into %s: it holds %ld frames and the resumed run would end with "
                  "%ld, dropping the rest (give --frames for at least as many, or a new -o)",
@@ -122,11 +130,25 @@ static int check_reopen(const mz_h5_out *o, const char *run_id, long final_frame
     return rc;
 }
 
-mz_h5_out *h5_out_reopen(const char *path, size_t n, unsigned fields, size_t n_rigids,
+/* The boundary series, when colliders move, cut back like the frames. 0, or -1 after
+ * reporting. */
+static int reopen_boundary(mz_h5_out *o, long frames)
+{
+    if (!o->boundary_at)
+        return 0;
+    o->boundary = reopen_series(o, BOUNDARY_VALUE, o->n_boundary, (hsize_t)frames);
+    if (o->boundary < 0)
+        return -1;
+    o->boundary_buf = xmalloc(3 * o->n_boundary * sizeof *o->boundary_buf);
+    return 0;
+}
+
+mz_h5_out *h5_out_reopen(const char *path, size_t n, unsigned fields, const mz_h5_static *st,
                          long frames, const char *run_id, long final_frames)
 {
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-    mz_h5_out *o = h5_file_new(path, n, fields, n_rigids);
+    size_t n_rigids = st ? st->n_rigids : 0;
+    mz_h5_out *o = h5_file_new(path, n, fields, st);
     o->frames = frames;
     /* The lock first: a run still writing the file keeps it. */
     hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
@@ -161,6 +183,8 @@ mz_h5_out *h5_out_reopen(const char *path, size_t n, unsigned fields, size_t n_r
             goto fail;
         o->rigid_buf = xmalloc(7 * n_rigids * sizeof *o->rigid_buf);
     }
+    if (reopen_boundary(o, frames))
+        goto fail;
     char status[64];
     snprintf(status, sizeof status, "resumed after frame %ld", frames);
     if (h5_put_int_attr(o, "/parameters/run", "frames_written", frames) ||

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@ struct mz_xdmf {
     char *path;
     char *h5_ref;       /* the .h5 file's basename, XML-escaped, as the sidecar names it */
     size_t n, n_triangles, n_boundary;
+    bool boundary_moves; /* each frame's boundary is its view /xdmf/boundary/<frame> */
     unsigned fields;
     int fd;
     off_t tail;         /* offset of the closing tags: the next frame goes there */
@@ -130,17 +132,21 @@ static void frame_grid(mz_str *b, const mz_xdmf *x, long f, long step, double ti
         geometry_and_attributes(b, x, 5, f);
         str_addf(b, "    </Grid>\n");
     }
-    if (x->n_boundary > 0) /* SPH's wall particles, the same every frame */
+    if (x->n_boundary > 0) { /* SPH's wall particles: the same every frame, or the frame's */
+        char where[64] = "/particles/boundary/position";
+        if (x->boundary_moves)
+            snprintf(where, sizeof where, "/xdmf/boundary/%ld", f);
         str_addf(b,
                  "    <Grid Name=\"boundary\" GridType=\"Uniform\">\n"
                  "     <Topology TopologyType=\"Polyvertex\" NumberOfElements=\"%zu\" "
                  "NodesPerElement=\"1\"/>\n"
                  "     <Geometry GeometryType=\"XYZ\">\n"
                  "      <DataItem Dimensions=\"%zu 3\" NumberType=\"Float\" Precision=\"4\" "
-                 "Format=\"HDF\">%s:/particles/boundary/position</DataItem>\n"
+                 "Format=\"HDF\">%s:%s</DataItem>\n"
                  "     </Geometry>\n"
                  "    </Grid>\n",
-                 x->n_boundary, x->n_boundary, x->h5_ref);
+                 x->n_boundary, x->n_boundary, x->h5_ref, where);
+    }
     str_addf(b, "   </Grid>\n");
 }
 
@@ -193,7 +199,7 @@ char *xdmf_path_for(const char *h5_path)
 }
 
 mz_xdmf *xdmf_create(const char *xdmf_path, const char *h5_path, size_t n, unsigned fields,
-                     size_t n_triangles, size_t n_boundary)
+                     size_t n_triangles, size_t n_boundary, bool boundary_moves)
 {
     int fd = open(xdmf_path, O_WRONLY | O_CREAT | O_TRUNC, 0666);
     if (fd < 0) {
@@ -207,6 +213,7 @@ mz_xdmf *xdmf_create(const char *xdmf_path, const char *h5_path, size_t n, unsig
     x->n = n;
     x->n_triangles = n_triangles;
     x->n_boundary = n_boundary;
+    x->boundary_moves = boundary_moves;
     x->fields = fields | MZ_FIELD_BIT(MZ_FIELD_POSITION);
     x->fd = fd;
     mz_str head = {0};

@@ -136,12 +136,13 @@ static void test_probe_samples_resume(void **state)
             "/observables/colliders/post/force/value", "/observables/colliders/post/torque/value",
             "/observables/colliders/post/torque/step", "/observables/walls/x_max/force/value",
             "/observables/walls/y_min/torque/time",
-            "/observables/colliders/post/displacement/value"};
+            "/observables/colliders/post/displacement/value",
+            "/particles/boundary/position/value"};
         hid_t a = H5Fopen(ref, H5F_ACC_RDONLY, H5P_DEFAULT);
         hid_t b = H5Fopen(out, H5F_ACC_RDONLY, H5P_DEFAULT);
         assert_true(a >= 0 && b >= 0);
         long frames = run_attr(a, "frames_written");
-        size_t rows_low = 0;
+        size_t rows_low = 0, boundary_bytes = 0;
         for (size_t i = 0; i < sizeof series / sizeof *series; i++) {
             size_t na = 0, nb = 0;
             unsigned char *x = read_all(a, series[i], &na), *y = read_all(b, series[i], &nb);
@@ -150,16 +151,30 @@ static void test_probe_samples_resume(void **state)
                          "bytes)", v, series[i], na, nb);
             if (i == 0)
                 rows_low = na / 4;
+            if (strstr(series[i], "boundary"))
+                boundary_bytes = nb;
             free(x);
             free(y);
         }
         H5Fclose(a);
         H5Fclose(b);
+        /* The moving post's boundary particles: a row of 3 floats each per written frame. */
+        snprintf(args, sizeof args, "check %s --frames 6 %s >%s", scene, variants[v],
+                 test_path("probes_check.txt"));
+        assert_int_equal(run_mizu(args, NULL), 0);
+        char *check = slurp_text(test_path("probes_check.txt"));
+        const char *counted = strstr(check, " boundary particles");
+        while (counted > check && counted[-1] != ' ')
+            counted--;
+        size_t n_boundary = counted ? strtoul(counted, NULL, 10) : 0;
+        free(check);
+        assert_true(n_boundary > 0);
+        assert_int_equal(boundary_bytes, (size_t)frames * n_boundary * 12);
         assert_same_frames(ref, out, frames);
-        print_message("variant %zu: %ld frames; probes, gauge, forces and a moving post after two "
-                      "resumes identical to "
+        print_message("variant %zu: %ld frames; probes, gauge, forces and a moving post (its %zu "
+                      "boundary particles a row each frame) after two resumes identical to "
                       "the uninterrupted run (%zu samples of the every-step probe)\n", v,
-                      frames, rows_low);
+                      frames, n_boundary, rows_low);
         assert_true(rows_low > 20);
     }
 }

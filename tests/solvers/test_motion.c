@@ -4,7 +4,9 @@
  *     value, a table's interpolation;
  *   - the pose: a turning and a sliding collider's boundary particles, read back where the
  *     forces on them are gathered, against the host's rotation and translation of the builder's
- *     particles at the step's time;
+ *     particles at the step's time and against build_boundary_at (the output's poses);
+ *   - the output: mizu run writes those boundary particles a row per written frame at the
+ *     frame's time (the walls' unchanged), and without motion the table as built;
  *   - a piston that pushes and pulls water in a 2D flume keeps it on its side (no particle
  *     inside or behind it), and the forces on it and the walls balance the fluid's change of
  *     momentum while it moves.
@@ -20,6 +22,7 @@
 #include "build/build.h"
 #include "solvers/observe.h"
 #include "solvers/sph/sph.h"
+#include "test_files.h"
 #include "test_util.h"
 #include "test_world.h"
 
@@ -80,24 +83,47 @@ static void test_law(void **state)
     assert_true(fabs(x[0] + 20 * tab.scale) < 1e-15 && x[1] == 0 && x[2] == 0);
 }
 
-/* A tank with a paddle turning about (0.3, 0.25) and a block sliding along (1, 1)/√2, both
- * measured: after 151 steps their boundary particles are where the laws put the builder's. */
+/* A tank with a paddle turning about (0.3, 0.25) and a block sliding along (1, 1)/sqrt(2), both
+ * measured; or, PADDLE_AND_BLOCK("", ""), the same two at rest. */
+#define PADDLE_AND_BLOCK(paddle_motion, block_motion)                                           \
+    "{\"mizu_scene\": 1, \"simulation\": {\"fps\": 100, \"frames\": 1, \"dimensions\": 2, "      \
+    "\"substeps\": 20}, \"domain\": {\"min\": [0, 0, 0], \"max\": [1, 0.6, 0], "                \
+    "\"boundary\": {\"type\": \"particles\"}}, \"fluids\": [{\"solver\": \"wcsph\", \"box\": "  \
+    "{\"min\": [0.5, 0, 0], \"max\": [1, 0.2, 0]}, \"spacing\": 0.01}], \"colliders\": ["     \
+    "{\"name\": \"paddle\", \"box\": {\"min\": [0.28, 0.1, 0], \"max\": [0.32, 0.4, 0]}, "   \
+    "\"forces\": {}" paddle_motion "},"                                                         \
+    "{\"name\": \"block\", \"sphere\": {\"center\": [0.1, 0.4, 0], \"radius\": 0.05}, "       \
+    "\"forces\": {}" block_motion "}]}"
+static const char paddle_and_block[] = PADDLE_AND_BLOCK(
+    ", \"motion\": {\"type\": \"rotation\", \"center\": [0.3, 0.25, 0], \"amplitude\": 20, "
+    "\"period\": 0.2, \"ramp\": 0.05}",
+    ", \"motion\": {\"type\": \"translation\", \"direction\": [1, 1, 0], \"amplitude\": 0.02, "
+    "\"period\": 0.3, \"phase\": 180}");
+
+/* Boundary particle r of paddle_and_block (as built, owner in w) where the test's own rotation
+ * or slide puts it at t. */
+static void paddle_or_block_at(const mz_scene *s, const float *r, double t, double want[2])
+{
+    const mz_collider *c = &s->colliders[(int)r[3] - MZ_OWNER_COLLIDER];
+    double v[3];
+    motion_eval(&c->motion, t, v);
+    if (c->motion.type == MZ_MOTION_ROTATION) {
+        double px = r[0] - 0.3, py = r[1] - 0.25;
+        want[0] = 0.3 + cos(v[0]) * px - sin(v[0]) * py;
+        want[1] = 0.25 + sin(v[0]) * px + cos(v[0]) * py;
+    } else {
+        want[0] = r[0] + v[0] / sqrt(2.0);
+        want[1] = r[1] + v[0] / sqrt(2.0);
+    }
+}
+
+/* paddle_and_block: after 151 steps its moving boundary particles are where the laws put the
+ * builder's. */
 static void test_pose(void **state)
 {
     (void)state;
-    const char *json =
-        "{\"mizu_scene\": 1, \"simulation\": {\"fps\": 100, \"frames\": 1, \"dimensions\": 2, "
-        "\"substeps\": 20}, \"domain\": {\"min\": [0, 0, 0], \"max\": [1, 0.6, 0], "
-        "\"boundary\": {\"type\": \"particles\"}}, \"fluids\": [{\"solver\": \"wcsph\", \"box\": "
-        "{\"min\": [0.5, 0, 0], \"max\": [1, 0.2, 0]}, \"spacing\": 0.01}], \"colliders\": ["
-        "{\"name\": \"paddle\", \"box\": {\"min\": [0.28, 0.1, 0], \"max\": [0.32, 0.4, 0]}, "
-        "\"forces\": {}, \"motion\": {\"type\": \"rotation\", \"center\": [0.3, 0.25, 0], "
-        "\"amplitude\": 20, \"period\": 0.2, \"ramp\": 0.05}},"
-        "{\"name\": \"block\", \"sphere\": {\"center\": [0.1, 0.4, 0], \"radius\": 0.05}, "
-        "\"forces\": {}, \"motion\": {\"type\": \"translation\", \"direction\": [1, 1, 0], "
-        "\"amplitude\": 0.02, \"period\": 0.3, \"phase\": 180}}]}";
     world w;
-    world_open(&w, json, NULL, 0);
+    world_open(&w, paddle_and_block, NULL, 0);
     double dt = scene_substep_dt(&w.scene);
     for (int k = 0; k < 151; k++)
         assert_int_equal(sim_substep(&w.sim, dt), 0);
@@ -111,31 +137,109 @@ static void test_pose(void **state)
     assert_int_equal(e->n, nb - nw);
     float *at = malloc(16 * e->n);
     world_read_buffer((cl_mem *)&e->at, at, 16 * e->n);
-    double worst = 0;
+    /* The output's poses (build_boundary_at) of the same particles at the same time. */
+    float *host = malloc(12 * nb);
+    build_boundary_at(&w.scene, rest, nb, t, host);
+    double worst = 0, worst_out = 0;
     for (size_t q = 0; q < e->n; q++) {
-        const float *r = rest + 4 * (nw + q);
-        const mz_collider *c = &w.scene.colliders[(int)r[3] - MZ_OWNER_COLLIDER];
-        double s[3], want[2];
-        motion_eval(&c->motion, t, s);
-        if (c->motion.type == MZ_MOTION_ROTATION) {
-            double px = r[0] - 0.3, py = r[1] - 0.25;
-            want[0] = 0.3 + cos(s[0]) * px - sin(s[0]) * py;
-            want[1] = 0.25 + sin(s[0]) * px + cos(s[0]) * py;
-        } else {
-            want[0] = r[0] + s[0] / sqrt(2.0);
-            want[1] = r[1] + s[0] / sqrt(2.0);
-        }
+        double want[2];
+        const float *h = host + 3 * (nw + q);
+        paddle_or_block_at(&w.scene, rest + 4 * (nw + q), t, want);
         worst = fmax(worst, fmax(fabs(at[4 * q] - want[0]), fabs(at[4 * q + 1] - want[1])));
+        worst_out = fmax(worst_out, fmax(fabs(at[4 * q] - h[0]), fabs(at[4 * q + 1] - h[1])));
     }
+    for (size_t q = 0; q < nw; q++) /* the walls stay */
+        assert_memory_equal(host + 3 * q, rest + 4 * q, 3 * sizeof *host);
     double angle[3];
     motion_eval(&w.scene.colliders[0].motion, t, angle);
     print_message("%zu moving boundary particles at t = %.4f s (paddle at %.2f deg): within "
-                  "%.2g m of the host's poses\n", e->n, t, angle[0] * 180 / acos(-1.0), worst);
+                  "%.2g m of the host's poses, %.2g m of the output's\n", e->n, t,
+                  angle[0] * 180 / acos(-1.0), worst, worst_out);
     assert_true(fabs(angle[0]) > 0.2); /* it has turned, by more than 10 degrees */
-    assert_true(worst < 2e-6);
+    assert_true(worst < 2e-6 && worst_out < 2e-6);
+    free(host);
     free(at);
     free(rest);
     world_close(&w);
+}
+
+/* The output's boundary (mizu run, every second frame written): with the paddle and the block
+ * moving, /particles/boundary/position is a series of one row per written frame at that
+ * frame's time, the colliders' particles within 1e-6 m of the host's poses and the walls' the
+ * builder's exactly; without motion it is the [B, 3] table of the builder's particles. */
+static void test_output_poses(void **state)
+{
+    (void)state;
+    const char *scene = test_path("paddle.json"), *out = test_path("paddle.h5");
+    write_text(scene, paddle_and_block);
+    char args[1024];
+    snprintf(args, sizeof args, "run %s -o %s --frames 4 --every 2 -q", scene, out);
+    assert_int_equal(run_mizu(args, NULL), 0);
+    mz_scene s;
+    mz_diag d = {0};
+    assert_int_equal(scene_load(scene, NULL, 0, &s, &d), 0);
+    float *rest = NULL;
+    int layers = scene_wall_layers(&s);
+    size_t nw = build_wall_particles(&s, 0.01, layers, &rest);
+    size_t nb = build_collider_particles(&s, 0.01, layers, &rest, nw);
+
+    hid_t f = H5Fopen(out, H5F_ACC_RDONLY, H5P_DEFAULT);
+    assert_true(f >= 0);
+    size_t bytes = 0, tbytes = 0, ptbytes = 0;
+    float *x = (float *)read_all(f, "/particles/boundary/position/value", &bytes);
+    double *time = (double *)read_all(f, "/particles/boundary/position/time", &tbytes);
+    unsigned char *ptime = read_all(f, "/particles/all/position/time", &ptbytes);
+    assert_non_null(x);
+    assert_int_equal(tbytes / 8, 3); /* frames 0, 2 and 4 */
+    assert_int_equal(bytes, 3 * nb * 3 * sizeof *x);
+    assert_true(ptbytes == tbytes && memcmp(ptime, time, tbytes) == 0);
+    double worst = 0, turned = 0;
+    for (size_t k = 0; k < 3; k++) {
+        assert_true(fabs(time[k] - 0.02 * (double)k) < 1e-12);
+        const float *row = x + 3 * nb * k;
+        for (size_t q = 0; q < nw; q++) /* the walls, bit for bit */
+            assert_memory_equal(row + 3 * q, rest + 4 * q, 3 * sizeof *row);
+        for (size_t q = nw; q < nb; q++) {
+            double want[2];
+            paddle_or_block_at(&s, rest + 4 * q, time[k], want);
+            worst = fmax(worst, fmax(fabs(row[3 * q] - want[0]), fabs(row[3 * q + 1] - want[1])));
+            assert_true(row[3 * q + 2] == 0.0f);
+        }
+    }
+    double angle[3];
+    motion_eval(&s.colliders[0].motion, time[2], angle);
+    turned = angle[0] * 180 / acos(-1.0);
+    print_message("%zu moving of %zu boundary particles in 3 written frames: within %.2g m of the "
+                  "host's poses (paddle at %.1f deg in the last), walls unchanged\n",
+                  nb - nw, nb, worst, turned);
+    assert_true(fabs(turned) > 10);
+    assert_true(worst < 1e-6);
+    free(x);
+    free(time);
+    free(ptime);
+    H5Fclose(f);
+
+    /* Without motion: the time-independent table, as built. */
+    write_text(scene, PADDLE_AND_BLOCK("", ""));
+    snprintf(args, sizeof args, "run %s -o %s --frames 2 -q", scene, out);
+    assert_int_equal(run_mizu(args, NULL), 0);
+    f = H5Fopen(out, H5F_ACC_RDONLY, H5P_DEFAULT);
+    assert_true(f >= 0);
+    hid_t table = H5Dopen2(f, "/particles/boundary/position", H5P_DEFAULT);
+    hid_t space = H5Dget_space(table);
+    assert_int_equal(H5Sget_simple_extent_ndims(space), 2); /* [B, 3], not a series */
+    H5Sclose(space);
+    H5Dclose(table);
+    x = (float *)read_all(f, "/particles/boundary/position", &bytes);
+    assert_non_null(x);
+    assert_int_equal(bytes, nb * 3 * sizeof *x);
+    for (size_t q = 0; q < nb; q++)
+        assert_memory_equal(x + 3 * q, rest + 4 * q, 3 * sizeof *x);
+    free(x);
+    H5Fclose(f);
+    free(rest);
+    scene_free(&s);
+    diag_free(&d);
 }
 
 /* A piston at the left end of a 2D flume (water 0.3 m deep, spacing 0.02 m) moving ±0.03 m
@@ -579,6 +683,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_law),
         cmocka_unit_test(test_pose),
+        cmocka_unit_test(test_output_poses),
         cmocka_unit_test(test_piston),
         cmocka_unit_test(test_piston_dfsph),
         cmocka_unit_test(test_biesel),
