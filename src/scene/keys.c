@@ -49,7 +49,7 @@ static const mz_key simulation_keys[] = {
     {.name = "cfl", .type = K_NUMBER, .offset = OFF(mz_simulation, cfl), .def = "0",
      .flags = K_MIN | K_MAX, .min = 0, .max = 1,
      .doc = "SPH step: dt = cfl x min(h / max(c0, |v|max), sqrt(h / |a|max)); 0: the solver's "
-            "own, 0.4 for wcsph and 0.2 for collapsed_sph (its forces act a step late); dfsph "
+            "own, 0.2 for every SPH solver; dfsph "
             "has no c0: dt = cfl x min(h / |v|max, sqrt(h / |a|max)), default 0.2"},
     {.name = "damping", .type = K_NUMBER, .offset = OFF(mz_simulation, damping), .def = "0",
      .flags = K_MIN, .min = 0, .unit = "1/s",
