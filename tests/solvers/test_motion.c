@@ -474,14 +474,15 @@ static const char wcsph_tank[] = "\"solver\": \"wcsph\", \"support_radius\": 0.0
                                  "\"artificial_viscosity\": 0.005, \"density_method\": "
                                  "\"continuity\"";
 
-/* The tank of colliders: the period within 5% (measured −1.2% on PoCL; with a 3 degree kick
- * and linear tables it was −1.1% on PoCL and −4.1% on an H200, and −3.3% with the monotone
- * cubic: a signal about a spacing high, where small changes part; 6 degrees doubles it). The
- * tank as the domain: the same within 5% (−1.2%), and after the roll the same sloshing as the
- * colliders' run: their level differences apart by at most 0.35 of the colliders' RMS over
- * 0.6–2 s and 2–4 s (measured 0.09 and 0.16; two frames' roundings, which part the runs more
- * as they go on: 0.41 over 4–6 s; with the 3 degree kick and without the turning frame's
- * Euler, centrifugal and Coriolis terms, 1.9 and 2.1). */
+/* The tank of colliders: the period within 5% (measured −3.3% on PoCL at cfl 0.2, −1.2% at
+ * 0.4, −2.3% on an H200 at 0.4; with a 3 degree kick and linear tables it was −1.1% on PoCL and
+ * −4.1% on an H200, and −3.3% with the monotone cubic: a signal about a spacing high, where
+ * small changes part; 6 degrees doubles it). The tank as the domain: the same within 5% (−0.5%;
+ * −1.2% at 0.4, −1.4% on the H200), and after the roll the same sloshing as the colliders' run:
+ * their level differences apart by at most 0.35 of the colliders' RMS over 0.6–2 s and 2–4 s
+ * (measured 0.06 and 0.15; two frames' roundings, which part the runs more as they go on: 0.41
+ * over 4–6 s at cfl 0.4; with the 3 degree kick and without the turning frame's Euler,
+ * centrifugal and Coriolis terms, 1.9 and 2.1). */
 static void test_sloshing(void **state)
 {
     (void)state;
