@@ -48,6 +48,12 @@ bool h5_exists(hid_t file, const char *path)
         char c = *p;
         *p = '\0';
         bool ok = H5Lexists(file, buf, H5P_DEFAULT) > 0;
+        if (ok && c != '\0') { /* the path goes on: only through a group (else HDF5 complains) */
+            hid_t o = H5Oopen(file, buf, H5P_DEFAULT);
+            ok = o >= 0 && H5Iget_type(o) == H5I_GROUP;
+            if (o >= 0)
+                H5Oclose(o);
+        }
         *p = c;
         if (!ok)
             return false;
