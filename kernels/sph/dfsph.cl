@@ -108,7 +108,7 @@ kernel void dfsph_forces(uint n, float dt_last, mz_sph P, mz_frame frame, mz_wal
     float4 a = (float4)(0.0f);
     MZ_LIST_BEGIN(nl, nc, stride, i, x, xi, j, r2)
         a += mz_sph_pair(&P, mz_vec(xi - x[j]), r2, mz_vec(vi - v[j]), rho_i, rho[j], 0.0f,
-                         0.0f);
+                         0.0f, mz_kgc_identity());
     MZ_LIST_END
     if (bc[i] > 0) {
         /* Pressure 0 and no gravity: the walls' pressure is the solves'; friction stays. */
@@ -116,7 +116,7 @@ kernel void dfsph_forces(uint n, float dt_last, mz_sph P, mz_frame frame, mz_wal
         ws.a = a;
         MZ_LIST_BEGIN(bl, bc, stride, i, bx, xi, b, r2)
             mz_sph_boundary(&P, &ws, mz_vec(xi - bx[b]), r2, bm[b], 0.0f, rho_i,
-                            (float4)(0.0f), vi, MZ_WALL_V(b), (float4)(0.0f));
+                            (float4)(0.0f), vi, MZ_WALL_V(b), (float4)(0.0f), mz_kgc_identity());
         MZ_LIST_END
         float4 pairs = ws.a;
         a = mz_sph_wall_accel(&P, &ws, vi, dt_last);
@@ -281,7 +281,7 @@ kernel void dfsph_wall_loads(uint n_elems, int pass, float dt, mz_sph P, mz_grid
             } else {
                 mz_wall_pair q = mz_sph_wall_pair(&P, dx, r2, r, m_b, 0.0f, rho[i],
                                                   (float4)(0.0f), v[i], MZ_WALL_V(b),
-                                                  (float4)(0.0f));
+                                                  (float4)(0.0f), mz_kgc_identity());
                 f = f - P.mass * mz_wall_load_accel(&q, rest_on, rest, i);
             }
         }

@@ -28,7 +28,8 @@ inline float mz_sph_density_at(const mz_sph *P, uint i, float4 xi, mz_grid_desc 
                                global const uint *cs, global const uint *ce,
                                global const float4 *x, mz_grid_desc gb, global const uint *bcs,
                                global const uint *bce, global const float4 *bx,
-                               global const float *bm, int nb, MZ_SPH_LISTS_OUT)
+                               global const float *bm, int nb, mz_kgc *S,
+                               MZ_SPH_LISTS_OUT)
 {
     float sum = 0.0f;
     uint nf = 0, nw = 0;
@@ -36,6 +37,8 @@ inline float mz_sph_density_at(const mz_sph *P, uint i, float4 xi, mz_grid_desc 
         if (lists)
             mz_list_put(nl, cap, stride, i, &nf, j);
         sum += mz_poly6_unscaled(P, r2);
+        if (P->kgc)
+            *S = mz_kgc_sum(P, *S, P->mass, xi - x[j], r2);
     MZ_NEIGHBOURS_END
     float rho = P->mass * P->poly6 * sum;
     if (nb > 0) {
@@ -44,6 +47,8 @@ inline float mz_sph_density_at(const mz_sph *P, uint i, float4 xi, mz_grid_desc 
             if (lists)
                 mz_list_put(bl, cap, stride, i, &nw, b);
             bsum += bm[b] * mz_poly6_unscaled(P, r2);
+            if (P->kgc)
+                *S = mz_kgc_sum(P, *S, bm[b], xi - bx[b], r2);
         MZ_NEIGHBOURS_END
         rho += P->poly6 * bsum;
     }
@@ -66,7 +71,7 @@ inline float mz_sph_density_rate(const mz_sph *P, uint i, float4 xi, float4 vi, 
                                  global const float4 *v, global const float *rho,
                                  mz_grid_desc gb, global const uint *bcs,
                                  global const uint *bce, global const float4 *bx,
-                                 global const float *bm, int nb, MZ_WALL_MOTION,
+                                 global const float *bm, int nb, MZ_WALL_MOTION, mz_kgc *S,
                                  MZ_SPH_LISTS_OUT)
 {
     float rate = 0.0f, diffusion = 0.0f;
@@ -80,6 +85,8 @@ inline float mz_sph_density_rate(const mz_sph *P, uint i, float4 xi, float4 vi, 
             float4 dx = xi - x[j], vij = vi - v[j];
             float f = P->spiky_grad * (P->h - r) * (P->h - r) / r; /* ∇W_ij = f dx */
             rate += P->mass * f * (vij.x * dx.x + vij.y * dx.y + vij.z * dx.z);
+            if (P->kgc)
+                *S = mz_kgc_add(*S, -P->mass * f, dx);
             float drho_h = -to_rho * (gravity.x * dx.x + gravity.y * dx.y + gravity.z * dx.z);
             float rho_j = rho[j];
             diffusion += 2.0f * (rho_j - rho_i - drho_h) * (-f * r2) / (r2 + P->eps2) / rho_j;
@@ -96,6 +103,8 @@ inline float mz_sph_density_rate(const mz_sph *P, uint i, float4 xi, float4 vi, 
                 float hr = P->h - r;
                 rate += bm[b] * (P->spiky_grad * hr * hr / r) *
                         (vib.x * dx.x + vib.y * dx.y + vib.z * dx.z);
+                if (P->kgc)
+                    *S = mz_kgc_add(*S, -bm[b] * (P->spiky_grad * hr * hr / r), dx);
             }
         MZ_NEIGHBOURS_END
     }
@@ -156,21 +165,25 @@ kernel void sph_density(uint n, float lag, mz_sph P, mz_frame frame, mz_grid_des
                         global const float4 *v, mz_grid_desc gb, global const uint *bcs,
                         global const uint *bce, global const float4 *bx, global const float *bm,
                         int nb, MZ_WALL_MOTION, global const float *rho,
-                        global float *rho_out, global float *p, MZ_SPH_LISTS_OUT)
+                        global float *rho_out, global float *p, global mz_kgc *kgc,
+                        MZ_SPH_LISTS_OUT)
 {
     uint i = get_global_id(0);
     if (i >= n)
         return;
     float4 gravity = mz_frame_accel(&frame, x[i], v[i]);
+    mz_kgc S = (mz_kgc)(0.0f);
     float r = P.continuity
                   ? rho[i] + lag * mz_sph_density_rate(&P, i, x[i], v[i], rho[i], gravity, g,
                                                        cs, ce, x, v, rho, gb, bcs, bce, bx, bm,
-                                                       nb, moving, bv, ba, lists, stride, cap, nl,
-                                                       nc, bl, bc, overflow)
-                  : mz_sph_density_at(&P, i, x[i], g, cs, ce, x, gb, bcs, bce, bx, bm, nb,
+                                                       nb, moving, bv, ba, &S, lists, stride,
+                                                       cap, nl, nc, bl, bc, overflow)
+                  : mz_sph_density_at(&P, i, x[i], g, cs, ce, x, gb, bcs, bce, bx, bm, nb, &S,
                                       lists, stride, cap, nl, nc, bl, bc, overflow);
     rho_out[i] = r;
     p[i] = mz_tait(&P, r);
+    if (P.kgc)
+        kgc[i] = mz_kgc_from(&P, S, r);
 }
 
 /* Forces from this step's ρ and p, then the update into x_out, v_out. */
@@ -181,7 +194,7 @@ kernel void sph_forces(uint n, float dt, mz_sph P, mz_frame frame, mz_walls wall
                        global const uint *bce, global const float4 *bx, global const float *bm,
                        int nb, MZ_WALL_MOTION, global float4 *x_out, global float4 *v_out,
                        global float *a2_out, int rest_out, global float4 *wall_rest,
-                       MZ_SPH_LISTS_IN)
+                       global const mz_kgc *kgc, MZ_SPH_LISTS_IN)
 {
     uint i = get_global_id(0);
     if (i >= n)
@@ -189,6 +202,7 @@ kernel void sph_forces(uint n, float dt, mz_sph P, mz_frame frame, mz_walls wall
     float4 xi = x[i], vi = v[i];
     float4 gravity = mz_frame_accel(&frame, xi, vi);
     float rho_i = rho[i];
+    const mz_kgc Ci = P.kgc ? kgc[i] : mz_kgc_identity();
     float pr_i = p[i] / (rho_i * rho_i);
     float4 a = (float4)(0.0f);
     /* One neighbour's terms, from the list or the grid (the same neighbours, in one order). */
@@ -197,14 +211,15 @@ kernel void sph_forces(uint n, float dt, mz_sph P, mz_frame frame, mz_walls wall
         float4 dx = xi - x[J], vij = vi - v[J];                                                \
         dx.w = 0.0f;                                                                           \
         vij.w = 0.0f;                                                                          \
-        a = a + mz_sph_pair(&P, dx, R2, vij, rho_i, rho[J], pr_i, p[J]);                       \
+        a = a + mz_sph_pair(&P, dx, R2, vij, rho_i, rho[J], pr_i, p[J],                        \
+                            P.kgc ? 0.5f * (Ci + kgc[J]) : Ci);                                \
     }
 #define MZ_SPH_WALL_TERM(B, R2)                                                                \
     {                                                                                          \
         float4 dx = xi - bx[B];                                                                \
         dx.w = 0.0f;                                                                           \
         mz_sph_boundary(&P, &ws, dx, R2, bm[B], p[i], rho_i, gravity, vi, MZ_WALL_V(B),        \
-                        MZ_WALL_A(B));                                                         \
+                        MZ_WALL_A(B), Ci);                                                     \
     }
     const bool listed = lists && nc[i] <= cap && (nb == 0 || bc[i] <= cap);
     if (listed) {
@@ -278,7 +293,8 @@ kernel void csph_step(uint n, float dt, float lag, mz_sph P, mz_frame frame, mz_
         dx.w = 0.0f;
         vij.w = 0.0f;
         float rho_j = mz_csph_density_now(rho_prev[j], drho_prev[j], lag);
-        a = a + mz_sph_pair(&P, dx, r2, vij, rho_i, rho_j, pr_i, mz_tait(&P, rho_j));
+        a = a + mz_sph_pair(&P, dx, r2, vij, rho_i, rho_j, pr_i, mz_tait(&P, rho_j),
+                            mz_kgc_identity());
         float r = sqrt(r2);
         if (r > P.r_min) {
             float hr = P.h - r;
@@ -296,7 +312,8 @@ kernel void csph_step(uint n, float dt, float lag, mz_sph P, mz_frame frame, mz_
             float4 dx = xi - bx[b];
             dx.w = 0.0f;
             float4 vb = MZ_WALL_V(b), vib = vi - vb;
-            mz_sph_boundary(&P, &ws, dx, r2, bm[b], p_i, rho_i, gravity, vi, vb, MZ_WALL_A(b));
+            mz_sph_boundary(&P, &ws, dx, r2, bm[b], p_i, rho_i, gravity, vi, vb, MZ_WALL_A(b),
+                            mz_kgc_identity());
             float r = sqrt(r2);
             if (r > P.r_min) {
                 float hr = P.h - r;
@@ -369,7 +386,7 @@ kernel void sph_wall_loads(uint n_elems, mz_sph P, mz_frame frame, int collapsed
                            global const float *p, global const float4 *bx,
                            global const float *bm, MZ_WALL_MOTION, global const uint *elem,
                            global const uint *slot_of, int rest_on, global const float4 *rest,
-                           global float4 *at, global float4 *force)
+                           global const mz_kgc *kgc, global float4 *at, global float4 *force)
 {
     uint e = get_global_id(0);
     if (e >= n_elems)
@@ -387,7 +404,8 @@ kernel void sph_wall_loads(uint n_elems, mz_sph P, mz_frame frame, int collapsed
             float4 gravity = mz_frame_accel(&frame, x[i], vi);
             dx.w = 0.0f;
             vi.w = 0.0f;
-            mz_wall_pair q = mz_sph_wall_pair(&P, dx, r2, r, m_b, p_i, rho_i, gravity, vi, vb, ab);
+            mz_wall_pair q = mz_sph_wall_pair(&P, dx, r2, r, m_b, p_i, rho_i, gravity, vi, vb, ab,
+                                              P.kgc && !collapsed ? kgc[i] : mz_kgc_identity());
             f = f - P.mass * mz_wall_load_accel(&q, rest_on, rest, i);
         }
     MZ_NEIGHBOURS_END

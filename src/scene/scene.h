@@ -151,6 +151,7 @@ typedef struct mz_fluid {
     double viscosity;            /* dynamic viscosity μ, Pa·s (viscosity-kernel Laplacian) */
     double artificial_viscosity; /* Monaghan's α */
     int density_method;          /* mz_density_method */
+    bool gradient_correction;    /* WCSPH: the pressure force's kernel gradient corrected */
     /* DFSPH: the pressure solves stop below these (relative density error, average) */
     double density_tolerance;    /* of ρ* − ρ0, over ρ0 */
     double divergence_tolerance; /* of dt · Dρ/Dt, over ρ0 */

@@ -1,9 +1,9 @@
 /* Probes and gauges (solvers/observe.h, kernels/grid/probes.cl) on PoCL: every sample against
  * a host brute force over the particles read back (WCSPH and PBF in 2D, WCSPH in 3D on a dense
- * and a hashed grid: the grids that reorder particles and the one that sorts a copy), FLIP's still tank read at ten
- * depths within 1% of rho0 g depth with its gauge at the water's level, WCSPH's against its
- * own particles, and a uniform flow's velocity exact to 1e-5. The resumed run's samples are
- * checked in tests/cli/test_stops.c. */
+ * and a hashed grid: the grids that reorder particles and the one that sorts a copy), FLIP's and
+ * WCSPH's still tanks read at ten depths within 1% of rho0 g depth below the gauge's level
+ * (WCSPH's also against its own particles), and a uniform flow's velocity exact to 1e-5. The
+ * resumed run's samples are checked in tests/cli/test_stops.c. */
 #include "device/grid.h"
 #include "solvers/observe.h"
 #include "test_util.h"
@@ -246,10 +246,11 @@ static void test_hydrostatic_flip(void **state)
 }
 
 /* WCSPH's still tank (scenes/hydrostatic.json's settings): the probes read what its particles
- * carry. Its particles' pressure is 2-3% above rho0 g depth (test_sph's hydrostatic test shows
- * it layer by layer), so the probes are checked against the particles of their own layer
- * (within 1.5%: measured 0.74%, the layer's mean height is not exactly the probe's), and
- * against rho0 g depth only within 4% (measured 2.5%). */
+ * carry, checked against the particles of their own layer (within 1.5%: measured 1.21%, the
+ * layer's mean height is not exactly the probe's: 1 mm is 1.1% at the shallowest probe), and
+ * ten depths below the gauge's level within 1% of rho0 g depth (measured 0.44%; 2.5% before
+ * the pressure force's kernel gradient correction, kernels/sph/sph_kernels.clh: mz_kgc, when
+ * the settled packing made the force 2.5% weak and the pressure that much high). */
 static void test_hydrostatic_wcsph(void **state)
 {
     (void)state;
@@ -291,7 +292,7 @@ static void test_hydrostatic_wcsph(void **state)
                   100 * worst_ref);
     assert_true(fabs(level - 0.4) < 0.5 * 0.01);
     assert_true(worst_layer < 0.015);
-    assert_true(worst_ref < 0.04);
+    assert_true(worst_ref < 0.01);
     world_close(&w);
     free(json);
 }

@@ -73,7 +73,7 @@ int sph_loads_init(sph_loads *l, mz_sim *sim, sph_boundary *b, cl_program progra
 
 bool sph_loads_gather(sph_loads *l, mz_sim *sim, const mz_grid *fluid, const sph_boundary *b,
                       const sph_params *P, mz_frame_arg frame, cl_int collapsed, cl_float lag,
-                      cl_mem rho, cl_mem drho, cl_mem p)
+                      cl_mem rho, cl_mem drho, cl_mem p, cl_mem kgc)
 {
     mz_load_elems *e = &sim->loads;
     cl_uint n = (cl_uint)e->n;
@@ -84,7 +84,7 @@ bool sph_loads_gather(sph_loads *l, mz_sim *sim, const mz_grid *fluid, const sph
                  A(fluid->desc), A(fluid->cell_start), A(fluid->cell_end), A(sim->pos),
                  A(sim->vel), A(rho), A(drho), A(p), A(b->pos), A(b->mass), A(ba.moving),
                  A(ba.vel), A(ba.acc), A(l->elem), A(b->slot_of), A(l->rest_on), A(l->rest),
-                 A(e->at), A(e->force)) &&
+                 A(kgc), A(e->at), A(e->force)) &&
            sim_launch(sim, l->k, n, MZ_STAGE_OBSERVE, "sph_wall_loads");
 }
 

@@ -25,7 +25,7 @@ int sph_loads_init(sph_loads *l, mz_sim *sim, sph_boundary *b, cl_program progra
 /* The gather (after the step's forces pass; see sph_wall_loads for the arguments). */
 bool sph_loads_gather(sph_loads *l, mz_sim *sim, const mz_grid *fluid, const sph_boundary *b,
                       const sph_params *P, mz_frame_arg frame, cl_int collapsed, cl_float lag,
-                      cl_mem rho, cl_mem drho, cl_mem p);
+                      cl_mem rho, cl_mem drho, cl_mem p, cl_mem kgc);
 /* Device memory the scene's loads take beyond the boundary: n fluid particles. */
 size_t sph_loads_bytes(const mz_scene *s, size_t n);
 void sph_loads_release(sph_loads *l);

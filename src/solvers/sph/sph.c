@@ -54,6 +54,7 @@ typedef struct sph_state {
     cl_mem vel_out, rho, p, a2;
     cl_mem rho_next; /* WCSPH by the continuity equation: the new densities, then swapped */
     cl_mem rho_prev, drho, drho_prev; /* collapsed SPH: last step's density and its rate */
+    cl_mem kgc; /* WCSPH: each particle's gradient correction (P.kgc), else a stand-in */
     double lag; /* seconds since the densities were last updated (the last step's dt) */
     sph_step_size step_size; /* the adaptive step's |v|max and |a|max */
     sph_lists lists;     /* WCSPH's neighbour lists, when `listed` */
@@ -136,6 +137,9 @@ sph_params sph_params_for(const mz_scene *s)
      * (A / spacing^(d−1) particles each) a flow with one u_τ then feels ρ0 u_τ² A. */
     P.wall_k = (float)(f->rest_density * pow(f->spacing, dim - 1) /
                        (mass * build_wall_laplacian_sum(f->spacing, h, dim, volume, P.visc_lap)));
+    /* The pressure force's kernel gradient correction (kernels/sph/sph_kernels.clh: mz_kgc):
+     * WCSPH's density pass sums it for the forces pass; collapsed SPH has no pass between. */
+    P.kgc = scene_solver(s) == MZ_SOLVER_WCSPH && f->gradient_correction;
     return P;
 }
 
@@ -145,6 +149,9 @@ static void swap_mem(cl_mem *a, cl_mem *b)
     *a = *b;
     *b = t;
 }
+
+/* A particle's gradient correction (mz_kgc): a symmetric 2×2 in a float4, a 3×3 in a float8. */
+static size_t kgc_bytes(const mz_scene *s) { return s->sim.dimensions == 2 ? 16 : 32; }
 
 static cl_mem sph_buffer(mz_sim *sim, size_t bytes, const char *what)
 {
@@ -176,7 +183,9 @@ static int sph_grow(void *ctx, size_t cap)
     cl_mem *scratch4[] = {&st->p, &st->a2, &st->drho, &st->rho_next,
                           st->P.continuity ? NULL : &st->rho}; /* continuity's travels */
     bool ok = renew(sim, &sim->pred, 16 * cap, "clCreateBuffer(predicted position)") &&
-              renew(sim, &st->vel_out, 16 * cap, "clCreateBuffer(new velocity)");
+              renew(sim, &st->vel_out, 16 * cap, "clCreateBuffer(new velocity)") &&
+              (!st->P.kgc || renew(sim, &st->kgc, kgc_bytes(sim->scene) * cap,
+                                  "clCreateBuffer(gradient correction)"));
     for (size_t i = 0; ok && i < sizeof scratch4 / sizeof *scratch4; i++)
         ok = !scratch4[i] || renew(sim, scratch4[i], 4 * cap, "clCreateBuffer(SPH scratch)");
     if (!ok)
@@ -218,7 +227,9 @@ static int sph_init(mz_sim *sim)
     st->rho = sph_buffer(sim, 4 * n, "clCreateBuffer(density)");
     st->p = sph_buffer(sim, 4 * n, "clCreateBuffer(pressure)");
     st->a2 = sph_buffer(sim, 4 * n, "clCreateBuffer(acceleration)");
-    if (!st->vel_out || !st->rho || !st->p || !st->a2)
+    st->kgc = sph_buffer(sim, kgc_bytes(s) * (st->P.kgc ? n : 1),
+                         "clCreateBuffer(gradient correction)");
+    if (!st->vel_out || !st->rho || !st->p || !st->a2 || !st->kgc)
         return -1;
     if (st->collapsed) {
         st->rho_prev = sph_buffer(sim, 4 * n, "clCreateBuffer(last density)");
@@ -325,7 +336,7 @@ static bool run_density(mz_sim *sim, sph_state *st, cl_mem *rho, cl_mem *scratch
                     A(st->frame), A(st->grid.desc), A(st->grid.cell_start),
                     A(st->grid.cell_end), A(sim->pos), A(sim->vel), A(b.desc), A(b.start),
                     A(b.end), A(b.pos), A(b.mass), A(b.nb), A(b.moving), A(b.vel), A(b.acc),
-                    A(*rho), A(out), A(st->p),
+                    A(*rho), A(out), A(st->p), A(st->kgc),
                     LIST_ARGS_OUT(st)) &&
               sim_launch_range(sim, st->k_density, begin, end, STAGE_DENSITY, "sph_density");
     if (ok && st->P.continuity)
@@ -368,11 +379,12 @@ static int sph_step(mz_sim *sim, sph_state *st, double dt_seconds)
                    A(st->grid.cell_end), A(sim->pos), A(sim->vel), A(st->rho), A(st->p),
                    A(b.desc), A(b.start), A(b.end), A(b.pos), A(b.mass), A(b.nb), A(b.moving),
                    A(b.vel), A(b.acc), A(sim->pred), A(st->vel_out), A(st->a2), A(rest_out),
-                   A(*rest_arg(st)),
+                   A(*rest_arg(st)), A(st->kgc),
                    LIST_ARGS_IN(st)) &&
              sim_launch_range(sim, st->k_forces, begin, end, STAGE_FORCES, "sph_forces") &&
              (!loads || sph_loads_gather(&st->loads, sim, &st->grid, &st->bound, &st->P,
-                                         st->frame, 0, 0.0f, st->rho, st->rho, st->p));
+                                         st->frame, 0, 0.0f, st->rho, st->rho, st->p,
+                                         st->kgc));
     } else {
         cl_float lag = (cl_float)st->lag;
         ok = KARGS(st->k_collapsed, "csph_step", A(end_u), A(dt), A(lag), A(st->P),
@@ -385,7 +397,7 @@ static int sph_step(mz_sim *sim, sph_state *st, double dt_seconds)
              sim_launch_range(sim, st->k_collapsed, begin, end, STAGE_FORCES, "csph_step") &&
              (!loads || sph_loads_gather(&st->loads, sim, &st->grid, &st->bound, &st->P,
                                          st->frame, 1, lag, st->rho_prev, st->drho_prev,
-                                         st->p));
+                                         st->p, st->kgc));
         swap_mem(&st->rho, &st->rho_prev);
         swap_mem(&st->drho, &st->drho_prev);
     }
@@ -527,7 +539,7 @@ static void sph_release(mz_sim *sim)
     cl_kernel ks[] = {st->k_density, st->k_forces, st->k_collapsed, st->k_max};
     mz_cl_release_kernels(ks, sizeof ks / sizeof *ks);
     cl_mem ms[] = {st->vel_out, st->rho,     st->rho_next, st->p,     st->rho_prev, st->drho,
-                   st->drho_prev, st->a2};
+                   st->drho_prev, st->a2,      st->kgc};
     mz_cl_release_mems(ms, sizeof ms / sizeof *ms);
     if (st->program)
         clReleaseProgram(st->program);
@@ -563,7 +575,8 @@ static size_t sph_state_parts(mz_sim *sim, mz_state_part *parts, size_t max)
  * copies. Both grids' cell tables are of support-radius cells. */
 static size_t sph_device_bytes(const mz_scene *s, size_t n)
 {
-    size_t bytes = n * (16 + 4 * 6 + 16 + (16 + 16 + 4 * 5));
+    size_t bytes = n * (16 + 4 * 6 + 16 + (16 + 16 + 4 * 5) +
+                        (scene_solver(s) == MZ_SOLVER_WCSPH ? kgc_bytes(s) : 0));
     return bytes + sph_boundary_bytes(s) + sph_loads_bytes(s, n) +
            sim_grid_bytes(s, n, scene_support_radius(s));
 }

@@ -13,6 +13,7 @@ typedef struct sph_params {
     cl_float diffusion;
     cl_int friction;
     cl_float nu, wall_y0, wall_k;
+    cl_int kgc; /* kernel gradient correction (WCSPH; fluids[].gradient_correction) */
 } sph_params;
 
 /* The kernel constants, Tait stiffness and wall terms of an SPH scene. */
