@@ -256,7 +256,7 @@ static void test_hydrostatic_wcsph(void **state)
     (void)state;
     char *json = tank_scene("wcsph", 2,
                             ", \"viscosity\": 1, \"artificial_viscosity\": 0.1, "
-                            "\"density_method\": \"continuity\"",
+                            "\"density_method\": \"continuity\", \"gradient_correction\": true",
                             ", \"adaptive\": true", "particles");
     world w;
     world_open(&w, json, NULL, 0);

@@ -576,7 +576,7 @@ static size_t sph_state_parts(mz_sim *sim, mz_state_part *parts, size_t max)
 static size_t sph_device_bytes(const mz_scene *s, size_t n)
 {
     size_t bytes = n * (16 + 4 * 6 + 16 + (16 + 16 + 4 * 5) +
-                        (scene_solver(s) == MZ_SOLVER_WCSPH ? kgc_bytes(s) : 0));
+                        (sph_params_for(s).kgc ? kgc_bytes(s) : 0));
     return bytes + sph_boundary_bytes(s) + sph_loads_bytes(s, n) +
            sim_grid_bytes(s, n, scene_support_radius(s));
 }
