@@ -84,8 +84,8 @@ inline float4 mz_world_mul(float4 q, float4 d, float4 o, float4 a)
     return mz_rotate(q, mz_sym_mul(d, o, mz_rotate_inv(q, a)));
 }
 
-/* A body's centre of mass feels the domain's frame where it is (the frame's torque on the body
- * is left out). */
+/* A body's centre of mass feels the domain's frame where it is: a sliding frame's uniform
+ * acceleration puts no torque on it (rigid bodies in a turning domain are refused). */
 kernel void rigid_predict(uint nb, float dt, float keep, mz_frame frame, global mz_rigid *rb)
 {
     uint b = get_global_id(0);

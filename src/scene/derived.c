@@ -43,8 +43,8 @@ void scene_flip_grid(const mz_scene *s, int cells[3], double cell[3])
 }
 
 /* c0 = 10 × the largest speed the flow should reach: free fall from the highest fluid particle
- * to the lowest corner of the domain, heights measured against gravity, or the fastest initial
- * velocity. */
+ * to the lowest corner of the domain, heights measured against gravity, the fastest initial
+ * velocity, or what a moving domain's motion gives it. */
 double scene_speed_of_sound(const mz_scene *s)
 {
     const mz_fluid *f0 = &s->fluids[0];
@@ -82,6 +82,13 @@ double scene_speed_of_sound(const mz_scene *s)
         }
     }
 #undef UP
+    /* A moving domain: the speed its motion gives the water, and a fall across the domain at
+     * its acceleration (a shaken tank's water moves faster than gravity alone makes it). */
+    double fs, fa, diag2 = 0;
+    scene_frame_extremes(s, &fs, &fa);
+    for (int a = 0; a < s->sim.dimensions; a++)
+        diag2 += (s->domain.max[a] - s->domain.min[a]) * (s->domain.max[a] - s->domain.min[a]);
+    v2 = fmax(v2, fmax(fs * fs, 2.0 * fa * sqrt(diag2)));
     return 10.0 * sqrt(v2);
 }
 

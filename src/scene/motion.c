@@ -79,6 +79,8 @@ void motion_table_slopes(mz_motion *m)
     double *D = m->table_d;
     for (size_t k = 0; k < n; k++)
         D[k] = 0;
+    if (n < 2)
+        return;
     if (n == 2) {
         D[0] = D[1] = (V[1] - V[0]) / (T[1] - T[0]);
         return;
@@ -163,13 +165,14 @@ static void read_table(mz_motion *m, const char *file, const char *path, mz_diag
         m->table_v[m->table_n++] = v;
     }
     free(text);
-    if (d->count == 0 && m->table_n < 2)
-        diag_add(d, "%s.table: %s has %zu rows; a motion needs at least 2", path, file,
-                 m->table_n);
-    else {
-        m->table_d = xcalloc(m->table_n, sizeof *m->table_d);
-        motion_table_slopes(m);
+    if (m->table_n < 2) { /* (a bad row already said so) */
+        if (d->count == 0)
+            diag_add(d, "%s.table: %s has %zu rows; a motion needs at least 2", path, file,
+                     m->table_n);
+        return;
     }
+    m->table_d = xcalloc(m->table_n, sizeof *m->table_d);
+    motion_table_slopes(m);
 }
 
 /* A unit vector from v in the simulated axes into out; false when it is zero there. */
@@ -256,6 +259,10 @@ void validate_motion(mz_scene *s, const double centre[][3], mz_diag *d)
             s->domain.boundary.friction == MZ_FRICTION_WALL_FUNCTION)
             diag_add(d, "%s: moving colliders with domain.boundary.friction \"wall_function\" "
                         "are not supported yet (no_slip or free_slip)", path);
+        if (domain && m->type == MZ_MOTION_ROTATION && s->n_rigids > 0)
+            diag_add(d, "domain.motion: rigid bodies (rigids[]) in a turning domain are not "
+                        "supported yet (their spin would not feel the frame turning: a free body "
+                        "would turn with the tank); a translating domain carries them");
         double mid[3];
         for (int a = 0; a < 3; a++)
             mid[a] = 0.5 * (s->domain.min[a] + s->domain.max[a]);
@@ -270,6 +277,25 @@ size_t scene_moving_count(const mz_scene *s)
     for (size_t c = 0; c < s->n_colliders; c++)
         n += s->colliders[c].has_motion;
     return n;
+}
+
+void scene_frame_extremes(const mz_scene *s, double *speed, double *accel)
+{
+    *speed = *accel = 0;
+    if (!s->domain.has_motion)
+        return;
+    const mz_motion *m = &s->domain.motion;
+    double r = 0; /* a turning domain's farthest point from its axis: at most its diagonal */
+    for (int a = 0; a < s->sim.dimensions; a++)
+        r += (s->domain.max[a] - s->domain.min[a]) * (s->domain.max[a] - s->domain.min[a]);
+    r = m->type == MZ_MOTION_ROTATION ? sqrt(r) : 1;
+    double end = s->sim.frames / s->sim.fps, x[3];
+    for (size_t k = 0; k <= 1000 + m->table_n; k++) {
+        motion_eval(m, k <= 1000 ? end * (double)k / 1000 : m->table_t[k - 1001], x);
+        double a = m->type == MZ_MOTION_ROTATION ? (fabs(x[2]) + x[1] * x[1]) * r : fabs(x[2]);
+        *speed = fmax(*speed, fabs(x[1]) * r);
+        *accel = fmax(*accel, a);
+    }
 }
 
 size_t scene_pose_count(const mz_scene *s)

@@ -351,6 +351,9 @@ size_t scene_moving_count(const mz_scene *s);
 /* The laws whose poses the output records (/observables/colliders/<name>, /observables/domain):
  * the moving colliders' in order, then the domain's. The k-th, its slot (the collider's index,
  * n_colliders for the domain) into *slot. */
+/* domain.motion over the run: the largest speed and acceleration it gives a point of the
+ * domain (a turning one's at its diagonal's distance); 0 and 0 when it stands still. */
+void scene_frame_extremes(const mz_scene *s, double *speed, double *accel);
 size_t scene_pose_count(const mz_scene *s);
 const mz_motion *scene_pose_law(const mz_scene *s, size_t k, size_t *slot);
 /* A file the scene names (meshes, motion tables), resolved against its directory (malloc'd). */

@@ -25,7 +25,10 @@ double health_speed_bound(const mz_scene *s, const mz_particles *p)
         v2 = fmax(v2, (double)u[0] * u[0] + (double)u[1] * u[1] + (double)u[2] * u[2]);
     }
     v2 = dist_max_double(v2); /* a distributed rank holds its share: every rank agrees */
-    double fall = sqrt(2.0 * sqrt(g2) * sqrt(diag2));
+    /* A moving domain adds its own speed, and its acceleration to the fall's. */
+    double fs, fa;
+    scene_frame_extremes(s, &fs, &fa);
+    double fall = sqrt(2.0 * (sqrt(g2) + fa) * sqrt(diag2)) + fs;
     double c0 = scene_is_sph(s) ? scene_speed_of_sound(s) : 0.0;
     return 10.0 * fmax(fmax(fall, sqrt(v2)), fmax(c0, 1.0));
 }

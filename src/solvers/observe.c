@@ -160,10 +160,12 @@ int observe_create(mz_observers *o, mz_sim *sim)
     }
     /* The interpolation radius: the fluid's support radius, never wider than a grid cell (the
      * kernels search two cells around a point: see kernels/grid/probes.cl). */
-    double kh = sim->grid ? fmin(scene_support_radius(s), sim->grid->desc.h)
-                          : scene_support_radius(s);
-    o->kh = (float)kh;
-    o->inv_rest = (float)(1.0 / rest_sum(s->fluids[0].spacing, kh, s->sim.dimensions));
+    if (s->n_fluids > 0) { /* (probes and gauges need a fluid; poses and forces do not) */
+        double kh = sim->grid ? fmin(scene_support_radius(s), sim->grid->desc.h)
+                              : scene_support_radius(s);
+        o->kh = (float)kh;
+        o->inv_rest = (float)(1.0 / rest_sum(s->fluids[0].spacing, kh, s->sim.dimensions));
+    }
     o->fluid_bodies = (cl_uint)s->n_fluids;
     o->lo = sim_float4(s->domain.min);
     o->hi = sim_float4(s->domain.max);

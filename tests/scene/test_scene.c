@@ -477,6 +477,7 @@ static void test_motion_tables(void **state)
     write_text(test_path("back.csv"), "0 0\n0.5 1\n0.4 2\n");
     write_text(test_path("start.csv"), "0 2\n1 3\n");
     write_text(test_path("one.csv"), "0 0\n");
+    write_text(test_path("none.csv"), "time,angle\nfoo bar baz\n"); /* no row: once a crash */
     static const struct {
         const char *motion, *expected;
     } cases[] = {
@@ -542,6 +543,8 @@ static void test_motion_tables(void **state)
         {"{\"type\": \"rotation\", \"table\": \"back.csv\"}",
          "domain.motion.table: %s/back.csv line 3: time 0.4 does not increase (the row before "
          "is at 0.5 s)"},
+        {"{\"type\": \"translation\", \"table\": \"none.csv\"}",
+         "domain.motion.table: %s/none.csv line 2: expected two numbers, time (s) and value"},
     };
     for (size_t i = 0; i < sizeof domain / sizeof *domain; i++) {
         char text[1024], path[600], want[1024];
