@@ -466,9 +466,65 @@ static void test_fuzz_regressions(void **state)
     }
 }
 
+typedef struct motion_case {
+    const char *motion, *expected; /* expected NULL: the scene loads */
+} motion_case;
+
+/* Each case's law put into the scene `fmt` (its one %s), written to `file` and loaded: refused
+ * with exactly the expected message (its %s: the test directory), or loaded and handed to
+ * `ok`. */
+static void motion_cases(const char *fmt, const char *file, const motion_case *cases, size_t n,
+                         void (*ok)(const mz_scene *))
+{
+    for (size_t i = 0; i < n; i++) {
+        char text[1024], path[600], want[1024];
+        snprintf(text, sizeof text, fmt, cases[i].motion);
+        snprintf(path, sizeof path, "%s", test_path(file));
+        write_text(path, text);
+        mz_scene sc;
+        mz_diag d = {0};
+        int rc = scene_load(path, NULL, 0, &sc, &d);
+        if (!cases[i].expected) {
+            if (rc != 0)
+                fail_msg("%s case %zu: %s", file, i, d.count ? d.msgs[0] : "?");
+            ok(&sc);
+        } else {
+            snprintf(want, sizeof want, cases[i].expected, test_dir());
+            assert_int_equal(rc, -1);
+            if (d.count != 1 || strcmp(d.msgs[0], want))
+                fail_msg("%s case %zu: expected %s, got %s", file, i, want,
+                         d.count ? d.msgs[0] : "-");
+        }
+        diag_free(&d);
+        scene_free(&sc);
+    }
+}
+
+/* good.csv on a collider: a row gives its value, a maximum is at rest there; the collider's
+ * centre is the default axis point. */
+static void collider_law_ok(const mz_scene *sc)
+{
+    const mz_motion *m = &sc->colliders[0].motion;
+    assert_int_equal(m->table_n, 3);
+    double x[3];
+    motion_eval(m, 0.5, x);
+    assert_true(fabs(x[0] - 10 * acos(-1.0) / 180) < 1e-12 && x[1] == 0);
+    assert_true(m->center[0] == 0.55 && m->center[1] == 0.25);
+}
+
+/* good.csv on the domain: it turns about the domain's centre unless told. */
+static void domain_law_ok(const mz_scene *sc)
+{
+    const mz_motion *m = &sc->domain.motion;
+    assert_true(sc->domain.has_motion && m->table_n == 3);
+    assert_true(m->center[0] == 0.5 && m->center[1] == 0.3 && m->unit[2] == 1);
+    assert_int_equal(scene_pose_count(sc), 1);
+}
+
 /* colliders[].motion.table: read relative to the scene, a header line and comments allowed;
  * bad rows, times that do not increase, a table that does not start at 0 and a 2D rotation
- * about another axis refused with the file and line. domain.motion likewise. */
+ * about another axis refused with the file and line. domain.motion likewise, named by its own
+ * path. */
 static void test_motion_tables(void **state)
 {
     (void)state;
@@ -478,9 +534,7 @@ static void test_motion_tables(void **state)
     write_text(test_path("start.csv"), "0 2\n1 3\n");
     write_text(test_path("one.csv"), "0 0\n");
     write_text(test_path("none.csv"), "time,angle\nfoo bar baz\n"); /* no row: once a crash */
-    static const struct {
-        const char *motion, *expected;
-    } cases[] = {
+    static const motion_case cases[] = {
         {"{\"type\": \"rotation\", \"table\": \"good.csv\"}", NULL},
         {"{\"type\": \"rotation\", \"table\": \"bad_row.csv\"}",
          "colliders[0].motion.table: %s/bad_row.csv line 2: expected two numbers, time (s) and "
@@ -496,44 +550,13 @@ static void test_motion_tables(void **state)
         {"{\"type\": \"rotation\", \"axis\": [1, 0, 0], \"amplitude\": 5}",
          "colliders[0].motion.axis must be [0, 0, 1] or [0, 0, -1] in 2D (got [1, 0, 0])"},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        char text[1024], path[600], want[1024];
-        snprintf(text, sizeof text,
-                 "{\"mizu_scene\": 1, \"simulation\": {\"dimensions\": 2}, \"domain\": {\"min\": "
+    motion_cases("{\"mizu_scene\": 1, \"simulation\": {\"dimensions\": 2}, \"domain\": {\"min\": "
                  "[0,0,0], \"max\": [1,1,0], \"boundary\": {\"type\": \"particles\"}}, "
                  "\"fluids\": [{\"solver\": \"wcsph\", \"box\": {\"min\": [0,0,0], \"max\": "
                  "[0.2,0.2,0]}, \"spacing\": 0.02}], \"colliders\": [{\"name\": \"p\", \"box\": "
                  "{\"min\": [0.5,0,0], \"max\": [0.6,0.5,0]}, \"motion\": %s}]}",
-                 cases[i].motion);
-        snprintf(path, sizeof path, "%s", test_path("moving.json"));
-        write_text(path, text);
-        mz_scene sc;
-        mz_diag d = {0};
-        int rc = scene_load(path, NULL, 0, &sc, &d);
-        if (!cases[i].expected) {
-            if (rc != 0)
-                fail_msg("case %zu: %s", i, d.count ? d.msgs[0] : "?");
-            const mz_motion *m = &sc.colliders[0].motion;
-            assert_int_equal(m->table_n, 3);
-            double x[3]; /* a row: its value; a maximum: at rest there */
-            motion_eval(m, 0.5, x);
-            assert_true(fabs(x[0] - 10 * acos(-1.0) / 180) < 1e-12 && x[1] == 0);
-            /* The collider's centre is the default axis point. */
-            assert_true(m->center[0] == 0.55 && m->center[1] == 0.25);
-        } else {
-            snprintf(want, sizeof want, cases[i].expected, test_dir());
-            assert_int_equal(rc, -1);
-            if (d.count != 1 || strcmp(d.msgs[0], want))
-                fail_msg("case %zu: expected %s, got %s", i, want, d.count ? d.msgs[0] : "-");
-        }
-        diag_free(&d);
-        scene_free(&sc);
-    }
-    /* domain.motion: the same law, checked the same way, named by its own path; a rotation
-     * turns about the domain's centre unless told. */
-    static const struct {
-        const char *motion, *expected;
-    } domain[] = {
+                 "moving.json", cases, sizeof cases / sizeof *cases, collider_law_ok);
+    static const motion_case domain[] = {
         {"{\"type\": \"rotation\", \"table\": \"good.csv\"}", NULL},
         {"{\"type\": \"translation\", \"table\": \"start.csv\"}",
          "domain.motion: the law is 2 m at t = 0, not 0 (the scene's geometry is where the "
@@ -546,36 +569,11 @@ static void test_motion_tables(void **state)
         {"{\"type\": \"translation\", \"table\": \"none.csv\"}",
          "domain.motion.table: %s/none.csv line 2: expected two numbers, time (s) and value"},
     };
-    for (size_t i = 0; i < sizeof domain / sizeof *domain; i++) {
-        char text[1024], path[600], want[1024];
-        snprintf(text, sizeof text,
-                 "{\"mizu_scene\": 1, \"simulation\": {\"dimensions\": 2}, \"domain\": {\"min\": "
+    motion_cases("{\"mizu_scene\": 1, \"simulation\": {\"dimensions\": 2}, \"domain\": {\"min\": "
                  "[0,0,0], \"max\": [1,0.6,0], \"boundary\": {\"type\": \"particles\"}, "
                  "\"motion\": %s}, \"fluids\": [{\"solver\": \"wcsph\", \"box\": {\"min\": "
                  "[0,0,0], \"max\": [0.2,0.2,0]}, \"spacing\": 0.02}]}",
-                 domain[i].motion);
-        snprintf(path, sizeof path, "%s", test_path("rolling.json"));
-        write_text(path, text);
-        mz_scene sc;
-        mz_diag d = {0};
-        int rc = scene_load(path, NULL, 0, &sc, &d);
-        if (!domain[i].expected) {
-            if (rc != 0)
-                fail_msg("domain case %zu: %s", i, d.count ? d.msgs[0] : "?");
-            const mz_motion *m = &sc.domain.motion;
-            assert_true(sc.domain.has_motion && m->table_n == 3);
-            assert_true(m->center[0] == 0.5 && m->center[1] == 0.3 && m->unit[2] == 1);
-            assert_int_equal(scene_pose_count(&sc), 1);
-        } else {
-            snprintf(want, sizeof want, domain[i].expected, test_dir());
-            assert_int_equal(rc, -1);
-            if (d.count != 1 || strcmp(d.msgs[0], want))
-                fail_msg("domain case %zu: expected %s, got %s", i, want,
-                         d.count ? d.msgs[0] : "-");
-        }
-        diag_free(&d);
-        scene_free(&sc);
-    }
+                 "rolling.json", domain, sizeof domain / sizeof *domain, domain_law_ok);
 }
 
 int main(void)
