@@ -19,9 +19,14 @@
  * volume over a fluid particle's: the fluid sees it as fluid at rest density) and receives the
  * fluid's corrections; r_k = m_fluid/m_k scales every correction by inverse mass (a heavy body
  * moves less), 0 for pinned particles. attr[slot] = (r, ψ, fluid ? 1 : 0, 0); ψ = 0 for
- * particles the density does not see (cloth, which meets the fluid through contacts). */
+ * particles the density does not see (cloth, which meets the fluid through contacts).
+ *
+ * The domain's walls and the colliders count in the density as fluid at rest beyond their
+ * surfaces (mz_walls, mz_collider_share) and push the fluid with its own λ; with the forces on
+ * solids measured, that push is part of each one's force (src/solvers/pbd/loads.c). */
 #include "common/common.clh"
 #include "grid/grid.clh"
+#include "common/colliders.clh"
 
 typedef struct {
     float h, h2;
@@ -36,7 +41,8 @@ typedef struct {
     float xsph;
     float vorticity;
     float r_min;        /* below this, a pair has no direction */
-    float pad0, pad1, pad2;
+    float lattice;      /* ρ/ρ0 of the whole rest lattice, V Σ W (1 with the default mass) */
+    float pad1, pad2;
 } mz_pbf;
 
 /* The domain's walls as fluid at rest beyond them (the lattice continued, as boundary particles
@@ -74,6 +80,61 @@ inline void mz_walls(const mz_pbf *P, float4 x, float4 lo, float4 hi,
     }
 }
 
+/* The colliders' table: F(q) = (V Σ W, V ∂(Σ W)/∂q) of the rest lattice beyond a plane at signed
+ * distance q from the particle, q = −h + k·h/(MZ_WALL_TABLE − 1) (src/solvers/pbd/fluid.c): the
+ * walls' table for q ≥ 0, rising to P->lattice at q = −h, where the plane is behind every
+ * neighbour. */
+#define MZ_SOLID_TABLE (2 * MZ_WALL_TABLE - 1)
+inline float2 mz_solid_share(const mz_pbf *P, global const float2 *table, float q)
+{
+    float t = clamp(q + P->h, 0.0f, 2.0f * P->h) * ((float)(MZ_WALL_TABLE - 1) / P->h);
+    int k = min((int)t, MZ_SOLID_TABLE - 2);
+    float f = t - (float)k;
+    return table[k] * (1.0f - f) + table[k + 1] * f;
+}
+
+/* Collider k's share of ρ_i/ρ0 and its gradient ∂/∂x_i (into the solid), met in its own frame
+ * where its law has it now, as the colliders kernel meets it. A box is the product over its
+ * axes, F(q_x) F(q_y) F(q_z) / lattice^(d−1), q_a the signed distance past its faces on axis a:
+ * exact on a face (the other factors are the whole lattice there), within 1% of ρ0 beside an
+ * edge or a corner, where the plane through the nearest point would add up to 8% (the solid
+ * fills a quarter or an eighth of the space there, not half). Other shapes by that plane: F of
+ * the signed distance, along the normal. False beyond the support radius. */
+inline bool mz_collider_share(const mz_pbf *P, global const float2 *table,
+                              global const mz_collider_dev *cs, uint k,
+                              const mz_motion_now *now, float4 x, float *share, float4 *grad)
+{
+    mz_collider_dev c = cs[k];
+    float4 p = mz_collider_rest(&c, now, x), g;
+    if (c.type == MZ_BOX) {
+        float4 q = mz_vec(fabs(p - c.a) - c.b);
+        if (!(q.x < P->h && q.y < P->h && q.z < P->h))
+            return false;
+        float4 side = mz_vec(select((float4)(-1.0f), (float4)(1.0f), isgreaterequal(p, c.a)));
+        float2 fx = mz_solid_share(P, table, q.x), fy = mz_solid_share(P, table, q.y);
+        float inv = 1.0f / P->lattice;
+#if MZ_DIM == 3
+        float2 fz = mz_solid_share(P, table, q.z);
+        inv = inv * inv;
+#else
+        float2 fz = (float2)(1.0f, 0.0f);
+#endif
+        *share = fx.x * fy.x * fz.x * inv;
+        g = (float4)(fx.y * fy.x * fz.x, fx.x * fy.y * fz.x, fx.x * fy.x * fz.y, 0.0f);
+        g = (inv * g) * side;
+    } else {
+        float4 nrm;
+        float d = mz_sdf(&c, p, &nrm);
+        if (!(d < P->h))
+            return false;
+        float2 f = mz_solid_share(P, table, d);
+        *share = f.x;
+        g = f.y * mz_vec(nrm);
+    }
+    *grad = mz_collider_out(&c, now, g);
+    return true;
+}
+
 inline float4 mz_grad(const mz_pbf *P, float4 d, float r)
 {
     float hr = P->h - r;
@@ -101,7 +162,9 @@ kernel void pbf_warm(uint n, float warm, global const float4 *attr, global const
 kernel void pbf_lambda(uint n, mz_pbf P, mz_grid_desc g, global const uint *cell_start,
                        global const uint *cell_end, global const float4 *sorted,
                        global const float4 *attr, global const uint *slot, float4 lo, float4 hi,
-                       global const float2 *walls, global float *lambda,
+                       global const float2 *walls, uint nc,
+                       global const mz_collider_dev *cs, mz_motion_now now,
+                       global const float2 *solid, global float *lambda,
                        global float *dlambda, global float *density)
 {
     uint J = get_global_id(0);
@@ -133,6 +196,14 @@ kernel void pbf_lambda(uint n, mz_pbf P, mz_grid_desc g, global const uint *cell
     float rel = P.volume * P.poly6 * sum; /* ρ_i / ρ0 */
     gi = P.volume * gi;
     mz_walls(&P, xi, lo, hi, walls, &rel, &gi);
+    for (uint k = 0; k < nc; k++) {
+        float share;
+        float4 gk;
+        if (mz_collider_share(&P, solid, cs, k, &now, xi, &share, &gk)) {
+            rel += share;
+            gi += gk;
+        }
+    }
     float s = P.volume * P.volume * s2 + ai.x * mz_dot3(gi, gi);
     uint i = slot[J];
     float l = -fmax(rel - 1.0f, 0.0f) / (s + P.epsilon);
@@ -144,8 +215,11 @@ kernel void pbf_lambda(uint n, mz_pbf P, mz_grid_desc g, global const uint *cell
 kernel void pbf_delta(uint n, mz_pbf P, mz_grid_desc g, global const uint *cell_start,
                       global const uint *cell_end, global const float4 *sorted,
                       global const float4 *attr, global const uint *slot, float4 lo, float4 hi,
-                      global const float2 *walls, global const float *lambda,
-                      global float4 *xp, int loads, global float4 *wall_corr)
+                      global const float2 *walls, uint nc,
+                      global const mz_collider_dev *cs, mz_motion_now now,
+                      global const float2 *solid, global const float *lambda,
+                      global float4 *xp, int loads, global float4 *wall_corr,
+                      global float4 *touch)
 {
     uint J = get_global_id(0);
     if (J >= n)
@@ -177,9 +251,20 @@ kernel void pbf_delta(uint n, mz_pbf P, mz_grid_desc g, global const uint *cell_
     if (ai.z != 0.0f) /* the walls push fluid with its own λ (they have none) */
         mz_walls(&P, xi, lo, hi, walls, &unused, &gw);
     uint i = slot[J];
-    xp[i] = xp[i] + ai.x * (P.volume * d + li * gw);
+    float4 dx = ai.x * (P.volume * d + li * gw);
     if (loads) /* the walls' push, for the forces on them (src/solvers/pbd/loads.c) */
         wall_corr[i] += mz_vec(ai.x * li * gw);
+    for (uint k = 0; ai.z != 0.0f && k < nc; k++) { /* the colliders push as the walls do */
+        float share;
+        float4 gk;
+        if (!mz_collider_share(&P, solid, cs, k, &now, xi, &share, &gk))
+            continue;
+        float4 push = ai.x * li * gk;
+        dx += push;
+        if (loads)
+            mz_touch(touch, i, k, push);
+    }
+    xp[i] = xp[i] + dx;
 }
 
 /* After the update: curl and XSPH from the fluid neighbours (v in grid order). */

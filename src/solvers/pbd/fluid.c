@@ -27,31 +27,65 @@ static double rest_gradient_sum(double spacing, double h, double volume, int dim
 
 #define WALL_TABLE 64 /* MZ_WALL_TABLE in kernels/pbd/pbf.cl */
 
+/* The rest lattice's share of ρ/ρ0 beyond a plane at signed distance d (sites at d + s/2,
+ * d + 3s/2, ... along its normal, laterally aligned with the particle) and its derivative in d,
+ * as floats; *share: the share in double. */
+static cl_float2 beyond(const mz_scene *s, const pbf_params *P, double d, double *share)
+{
+    int dim = s->sim.dimensions;
+    double sp = s->fluids[0].spacing, h = P->h, poly6 = P->poly6, spiky = P->spiky;
+    int reach = (int)ceil(h / sp), zr = dim == 3 ? reach : 0;
+    double w = 0, g = 0;
+    for (int m = 0; d + (m + 0.5) * sp < h; m++) {
+        double z = d + (m + 0.5) * sp;
+        for (int j = -zr; j <= zr; j++)
+            for (int i = -reach; i <= reach; i++) {
+                double r2 = z * z + (double)(i * i + j * j) * sp * sp, r = sqrt(r2);
+                if (r >= h)
+                    continue;
+                w += poly6 * pow(h * h - r2, 3);
+                if (r > 0) /* the particle's own site (d = −s/2): no direction, ∇W = 0 */
+                    g += spiky * (h - r) * (h - r) * z / r;
+            }
+    }
+    *share = P->volume * w;
+    return (cl_float2){{(cl_float)(P->volume * w), (cl_float)(P->volume * g)}};
+}
+
 /* The walls' share of ρ/ρ0 and its derivative along the wall normal, for a particle at distance
  * d = k h/(WALL_TABLE − 1) from a wall: the fluid's rest lattice continued beyond the wall
  * (sites s/2, 3s/2, ... behind it, laterally aligned with the particle, as the lattice starts),
  * so a particle of the initial lattice at a wall sees exactly the rest density. */
 static cl_float2 *wall_table(const mz_scene *s, const pbf_params *P)
 {
-    int dim = s->sim.dimensions;
-    double sp = s->fluids[0].spacing, h = P->h, poly6 = P->poly6, spiky = P->spiky;
-    int reach = (int)ceil(h / sp), zr = dim == 3 ? reach : 0;
     cl_float2 *t = xcalloc(WALL_TABLE, sizeof *t);
-    for (int k = 0; k < WALL_TABLE; k++) {
-        double d = h * k / (WALL_TABLE - 1), w = 0, g = 0;
-        for (int m = 0; d + (m + 0.5) * sp < h; m++) {
-            double z = d + (m + 0.5) * sp;
-            for (int j = -zr; j <= zr; j++)
-                for (int i = -reach; i <= reach; i++) {
-                    double r2 = z * z + (double)(i * i + j * j) * sp * sp, r = sqrt(r2);
-                    if (r >= h)
-                        continue;
-                    w += poly6 * pow(h * h - r2, 3);
-                    g += spiky * (h - r) * (h - r) * z / r;
-                }
+    double h = P->h, w;
+    for (int k = 0; k < WALL_TABLE; k++)
+        t[k] = beyond(s, P, h * k / (WALL_TABLE - 1), &w);
+    return t;
+}
+
+/* The colliders' table (mz_solid_share in kernels/pbd/pbf.cl): F(q) for a plane at signed
+ * distance q = h (k − (WALL_TABLE − 1))/(WALL_TABLE − 1), k < 2 WALL_TABLE − 1, the particle
+ * past it when q < 0. From q = −s/2 down, F is the whole lattice less the share beyond the
+ * mirror plane at −q (exact at q = −s/2, where the two planes are the same between two lattice
+ * rows, and continuous in slope there), so that F reaches the whole lattice, without ripple,
+ * once the plane is h behind: a particle along a box's face sees the face alone. The
+ * lattice's share, V Σ W, goes to P->lattice. */
+static cl_float2 *solid_table(const mz_scene *s, pbf_params *P)
+{
+    double sp = s->fluids[0].spacing, h = P->h, whole, w;
+    beyond(s, P, -(ceil(h / sp) + 0.5) * sp, &whole); /* every row, the particle's included */
+    P->lattice = (cl_float)whole;
+    cl_float2 *t = xcalloc(2 * WALL_TABLE - 1, sizeof *t);
+    for (int k = 0; k < 2 * WALL_TABLE - 1; k++) {
+        double q = h * (k - (WALL_TABLE - 1)) / (WALL_TABLE - 1);
+        if (q >= -0.5 * sp) {
+            t[k] = beyond(s, P, q, &w);
+        } else {
+            t[k] = beyond(s, P, -q, &w);
+            t[k].s[0] = (cl_float)(whole - w);
         }
-        t[k].s[0] = (cl_float)(P->volume * w);
-        t[k].s[1] = (cl_float)(P->volume * g);
     }
     return t;
 }
@@ -149,7 +183,11 @@ int pbf_init(mz_sim *sim, pbd_state *st)
     fl->walls = mz_cl_buffer(cl, CL_MEM_READ_ONLY, WALL_TABLE * sizeof *table, table,
                              "clCreateBuffer(wall density table)");
     free(table);
-    if (!fl->walls)
+    table = solid_table(s, &fl->P);
+    fl->solid = mz_cl_buffer(cl, CL_MEM_READ_ONLY, (2 * WALL_TABLE - 1) * sizeof *table, table,
+                             "clCreateBuffer(collider density table)");
+    free(table);
+    if (!fl->walls || !fl->solid)
         return -1;
     sim->field[MZ_FIELD_DENSITY] = &fl->density;
     return 0;
@@ -168,11 +206,13 @@ bool pbf_bind_grid(mz_sim *sim, pbd_state *st)
                     A(fl->lambda), A(fl->lambda_s)) &&
               KARGS(fl->solve, "pbf_lambda", A(sim->n_u), A(fl->P), A(g->desc), A(g->cell_start),
                     A(g->cell_end), A(st->sorted), A(fl->attr_sorted), A(slot), A(lo), A(hi),
-                    A(fl->walls), A(fl->lambda), A(fl->lambda_s), A(fl->density)) &&
+                    A(fl->walls), A(st->n_colliders), A(st->solids), A(st->now), A(fl->solid),
+                    A(fl->lambda), A(fl->lambda_s), A(fl->density)) &&
               KARGS(fl->delta, "pbf_delta", A(sim->n_u), A(fl->P), A(g->desc), A(g->cell_start),
                     A(g->cell_end), A(st->sorted), A(fl->attr_sorted), A(slot), A(lo), A(hi),
-                    A(fl->walls), A(fl->lambda_s), A(sim->pred), A(st->loads.keep),
-                    A(st->loads.wall_corr));
+                    A(fl->walls), A(st->n_colliders), A(st->solids), A(st->now), A(fl->solid),
+                    A(fl->lambda_s), A(sim->pred), A(st->loads.keep), A(st->loads.wall_corr),
+                    A(st->loads.touch));
     if (ok && fl->velocity) {
         cl_float dt = 0.0f; /* set per substep */
         ok = KARGS(fl->sort_x, "sort_positions", A(sim->n_u), A(slot), A(sim->pos),
@@ -216,7 +256,8 @@ void pbf_release(pbd_fluid *fl)
     cl_kernel ks[] = {fl->warm, fl->solve, fl->delta,  fl->curl,  fl->confine,
                       fl->sort_attr, fl->sort_x, fl->sort_v};
     mz_cl_release_kernels(ks, sizeof ks / sizeof *ks);
-    cl_mem ms[] = {fl->walls, fl->attr, fl->attr_sorted, fl->lambda, fl->lambda_s, fl->density, fl->vs, fl->omega, fl->dv};
+    cl_mem ms[] = {fl->walls,    fl->solid,   fl->attr, fl->attr_sorted, fl->lambda,
+                   fl->lambda_s, fl->density, fl->vs,   fl->omega,       fl->dv};
     mz_cl_release_mems(ms, sizeof ms / sizeof *ms);
     if (fl->program)
         clReleaseProgram(fl->program);

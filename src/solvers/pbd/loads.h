@@ -1,7 +1,8 @@
 /* The forces on walls and colliders in the position-based solver (scene_load_ref): in a substep
  * sim_loads_due marks, every particle keeps the corrections the domain walls (penalty push,
- * PBF's wall density term, the clamp) and the colliders made to it, and pbd_load_sums adds
- * −m Δ / dt² per solid, with moments (kernels/pbd/pbd_constraints.cl), into sim->loads.sums. */
+ * PBF's wall density term, the clamp) and the colliders (projections, PBF's collider density
+ * term) made to it, and pbd_load_sums adds −m Δ / dt² per solid, with moments
+ * (kernels/pbd/pbd_constraints.cl), into sim->loads.sums. */
 #ifndef MZ_PBD_LOADS_H
 #define MZ_PBD_LOADS_H
 #include "solvers/sim.h"

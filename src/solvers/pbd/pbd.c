@@ -204,15 +204,16 @@ static bool contacts(mz_sim *sim, pbd_state *st)
 }
 
 /* The colliders' substep arguments: whether to keep their corrections, dt, and the moving
- * ones' laws at the substep's end (the kernel meets them there). */
+ * ones' laws at the substep's end (the kernel meets them there; so does PBF's density, whose
+ * arguments follow the grid's build). */
 static bool set_colliders(mz_sim *sim, pbd_state *st, double dt_seconds)
 {
-    motion_now now = colliders_now(sim->scene, st->mover_collider, st->n_movers,
-                                   sim->time + dt_seconds);
+    st->now = colliders_now(sim->scene, st->mover_collider, st->n_movers,
+                            sim->time + dt_seconds);
     cl_float dt = (cl_float)dt_seconds;
     return KARGS(st->colliders, "colliders", A(sim->n_u), A(st->n_colliders), A(st->solids),
                  A(sim->pos), A(sim->inv_mass), A(sim->pred), A(st->loads.keep),
-                 A(st->loads.touch), A(dt), A(now));
+                 A(st->loads.touch), A(dt), A(st->now));
 }
 
 static int pbd_substep(mz_sim *sim, double dt_seconds)

@@ -3,6 +3,7 @@
 #ifndef MZ_SOLVER_PBD_H
 #define MZ_SOLVER_PBD_H
 #include "device/grid.h"
+#include "solvers/colliders.h"
 #include "solvers/pbd/loads.h"
 #include "solvers/sim.h"
 
@@ -16,7 +17,7 @@ enum pbd_stage {
 typedef struct pbf_params {
     cl_float h, h2, poly6, spiky, volume, rest_density, epsilon, k_corr, inv_w_dq;
     cl_int n_corr;
-    cl_float xsph, vorticity, r_min, pad0, pad1, pad2;
+    cl_float xsph, vorticity, r_min, lattice, pad1, pad2;
 } pbf_params;
 
 typedef struct pbd_fluid {
@@ -26,7 +27,7 @@ typedef struct pbd_fluid {
     cl_float warm_start;
     cl_program program;
     cl_kernel warm, solve, delta, curl, confine, sort_attr, sort_x, sort_v;
-    cl_mem attr, attr_sorted, lambda, lambda_s, density, vs, omega, dv, walls;
+    cl_mem attr, attr_sorted, lambda, lambda_s, density, vs, omega, dv, walls, solid;
 } pbd_fluid;
 
 typedef struct pbd_rigid {
@@ -50,6 +51,7 @@ typedef struct pbd_state {
     pbd_loads loads; /* forces on walls and colliders, when the scene measures them */
     int mover_collider[MZ_MAX_MOVING]; /* colliders[].motion: the moving ones, in slot order */
     int n_movers;
+    motion_now now; /* their laws at this substep's end (colliders and PBF's density) */
 } pbd_state;
 
 /* Fluid: buffers and kernels (before the grid exists); the grid's arguments after every build
