@@ -216,10 +216,11 @@ static void print_summary(const run_ctx *r, long frames_written, double setup_s,
     if (sim->solver->report)
         sim->solver->report(sim, stderr);
     if (sim->obs)
-        fprintf(stderr, "  %zu probes, %zu gauges, %zu forces on solids, %zu moving colliders: "
+        fprintf(stderr, "  %zu probes, %zu gauges, %zu forces on solids, %zu moving colliders%s: "
                         "%ld samples taken, in /observables\n",
-                sim->obs->n_probes, sim->obs->n_gauges, sim->obs->n_loads, sim->obs->n_motion,
-                sim->obs->samples);
+                sim->obs->n_probes, sim->obs->n_gauges, sim->obs->n_loads,
+                scene_moving_count(sim->scene),
+                sim->scene->domain.has_motion ? ", the domain's pose" : "", sim->obs->samples);
     if (dist_active() && sim->slabs)
         fprintf(stderr, "  %d ranks (%s); slabs repartitioned %llu times; rank 0 sent %llu "
                         "particle records in %llu exchanges taking %.3f s, its buffers grew "
