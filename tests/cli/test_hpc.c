@@ -119,7 +119,14 @@ static void test_second_signal_aborts(void **state)
     assert_true(wait_for_text(errpath, "frame 30/300", pid));
     kill(pid, SIGINT);
     kill(pid, SIGINT);
-    assert_int_equal(exit_status(pid), 128 + SIGINT);
+    /* 128 + SIGINT; or, when the test was descheduled between its two kills long enough for the
+     * first to finish its stop (seen once on a loaded 2-core machine), the second arrives after
+     * the handlers were put back and SIGINT ends the process itself: the file is whole either
+     * way, as checked below. */
+    int st = 0;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true((WIFEXITED(st) && WEXITSTATUS(st) == 128 + SIGINT) ||
+                (WIFSIGNALED(st) && WTERMSIG(st) == SIGINT));
     hid_t f = H5Fopen(out, H5F_ACC_RDONLY, H5P_DEFAULT);
     assert_true(f >= 0);
     assert_int_equal(run_attr(f, "complete"), 0);
