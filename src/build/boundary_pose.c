@@ -5,6 +5,7 @@
 #include "build/build.h"
 
 #include "util/err.h"
+#include "util/rotate.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -35,14 +36,12 @@ void build_boundary_at(const mz_scene *s, const float *rest, size_t nb, double t
                 x[a] = (float)(r[a] + sv * u[a]);
             continue;
         }
-        /* Rodrigues: p = r - centre turned by s about the unit axis u. */
+        /* r - centre turned by s about the unit axis u */
         const double *o = m->center;
-        double p[3] = {r[0] - o[0], r[1] - o[1], r[2] - o[2]};
-        double cs = cos(sv), sn = sin(sv), up = u[0] * p[0] + u[1] * p[1] + u[2] * p[2];
-        double uxp[3] = {u[1] * p[2] - u[2] * p[1], u[2] * p[0] - u[0] * p[2],
-                         u[0] * p[1] - u[1] * p[0]};
+        double p[3] = {r[0] - o[0], r[1] - o[1], r[2] - o[2]}, q[3];
+        rotate_about(u, sv, p, q);
         for (int a = 0; a < 3; a++)
-            x[a] = (float)(o[a] + cs * p[a] + sn * uxp[a] + (1 - cs) * up * u[a]);
+            x[a] = (float)(o[a] + q[a]);
     }
     free(law);
 }

@@ -1,5 +1,6 @@
 #include "render/setting.h"
 #include "util/err.h"
+#include "util/rotate.h"
 
 #include <cJSON.h>
 
@@ -106,22 +107,12 @@ void setting_pose(mz_setting *s, const mz_pose *pose)
         }
 }
 
-/* v turned by angle about the unit axis (Rodrigues). */
-static void rotate(const double axis[3], double angle, const double v[3], double out[3])
-{
-    double c = cos(angle), s = sin(angle), d = axis[0] * v[0] + axis[1] * v[1] + axis[2] * v[2];
-    double x[3] = {axis[1] * v[2] - axis[2] * v[1], axis[2] * v[0] - axis[0] * v[2],
-                   axis[0] * v[1] - axis[1] * v[0]};
-    for (int k = 0; k < 3; k++)
-        out[k] = c * v[k] + s * x[k] + (1 - c) * d * axis[k];
-}
-
 void setting_place(const mz_shape *sh, const double p[3], double out[3])
 {
     double q[3];
     if (sh->motion == 2) {
         double r[3] = {p[0] - sh->center[0], p[1] - sh->center[1], p[2] - sh->center[2]};
-        rotate(sh->axis, sh->angle, r, q);
+        rotate_about(sh->axis, sh->angle, r, q);
         for (int k = 0; k < 3; k++)
             q[k] += sh->center[k];
     } else {
@@ -135,7 +126,7 @@ void setting_turn(const mz_shape *sh, const double v[3], double out[3])
 {
     double q[3];
     if (sh->motion == 2)
-        rotate(sh->axis, sh->angle, v, q);
+        rotate_about(sh->axis, sh->angle, v, q);
     else
         memcpy(q, v, sizeof q);
     memcpy(out, q, sizeof q);

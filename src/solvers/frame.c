@@ -6,22 +6,13 @@
  * Coriolis −2 θ̇ k × v terms (kernels/common/frame.clh). The law is a function of time alone,
  * so a resumed run feels the same frame. */
 #include "solvers/sim.h"
+#include "util/rotate.h"
 
 #include <math.h>
 
 bool sim_frame_spins(const mz_scene *s)
 {
     return s->domain.has_motion && s->domain.motion.type == MZ_MOTION_ROTATION;
-}
-
-/* v turned by angle about the unit axis k (Rodrigues). */
-static void turn(const double k[3], double angle, const double v[3], double out[3])
-{
-    double c = cos(angle), sn = sin(angle), kv = k[0] * v[0] + k[1] * v[1] + k[2] * v[2];
-    double kxv[3] = {k[1] * v[2] - k[2] * v[1], k[2] * v[0] - k[0] * v[2],
-                     k[0] * v[1] - k[1] * v[0]};
-    for (int a = 0; a < 3; a++)
-        out[a] = v[a] * c + kxv[a] * sn + k[a] * kv * (1 - c);
 }
 
 mz_frame_arg sim_frame(const mz_scene *s, double t)
@@ -37,7 +28,7 @@ mz_frame_arg sim_frame(const mz_scene *s, double t)
                 g[a] -= x[2] * m->unit[a];
         } else {
             double world[3] = {g[0], g[1], g[2]};
-            turn(m->unit, -x[0], world, g);
+            rotate_about(m->unit, -x[0], world, g);
             for (int a = 0; a < 3; a++) {
                 w[a] = x[1] * m->unit[a];
                 dw[a] = x[2] * m->unit[a];
