@@ -182,8 +182,9 @@ inline uint mz_group_min(local uint *best, uint v)
 
 /* A gauge's level: the distance from its start along its points (first .. first + count − 1
  * of the gauges' points, ds apart; their sums from probe_sums) to where what it sees first
- * falls below 0.5, linear between the two points around the crossing; 0 when its start is
- * dry, its length when no point is. Water above the first crossing (spray, a plunging jet)
+ * falls below 0.5 for a spacing (three points: a hole narrower than that inside unordered
+ * water, one in a hundred points of a jittered FLIP tank, is not its surface), linear between
+ * the two points around the crossing; 0 when its start is dry, its length when no point is. Water above the first crossing (spray, a plunging jet)
  * does not count. One work-group per gauge, each work-item a stretch of its points (one
  * work-item walking a thousand points was a chain of memory latencies on GPUs), the first dry
  * point by minimum over the stretches. */
@@ -199,7 +200,8 @@ void gauge_level(global const uint *first, global const uint *count, global cons
     const uint lo_k = min(t * chunk, m), hi_k = min(lo_k + chunk, m);
     uint dry = m;
     for (uint k = lo_k; k < hi_k && dry == m; k++)
-        if (!(MZ_FRACTION(k) >= 0.5f))
+        if (!(MZ_FRACTION(k) >= 0.5f) && (k + 1 >= m || !(MZ_FRACTION(k + 1) >= 0.5f)) &&
+            (k + 2 >= m || !(MZ_FRACTION(k + 2) >= 0.5f)))
             dry = k;
     dry = mz_group_min(best, dry);
     if (t != 0)

@@ -69,6 +69,17 @@ double build_particle_mass(const mz_scene *s, const mz_fluid *f)
     return m;
 }
 
+/* A uniform number in [0, 1) for (seed, particle id, axis): splitmix64's finaliser over the
+ * three, so a particle's jitter is the same whoever builds it (every rank, any order). */
+static double jitter_uniform(uint64_t seed, uint64_t id, int axis)
+{
+    uint64_t z = seed * 0x9e3779b97f4a7c15ULL + (3 * id + (uint64_t)axis + 1) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z ^= z >> 31;
+    return (double)(z >> 11) * 0x1.0p-53;
+}
+
 static void put(mz_particles *p, size_t i, size_t id, const double x[3], const double v[3],
                 float radius, float inv_mass, uint32_t body, int dimensions)
 {
@@ -131,15 +142,19 @@ static size_t build_fluids(const mz_scene *s, mz_particles *p, size_t *room, bui
         float radius = (float)(0.5 * f->spacing);
         float w = (float)(1.0 / build_particle_mass(s, f));
         size_t d[3] = {0, 1, 1}, count = fluid_count(s, f, d);
+        bool jitter = scene_fluid_jittered(s, f);
         /* Boxes: x fastest, then y, then z, so neighbouring ids are neighbours in space. */
         for (size_t k = 0; k < count; k++, id++) {
             double x[3];
             const double *v = f->velocity;
             if (f->has_box) {
                 size_t ix = k % d[0], iy = k / d[0] % d[1], iz = k / (d[0] * d[1]);
-                x[0] = f->box.min[0] + (ix + 0.5) * f->spacing;
-                x[1] = f->box.min[1] + (iy + 0.5) * f->spacing;
-                x[2] = f->box.min[2] + (iz + 0.5) * f->spacing;
+                size_t ijk[3] = {ix, iy, iz};
+                for (int a = 0; a < 3; a++) {
+                    double u = jitter && a < dim ? jitter_uniform((uint64_t)s->sim.seed, id, a)
+                                                 : 0.5;
+                    x[a] = f->box.min[a] + (ijk[a] + u) * f->spacing;
+                }
             } else {
                 memcpy(x, f->positions.p[k], sizeof x);
                 if (f->velocities.n)

@@ -130,7 +130,9 @@ int cmd_check(const mz_run_opts *o)
         if (f->has_box) {
             size_t d[3];
             scene_lattice_dims(f, dim, d);
-            printf(" (box lattice %zu x %zu x %zu)", d[0], d[1], d[2]);
+            printf(" (box %s %zu x %zu x %zu)",
+                   scene_fluid_jittered(&s, f) ? "cells, jittered," : "lattice", d[0], d[1],
+                   d[2]);
         }
         printf(", spacing %g m, particle mass %.4g kg\n", f->spacing,
                build_particle_mass(&s, f));

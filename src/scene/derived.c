@@ -15,6 +15,13 @@ bool scene_is_sph(const mz_scene *s)
     return k == MZ_SOLVER_WCSPH || k == MZ_SOLVER_COLLAPSED_SPH || k == MZ_SOLVER_DFSPH;
 }
 
+bool scene_fluid_jittered(const mz_scene *s, const mz_fluid *f)
+{
+    if (f->seeding == MZ_SEEDING_AUTO)
+        return f->has_box && scene_solver(s) == MZ_SOLVER_FLIP;
+    return f->has_box && f->seeding == MZ_SEEDING_JITTERED;
+}
+
 double scene_cfl(const mz_scene *s)
 {
     /* 0.2 for every SPH solver. WCSPH had 0.4 (0.8 spacings over c0 with h two spacings, twice

@@ -16,6 +16,7 @@ const char *const mz_density_method_names[] = {"summation", "continuity", 0};
 const char *const mz_pressure_solver_names[] = {"rbgs", "jacobi", 0};
 static const char *const compression_names[] = {"none", "gzip", 0};
 const char *const mz_flip_walls_names[] = {"no_slip", "free_slip", "wall_function", 0};
+const char *const mz_seeding_names[] = {"auto", "lattice", "jittered", 0};
 static const char *const plane_names[] = {"xz", "xy", "yz", 0};
 static const char *const mesh_kind_names[] = {"cloth", "softbody", 0};
 static const char *const pin_names[] = {"corner_00", "corner_10", "corner_01", "corner_11",
@@ -80,6 +81,10 @@ static const mz_key simulation_keys[] = {
      .min = 0, .max = 1,
      .doc = "flip: the pressure solve stops when the divergence left in every fluid cell is "
             "below this fraction of the largest divergence before the projection"},
+    {.name = "seed", .type = K_INT, .offset = OFF(mz_simulation, seed), .def = "0",
+     .flags = K_MIN | K_MAX, .min = 0, .max = 2147483647,
+     .doc = "the random numbers of jittered seeding (fluids[].seeding): the same seed gives the "
+            "same particles; another seed, another sample of the same water (ensembles)"},
     {0}};
 static const mz_schema simulation_schema = {"simulation", simulation_keys, sizeof(mz_simulation)};
 
@@ -262,6 +267,13 @@ static const mz_key fluid_keys[] = {
      .doc = "flip: share of a cell's particle-density error (against the rest lattice's) "
             "undone per step by moving the particles apart (inside the fluid also together); "
             "the correction moves particles but never enters their velocities; 0: off"},
+    {.name = "seeding", .type = K_ENUM, .offset = OFF(mz_fluid, seeding), .def = "\"auto\"",
+     .names = mz_seeding_names,
+     .doc = "where a box's particles start: lattice, at the centres of the box's cells of "
+            "spacing; jittered, each at a random point of its cell (simulation.seed), so no "
+            "lattice survives into the flow; auto: jittered for flip (its grid keeps a "
+            "lattice's sheets and stripes through a whole run), lattice for the others (SPH "
+            "and PBF calibrate their rest state on the lattice)"},
     {.name = "walls", .type = K_ENUM, .offset = OFF(mz_fluid, walls), .def = "\"no_slip\"",
      .names = mz_flip_walls_names,
      .doc = "flip: the grid velocity along walls and colliders: no_slip, it falls to 0 on a "

@@ -70,6 +70,7 @@ typedef struct mz_simulation {
     int pressure_solver;       /* FLIP: mz_pressure_solver */
     int pressure_iterations;   /* FLIP: most sweeps per projection */
     double pressure_tolerance; /* FLIP: divergence left, relative to the largest before */
+    int seed;                  /* jittered seeding's random numbers */
 } mz_simulation;
 
 /* SPH boundary particles: how the walls act along themselves (kernels/sph/sph_kernels.clh). */
@@ -167,6 +168,7 @@ typedef struct mz_fluid {
     double cell_size;            /* grid cell; 0: 2 × spacing */
     double volume_correction;    /* share of a cell's excess density undone per step */
     int walls;                   /* mz_flip_walls: the grid velocity along the walls */
+    int seeding;                 /* mz_seeding: where a box's particles start in their cells */
 } mz_fluid;
 
 /* A static solid; exactly one shape. SPH samples it with boundary particles; position-based
@@ -203,6 +205,12 @@ typedef enum mz_phase {
 typedef enum mz_flip_walls { MZ_WALLS_NO_SLIP, MZ_WALLS_FREE_SLIP, MZ_WALLS_WALL_FUNCTION }
     mz_flip_walls;
 extern const char *const mz_flip_walls_names[];
+
+/* Where a fluid box's particles start: at their lattice cells' centres, or at a random point
+ * of each cell (from simulation.seed and the particle's id); auto: jittered for FLIP, whose
+ * grid keeps a lattice's sheets for the whole run, the lattice for the others. */
+typedef enum mz_seeding { MZ_SEEDING_AUTO, MZ_SEEDING_LATTICE, MZ_SEEDING_JITTERED } mz_seeding;
+extern const char *const mz_seeding_names[];
 
 typedef enum mz_cloth_plane { MZ_PLANE_XZ, MZ_PLANE_XY, MZ_PLANE_YZ } mz_cloth_plane;
 typedef enum mz_mesh_kind { MZ_MESH_CLOTH, MZ_MESH_SOFTBODY } mz_mesh_kind;
@@ -317,6 +325,8 @@ extern const char *const mz_pressure_solver_names[];
 /* The solver of the scene (every fluid shares it; the scene checks that). */
 mz_solver_kind scene_solver(const mz_scene *s);
 bool scene_is_sph(const mz_scene *s);
+/* Whether fluid f's box starts jittered (fluids[].seeding, auto resolved by the solver). */
+bool scene_fluid_jittered(const mz_scene *s, const mz_fluid *f);
 /* The points a gauge samples: one every half of fluids[0].spacing from start to end (the
  * fraction is smooth over the support radius: linear between points that close). */
 size_t scene_gauge_points(const mz_scene *s, const mz_gauge *g);

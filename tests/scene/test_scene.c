@@ -43,7 +43,7 @@ static const struct bad_case {
     {"bad_unknown_key.json", "simulation.fpz: unknown key (expected one of: fps, frames, "
                              "duration, substeps, iterations, gravity, dimensions, adaptive, cfl, damping, relaxation, "
                              "max_speed, pressure_solver, pressure_iterations, "
-                             "pressure_tolerance)"},
+                             "pressure_tolerance, seed)"},
     {"bad_duplicate_key.json", "simulation.fps: duplicate key (given 2 times)"},
     {"bad_truncated.json", "2:14: invalid JSON: unexpected end of file"},
     {"bad_syntax.json", "2:29: invalid JSON near ' \"frames\": 10},'"},
@@ -144,7 +144,7 @@ static void test_bad_overrides(void **state)
         {"simulation.fpz=1", "simulation.fpz: unknown key (expected one of: fps, frames, "
                              "duration, substeps, iterations, gravity, dimensions, adaptive, cfl, damping, relaxation, "
                              "max_speed, pressure_solver, pressure_iterations, "
-                             "pressure_tolerance)"},
+                             "pressure_tolerance, seed)"},
         {"nothing", "--set nothing: expected PATH=VALUE, e.g. fluids[0].spacing=0.02"},
         {"colliders[0].radius=1", "--set colliders[0].radius: colliders is not in the scene"},
         {"simulation.fps=fast", "simulation.fps must be a number (got \"fast\")"},
