@@ -602,8 +602,16 @@ static int flip_substep(mz_sim *sim, double dt)
 flip_view flip_get_view(const mz_sim *sim)
 {
     const flip_state *st = sim->state;
-    return (flip_view){st->g,        st->nodes, st->face_vel, st->face_old, st->face_adv,
-                       st->valid,    st->type,  st->density,  st->pressure};
+    return (flip_view){st->g,
+                       st->nodes,
+                       st->face_vel,
+                       st->face_old,
+                       st->face_adv,
+                       st->valid,
+                       st->type,
+                       st->density,
+                       st->pressure,
+                       {st->apic_c[0], st->apic_c[1], st->apic_c[2]}};
 }
 
 const flip_stats *flip_get_stats(const mz_sim *sim)
