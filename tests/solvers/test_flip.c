@@ -1114,8 +1114,9 @@ static const char *const apic_set[] = {"fluids[0].transfer=apic"};
 /* Every node's P2G faces (before gravity) with APIC, from jittered particles with random
  * velocities and random velocity gradients, against brute-force sums on the host:
  * Σ w (u_a + c_a · (x_face − x_p)) / Σ w, within 2e-6 of 1 + |u|. */
-static double check_p2g_apic(const char *json)
+static void check_p2g_apic(const char *json)
 {
+    rng = 88172645463325252ull; /* the same particles whichever tests ran before */
     world w;
     world_open_edit(&w, json, "test.json", apic_set, 1, jitter);
     const mz_scene *s = &w.scene;
@@ -1186,7 +1187,6 @@ static double check_p2g_apic(const char *json)
         free(c[a]);
     free_grid(&h);
     world_close(&w);
-    return worst;
 }
 
 /* APIC's G2P against the host: after some frames of water falling from the left and sliding
@@ -1299,6 +1299,7 @@ static void test_apic_affine(void **state)
         " \"domain\": {\"min\": [0,0,0], \"max\": [0.2,0.2,0.2]},"
         " \"fluids\": [{\"solver\": \"flip\", \"box\": {\"min\": [0.05,0.05,0.05],"
         "   \"max\": [0.15,0.15,0.15]}, \"spacing\": 0.01, \"transfer\": \"apic\"}]}";
+    rng = 88172645463325252ull; /* the same particles and field whichever tests ran before */
     world w;
     world_open_edit(&w, json, "test.json", NULL, 0, jitter);
     double dt = scene_substep_dt(&w.scene);
