@@ -118,8 +118,11 @@ int cmd_check(const mz_run_opts *o)
         int c[3];
         double h[3];
         scene_flip_grid(&s, c, h);
-        printf(", grid %d x %d x %d cells of %.4g m, %s pressure solver\n", c[0], c[1], c[2],
-               h[0], mz_pressure_solver_names[s.sim.pressure_solver]);
+        printf(", grid %d x %d x %d cells of %.4g m, %s pressure solver%s\n", c[0], c[1], c[2],
+               h[0], mz_pressure_solver_names[s.sim.pressure_solver],
+               s.fluids[0].transfer == MZ_TRANSFER_APIC
+                   ? ", APIC transfer (flip_ratio not used)"
+                   : "");
     } else
         printf(", %d iterations\n", s.sim.iterations);
     for (size_t i = 0; i < s.n_fluids; i++) {

@@ -17,6 +17,7 @@ const char *const mz_pressure_solver_names[] = {"rbgs", "jacobi", 0};
 static const char *const compression_names[] = {"none", "gzip", 0};
 const char *const mz_flip_walls_names[] = {"no_slip", "free_slip", "wall_function", 0};
 const char *const mz_seeding_names[] = {"auto", "lattice", "jittered", 0};
+const char *const mz_flip_transfer_names[] = {"flip", "apic", 0};
 static const char *const plane_names[] = {"xz", "xy", "yz", 0};
 static const char *const mesh_kind_names[] = {"cloth", "softbody", 0};
 static const char *const pin_names[] = {"corner_00", "corner_10", "corner_01", "corner_11",
@@ -253,11 +254,19 @@ static const mz_key fluid_keys[] = {
     {.name = "tensile_dq", .type = K_NUMBER, .offset = OFF(mz_fluid, tensile_dq), .def = "0.2",
      .flags = K_MIN_GT | K_MAX, .min = 0, .max = 0.9,
      .doc = "PBF: dq of s_corr as a fraction of the support radius"},
+    {.name = "transfer", .type = K_ENUM, .offset = OFF(mz_fluid, transfer), .def = "\"flip\"",
+     .names = mz_flip_transfer_names,
+     .doc = "flip: how velocities go from the particles to the grid and back: flip, the FLIP/PIC "
+            "blend of flip_ratio; apic, the affine particle-in-cell transfer (Jiang et al. "
+            "2015): each particle also carries its velocity's gradient, which keeps rotation "
+            "(angular momentum) without FLIP's noise; flip_ratio is not used and must keep its "
+            "default"},
+    /* .def: MZ_FLIP_RATIO_DEFAULT (scene.h), which validation compares with under apic */
     {.name = "flip_ratio", .type = K_NUMBER, .offset = OFF(mz_fluid, flip_ratio), .def = "0.95",
      .flags = K_MIN | K_MAX, .min = 0, .max = 1,
      .doc = "flip: share of FLIP in a particle's new velocity: 1 adds the grid's change to the "
             "particle's velocity (FLIP, little numerical viscosity, noisier), 0 takes the grid "
-            "velocity (PIC, smooth and viscous)"},
+            "velocity (PIC, smooth and viscous); transfer flip only"},
     {.name = "cell_size", .type = K_NUMBER, .offset = OFF(mz_fluid, cell_size), .def = "0",
      .flags = K_MIN, .min = 0, .unit = "m",
      .doc = "flip: pressure grid cell size, rounded on each axis so the domain is a whole "

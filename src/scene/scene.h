@@ -164,7 +164,8 @@ typedef struct mz_fluid {
     double warm_start;           /* fraction of last substep's multipliers applied first */
     int tensile_n;
     /* FLIP */
-    double flip_ratio;           /* 0: PIC, 1: FLIP */
+    double flip_ratio;           /* 0: PIC, 1: FLIP (transfer flip only) */
+    int transfer;                /* mz_flip_transfer: how velocities go to the grid and back */
     double cell_size;            /* grid cell; 0: 2 × spacing */
     double volume_correction;    /* share of a cell's excess density undone per step */
     int walls;                   /* mz_flip_walls: the grid velocity along the walls */
@@ -211,6 +212,12 @@ extern const char *const mz_flip_walls_names[];
  * grid keeps a lattice's sheets for the whole run, the lattice for the others. */
 typedef enum mz_seeding { MZ_SEEDING_AUTO, MZ_SEEDING_LATTICE, MZ_SEEDING_JITTERED } mz_seeding;
 extern const char *const mz_seeding_names[];
+
+/* fluids[].transfer (flip): FLIP/PIC blended by flip_ratio, or APIC (Jiang et al. 2015: each
+ * particle carries its velocity's gradient; flip_ratio not used, so it must keep its default). */
+typedef enum mz_flip_transfer { MZ_TRANSFER_FLIP, MZ_TRANSFER_APIC } mz_flip_transfer;
+extern const char *const mz_flip_transfer_names[];
+#define MZ_FLIP_RATIO_DEFAULT 0.95 /* keys.c's default of fluids[].flip_ratio */
 
 typedef enum mz_cloth_plane { MZ_PLANE_XZ, MZ_PLANE_XY, MZ_PLANE_YZ } mz_cloth_plane;
 typedef enum mz_mesh_kind { MZ_MESH_CLOTH, MZ_MESH_SOFTBODY } mz_mesh_kind;

@@ -188,6 +188,17 @@ static void check_flip(const mz_scene *s, mz_diag *d)
                          a, b);
         }
     }
+    for (size_t i = 1; i < s->n_fluids; i++)
+        if (s->fluids[i].transfer != f0->transfer)
+            diag_add(d, "fluids[%zu].transfer must equal fluids[0].transfer for FLIP (one fluid "
+                        "material per scene; got \"%s\" and \"%s\")", i,
+                     mz_flip_transfer_names[s->fluids[i].transfer],
+                     mz_flip_transfer_names[f0->transfer]);
+    /* APIC has no blend: a flip_ratio other than the default would be silently ignored. */
+    if (f0->transfer == MZ_TRANSFER_APIC && f0->flip_ratio != MZ_FLIP_RATIO_DEFAULT)
+        diag_add(d, "fluids[0].flip_ratio is not used with fluids[0].transfer \"apic\" (got %g): "
+                    "APIC takes the grid's velocity and its gradient, with no FLIP share; "
+                    "remove flip_ratio, or use transfer \"flip\"", f0->flip_ratio);
     if (f0->cell_size > 0 && (f0->cell_size < f0->spacing || f0->cell_size > 8 * f0->spacing))
         diag_add(d, "fluids[0].cell_size must be between 1 and 8 times the spacing (%g..%g m; "
                     "got %g)", f0->spacing, 8 * f0->spacing, f0->cell_size);

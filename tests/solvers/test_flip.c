@@ -1,7 +1,10 @@
 /* FLIP/PIC on PoCL (issue 7): each stage against a host reference (particle to grid, the
  * extrapolation, grid to particle), the projection on a closed box, water at rest, the dam
  * break against Martin & Moyce with the fluid volume over time, the 3D dam break, colliders,
- * determinism and the checkpoint state. FLIP_TEST=pattern runs the tests whose names match. */
+ * determinism and the checkpoint state; APIC (fluids[].transfer "apic"): its P2G and G2P against
+ * the host, an affine field's round trip, a turning disc's angular momentum against PIC and
+ * FLIP, its checkpoint state and the 3D flume. FLIP_TEST=pattern runs the tests whose names
+ * match. */
 #include "solvers/flip/flip.h"
 #include "test_util.h"
 #include "test_world.h"
@@ -1165,19 +1168,34 @@ static void test_wall_function(void **state)
 /* Issue 19: Martin & Moyce's column in a 3D flume as wide as the column (scenes/flip_flume_3d
  * .json, spacing a/20, wall function): the surge front (99.5th percentile of x) within 5% on
  * average with a release shift of at most 0.1. */
+static double flume_3d(const char *transfer)
+{
+    char set[64];
+    snprintf(set, sizeof set, "fluids[0].transfer=%s", transfer);
+    const char *sets[] = {set};
+    world w;
+    world_open_file(&w, "scenes/flip_flume_3d.json", sets, 1);
+    double mean, shift;
+    int points = flume_front_error(&w, 0.1, &mean, &shift);
+    print_message("3D flume (%s, %zu particles, wall function): front within %.1f%% of "
+                  "Martin & Moyce on average at %d points with dT = %+.3f\n", transfer,
+                  w.parts.n, 100 * mean, points, shift);
+    assert_true(points >= 15);
+    world_close(&w);
+    return mean;
+}
+
 static void test_flume_3d(void **state)
 {
     (void)state;
-    world w;
-    world_open_file(&w, "scenes/flip_flume_3d.json", NULL, 0);
-    double mean, shift;
-    int points = flume_front_error(&w, 0.1, &mean, &shift);
-    print_message("3D flume (flip, %zu particles, wall function): front within %.1f%% of "
-                  "Martin & Moyce on average at %d points with dT = %+.3f\n", w.parts.n,
-                  100 * mean, points, shift);
-    assert_true(points >= 15);
-    assert_true(mean < 0.05);
-    world_close(&w);
+    assert_true(flume_3d("flip") < 0.05);
+}
+
+/* The same flume with APIC. */
+static void test_flume_3d_apic(void **state)
+{
+    (void)state;
+    assert_true(flume_3d("apic") < 0.05);
 }
 
 /* Water falling onto a box: its cells are solid, and no particle gets inside it by more than
@@ -1218,15 +1236,418 @@ static void test_colliders(void **state)
     world_close(&w);
 }
 
-/* Same scene, same device: bit-identical. And a run resumed from the common buffers (device
- * order) plus what the solver's `state` lists continues bit-identically. */
-static void test_determinism_and_state(void **state)
+/* ---- APIC (fluids[].transfer "apic") ------------------------------------------------------ */
+
+/* axis_weights and their derivatives per node unit, as g2p_apic's interp_grad takes them: ∓1
+ * between the nodes, 0 where the edge value continues, ±2 on a mirrored stretch. */
+static void axis_weights_grad(double t, int ext, bool mirror, int *i0, double c[2], double dc[2])
+{
+    axis_weights(t, ext, mirror, i0, &c[0], &c[1]);
+    double hi = ext - 1;
+    bool between = t >= 0 && t <= hi && ext > 1;
+    dc[0] = between ? -1 : 0;
+    dc[1] = between ? 1 : 0;
+    if (mirror && ext > 1 && t < 0) {
+        dc[0] = 1 + 2 * t > 0 ? 2 : 0;
+        dc[1] = 0;
+    } else if (mirror && ext > 1 && t > hi) {
+        dc[0] = 0;
+        dc[1] = 1 - 2 * (t - hi) > 0 ? -2 : 0;
+    }
+}
+
+/* host_faces's velocity at d and each component's gradient, grad[a][b] = ∂u_a/∂x_b (1/s). */
+static void host_faces_grad(const float (*f)[4], const host_grid *h, const double d[3],
+                            double u[3], double grad[3][3])
+{
+    const flip_grid *g = &h->v.grid;
+    memset(grad, 0, 9 * sizeof(double));
+    for (int a = 0; a < 3; a++) {
+        u[a] = 0;
+        if (a >= h->dim)
+            continue;
+        int i0[3] = {0, 0, 0};
+        double c[3][2] = {{1, 0}, {1, 0}, {1, 0}}, dc[3][2] = {{0, 0}, {0, 0}, {0, 0}};
+        for (int b = 0; b < h->dim; b++)
+            axis_weights_grad(d[b] - (b == a ? 0.0 : 0.5), g->cells.s[b] + (b == a),
+                              b != a && g->no_slip.s[0], &i0[b], c[b], dc[b]);
+        for (int dz = 0; dz <= (h->dim == 3); dz++)
+            for (int dy = 0; dy <= 1; dy++)
+                for (int dx = 0; dx <= 1; dx++) {
+                    int k[3] = {dx, dy, dz};
+                    double fv = f[node_of(g, i0[0] + dx, i0[1] + dy, i0[2] + dz)][a];
+                    u[a] += c[0][dx] * c[1][dy] * c[2][dz] * fv;
+                    for (int b = 0; b < h->dim; b++) {
+                        double wt = g->inv_cell.s[b];
+                        for (int e = 0; e < 3; e++)
+                            wt *= e == b ? dc[e][k[e]] : c[e][k[e]];
+                        grad[a][b] += wt * fv;
+                    }
+                }
+    }
+}
+
+static const char *const apic_set[] = {"fluids[0].transfer=apic"};
+
+/* Every node's P2G faces (before gravity) with APIC, from jittered particles with random
+ * velocities and random velocity gradients, against brute-force sums on the host:
+ * Σ w (u_a + c_a · (x_face − x_p)) / Σ w, within 2e-6 of 1 + |u|. */
+static void check_p2g_apic(const char *json)
+{
+    rng = 88172645463325252ull; /* the same particles whichever tests ran before */
+    world w;
+    world_open_edit(&w, json, "test.json", apic_set, 1, jitter);
+    const mz_scene *s = &w.scene;
+    int dim = s->sim.dimensions;
+    size_t n = w.parts.n;
+    flip_view v0 = flip_get_view(&w.sim);
+    float *c[3] = {NULL, NULL, NULL};
+    for (int a = 0; a < dim; a++) {
+        float *init = calloc(4 * n, sizeof *init);
+        for (size_t i = 0; i < n; i++)
+            for (int b = 0; b < dim; b++)
+                init[4 * i + b] = (float)(40 * uniform()); /* ±20 1/s: ±0.2 m/s a cell */
+        assert_non_null(v0.apic_c[a]);
+        assert_int_equal(clEnqueueWriteBuffer(cl.queue, v0.apic_c[a], CL_TRUE, 0, 16 * n, init,
+                                              0, NULL, NULL), CL_SUCCESS);
+        free(init);
+        c[a] = calloc(4 * n, sizeof *c[a]);
+    }
+    assert_int_equal(flip_p2g(&w.sim, scene_substep_dt(s)), 0);
+    world_read(&w);
+    host_grid h = {0};
+    read_grid(&w, &h);
+    for (int a = 0; a < dim; a++) /* sorted with the particles: device order */
+        world_read_buffer(&h.v.apic_c[a], c[a], 16 * n);
+    const flip_grid *g = &h.v.grid;
+    double worst = 0;
+    long faces = 0;
+    for (size_t node = 0; node < h.v.nodes; node++) {
+        int nc[3];
+        node_ijk(g, node, nc);
+        double sum[3] = {0}, ws[3] = {0};
+        for (size_t p = 0; p < n; p++) {
+            double d[3], f0[3], f1[3];
+            to_cells(g, &w.pos[4 * p], dim, d);
+            for (int a = 0; a < 3; a++) {
+                f0[a] = a < dim ? hat(d[a] - nc[a]) : 1.0;
+                f1[a] = a < dim ? hat(d[a] - nc[a] - 0.5) : 1.0;
+            }
+            double wu[3] = {f0[0] * f1[1] * f1[2], f1[0] * f0[1] * f1[2], f1[0] * f1[1] * f0[2]};
+            for (int a = 0; a < dim; a++) {
+                if (wu[a] == 0)
+                    continue;
+                double ua = w.vel[4 * p + a];
+                for (int b = 0; b < dim; b++) /* face a at nc + ½ off its own axis */
+                    ua += c[a][4 * p + b] * (nc[b] + (b == a ? 0.0 : 0.5) - d[b]) *
+                          g->cell.s[b];
+                sum[a] += wu[a] * ua;
+                ws[a] += wu[a];
+            }
+        }
+        for (int a = 0; a < dim; a++) {
+            int l[3] = {nc[0], nc[1], nc[2]};
+            l[a]--;
+            if (type_of(&h, l) == FLIP_SOLID || type_of(&h, nc) == FLIP_SOLID || ws[a] == 0)
+                continue;
+            double want = sum[a] / ws[a], e = fabs(h.du[node][a] - want) / (1 + fabs(want));
+            worst = fmax(worst, e);
+            faces++;
+            if (e > 2e-6)
+                fail_msg("node (%d, %d, %d) face %d: %.7g, host %.7g", nc[0], nc[1], nc[2], a,
+                         h.du[node][a], want);
+        }
+    }
+    print_message("apic p2g %dD: %zu particles, %ld faces within %.2g (relative to 1 + |u|) of "
+                  "the host\n", dim, n, faces, worst);
+    assert_true(faces > 50);
+    for (int a = 0; a < dim; a++)
+        free(c[a]);
+    free_grid(&h);
+    world_close(&w);
+}
+
+/* APIC's G2P against the host: after some frames of water falling from the left and sliding
+ * (so the grid has gradients), one step's stages one at a time, then every particle's new
+ * velocity (the grid's, where no wall stopped it) and velocity gradients against the host's
+ * interpolation and its derivative, from the extrapolated grid and the particle before. */
+static void check_g2p_apic(const char *walls)
+{
+    char over[64];
+    snprintf(over, sizeof over, "fluids[0].walls=%s", walls);
+    const char *sets[] = {apic_set[0], over};
+    const char *json =
+        "{\"mizu_scene\": 1, \"simulation\": {\"fps\": 100, \"frames\": 8, \"substeps\": 8,"
+        "  \"dimensions\": 2},"
+        " \"domain\": {\"min\": [0,0,0], \"max\": [0.4,0.3,0]},"
+        " \"fluids\": [{\"solver\": \"flip\", \"box\": {\"min\": [0,0,0], \"max\": [0.1,0.2,0]},"
+        "   \"spacing\": 0.005, \"velocity\": [0.5, -0.5, 0]}]}";
+    world w;
+    world_open(&w, json, sets, 2);
+    const mz_scene *s = &w.scene;
+    double dt = scene_substep_dt(s);
+    for (int f = 0; f < s->sim.frames; f++)
+        assert_int_equal(sim_advance_frame(&w.sim, scene_frame_dt(s)), 0);
+    assert_int_equal(flip_p2g(&w.sim, dt), 0);
+    assert_int_equal(flip_project(&w.sim, dt), 0);
+    assert_int_equal(flip_extrapolate(&w.sim), 0);
+    host_grid h = {0};
+    read_grid(&w, &h);
+    const flip_grid *g = &h.v.grid;
+    world_read(&w);
+    size_t n = w.parts.n;
+    float *x0 = malloc(16 * n), *c[2] = {malloc(16 * n), malloc(16 * n)};
+    memcpy(x0, w.pos, 16 * n);
+    assert_int_equal(flip_g2p(&w.sim, dt), 0);
+    world_read(&w);
+    for (int a = 0; a < 2; a++)
+        world_read_buffer(&h.v.apic_c[a], c[a], 16 * n);
+    double umax = 0, worst_c = 0, worst_v = 0, cmax = 0;
+    for (size_t node = 0; node < h.v.nodes; node++)
+        for (int a = 0; a < 2; a++)
+            umax = fmax(umax, fabs(h.face[node][a]));
+    double scale = umax * fmax(g->inv_cell.s[0], g->inv_cell.s[1]); /* the terms summed */
+    long free_moving = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d[3], u[3], grad[3][3];
+        to_cells(g, &x0[4 * i], 2, d);
+        host_faces_grad((const float(*)[4])h.face, &h, d, u, grad);
+        for (int a = 0; a < 2; a++)
+            for (int b = 0; b < 3; b++) {
+                double want = b < 2 ? grad[a][b] : 0, e = fabs(c[a][4 * i + b] - want);
+                cmax = fmax(cmax, fabs(want));
+                worst_c = fmax(worst_c, e / scale);
+                if (e > 1e-6 * scale)
+                    fail_msg("particle %u: c[%d][%d] %.7g, host %.7g", w.id[i], a, b,
+                             c[a][4 * i + b], want);
+            }
+        bool walled = false; /* a wall may have stopped the velocity into it */
+        for (int a = 0; a < 2; a++)
+            walled |= fabs(w.pos[4 * i + a] - (s->domain.min[a] + x0[4 * i + 3])) < 1e-6 ||
+                      fabs(w.pos[4 * i + a] - (s->domain.max[a] - x0[4 * i + 3])) < 1e-6;
+        if (walled)
+            continue;
+        free_moving++;
+        for (int a = 0; a < 2; a++) {
+            double e = fabs(w.vel[4 * i + a] - u[a]) / (1 + fabs(u[a]));
+            worst_v = fmax(worst_v, e);
+            if (e > 1e-6)
+                fail_msg("particle %u axis %d: v %.7g, host %.7g", w.id[i], a, w.vel[4 * i + a],
+                         u[a]);
+        }
+    }
+    print_message("apic g2p (%s walls): %zu particles, gradients within %.2g of |u|max/cell "
+                  "(largest gradient %.3g 1/s, %.3g 1/s of scale), velocities within %.2g "
+                  "relative (%ld particles off the walls)\n", walls, n, worst_c, cmax, scale,
+                  worst_v, free_moving);
+    assert_true(cmax > 1 && free_moving > (long)n / 2);
+    free(x0);
+    free(c[0]);
+    free(c[1]);
+    free_grid(&h);
+    world_close(&w);
+}
+
+static void test_apic_matches_host(void **state)
 {
     (void)state;
-    const char *sets[] = {"simulation.frames=6"};
+    check_p2g_apic("{\"mizu_scene\": 1, \"simulation\": {\"dimensions\": 2},"
+                   " \"domain\": {\"min\": [0,0,0], \"max\": [0.2,0.2,0]},"
+                   " \"fluids\": [{\"solver\": \"flip\", \"box\": {\"min\": [0,0,0],"
+                   "   \"max\": [0.1,0.1,0]}, \"spacing\": 0.01}],"
+                   " \"colliders\": [{\"sphere\": {\"center\": [0.16,0.04,0], \"radius\": 0.03}}]}");
+    check_p2g_apic("{\"mizu_scene\": 1,"
+                   " \"domain\": {\"min\": [0,0,0], \"max\": [0.12,0.12,0.12]},"
+                   " \"fluids\": [{\"solver\": \"flip\", \"box\": {\"min\": [0,0,0],"
+                   "   \"max\": [0.08,0.08,0.08]}, \"spacing\": 0.01}]}");
+    check_g2p_apic("no_slip");
+    check_g2p_apic("free_slip");
+}
+
+/* APIC's defining property: an affine velocity field u = A x + b on the grid goes to every
+ * particle exactly (v = A x_p + b, c_a = row a of A), and back to every face the particles
+ * reach exactly (A x_face + b), however the particles lie; PIC's weighted mean of the same
+ * particle velocities is off by A (x̄_w − x_face), reported beside it. 3D, no gravity,
+ * jittered particles away from the walls. */
+static void test_apic_affine(void **state)
+{
+    (void)state;
+    const char *json =
+        "{\"mizu_scene\": 1, \"simulation\": {\"gravity\": [0, 0, 0]},"
+        " \"domain\": {\"min\": [0,0,0], \"max\": [0.2,0.2,0.2]},"
+        " \"fluids\": [{\"solver\": \"flip\", \"box\": {\"min\": [0.05,0.05,0.05],"
+        "   \"max\": [0.15,0.15,0.15]}, \"spacing\": 0.01, \"transfer\": \"apic\"}]}";
+    rng = 88172645463325252ull; /* the same particles and field whichever tests ran before */
+    world w;
+    world_open_edit(&w, json, "test.json", NULL, 0, jitter);
+    double dt = scene_substep_dt(&w.scene);
+    assert_int_equal(flip_p2g(&w.sim, dt), 0); /* types and densities; faces replaced below */
+    flip_view v = flip_get_view(&w.sim);
+    const flip_grid *g = &v.grid;
+    double A[3][3], b[3];
+    for (int a = 0; a < 3; a++) {
+        b[a] = 2 * uniform();
+        for (int e = 0; e < 3; e++)
+            A[a][e] = 10 * uniform();
+    }
+    float(*face)[4] = calloc(v.nodes, sizeof *face), (*zero)[4] = calloc(v.nodes, sizeof *zero);
+    for (size_t node = 0; node < v.nodes; node++) {
+        int c[3];
+        node_ijk(g, node, c);
+        for (int a = 0; a < 3; a++) {
+            double u = b[a];
+            for (int e = 0; e < 3; e++)
+                u += A[a][e] * (g->origin.s[e] + (c[e] + (e == a ? 0.0 : 0.5)) * g->cell.s[e]);
+            face[node][a] = (float)u;
+        }
+    }
+    /* the faces affine, the advection velocity 0 (nothing moves) */
+    assert_int_equal(clEnqueueWriteBuffer(cl.queue, v.face_vel, CL_TRUE, 0, 16 * v.nodes, face,
+                                          0, NULL, NULL), CL_SUCCESS);
+    assert_int_equal(clEnqueueWriteBuffer(cl.queue, v.face_adv, CL_TRUE, 0, 16 * v.nodes, zero,
+                                          0, NULL, NULL), CL_SUCCESS);
+    assert_int_equal(flip_g2p(&w.sim, dt), 0);
+    world_read(&w);
+    size_t n = w.parts.n;
+    float *c[3];
+    for (int a = 0; a < 3; a++) {
+        c[a] = malloc(16 * n);
+        world_read_buffer(&v.apic_c[a], c[a], 16 * n);
+    }
+    double worst_v = 0, worst_c = 0;
+    for (size_t i = 0; i < n; i++)
+        for (int a = 0; a < 3; a++) {
+            double u = b[a];
+            for (int e = 0; e < 3; e++) {
+                u += A[a][e] * w.pos[4 * i + e];
+                worst_c = fmax(worst_c, fabs(c[a][4 * i + e] - A[a][e]) / 5);
+            }
+            worst_v = fmax(worst_v, fabs(w.vel[4 * i + a] - u) / (1 + fabs(u)));
+        }
+    /* back to the grid: P2G of those particles */
+    assert_int_equal(flip_p2g(&w.sim, dt), 0);
+    world_read(&w);
+    host_grid h = {0};
+    read_grid(&w, &h);
+    double worst_f = 0, worst_pic = 0;
+    long faces = 0;
+    for (size_t node = 0; node < h.v.nodes; node++) {
+        int nc[3];
+        node_ijk(g, node, nc);
+        for (int a = 0; a < 3; a++) {
+            double ws = 0, pic = 0; /* PIC: Σ w v_p / Σ w */
+            for (size_t p = 0; p < n; p++) {
+                double d[3], wt = 1;
+                to_cells(g, &w.pos[4 * p], 3, d);
+                for (int e = 0; e < 3; e++)
+                    wt *= hat(d[e] - nc[e] - (e == a ? 0.0 : 0.5));
+                ws += wt;
+                pic += wt * w.vel[4 * p + a];
+            }
+            if (ws == 0)
+                continue;
+            faces++;
+            double want = face[node][a], e = fabs(h.du[node][a] - want) / (1 + fabs(want));
+            worst_f = fmax(worst_f, e);
+            worst_pic = fmax(worst_pic, fabs(pic / ws - want) / (1 + fabs(want)));
+        }
+    }
+    print_message("apic affine field (|A| up to 5 1/s, %zu jittered particles): g2p velocities "
+                  "within %.2g relative, gradients within %.2g of |A|max; p2g back: %ld faces "
+                  "within %.2g relative (PIC's mean of the same velocities: %.2g)\n", n, worst_v,
+                  worst_c, faces, worst_f, worst_pic);
+    assert_true(faces > 500);
+    assert_true(worst_v < 1e-6 && worst_c < 1e-5 && worst_f < 1e-6);
+    assert_true(worst_pic > 1e-3); /* the property is APIC's, not any transfer's */
+    for (int a = 0; a < 3; a++)
+        free(c[a]);
+    free(face);
+    free(zero);
+    free_grid(&h);
+    world_close(&w);
+}
+
+/* A disc of water (radius 0.1 m, 2D, no gravity) turning rigidly at 2 rad/s in the middle of a
+ * closed box 0.4 m wide: |L| about its centre of mass after 1 s over the start. */
+static double disc_angular_momentum(const char *transfer, double flip_ratio)
+{
+    const double R = 0.1, h = 0.005, omega = 2, cx = 0.2, cy = 0.2;
+    size_t cap = 1 << 17, len = 0;
+    char *json = malloc(cap), *vel = malloc(cap / 2);
+    size_t vlen = 0;
+    len += (size_t)snprintf(json + len, cap - len,
+                            "{\"mizu_scene\": 1, \"simulation\": {\"fps\": 25, \"frames\": 25,"
+                            " \"substeps\": 4, \"dimensions\": 2, \"gravity\": [0, 0, 0]},"
+                            " \"domain\": {\"min\": [0,0,0], \"max\": [0.4,0.4,0]},"
+                            " \"fluids\": [{\"solver\": \"flip\", \"spacing\": %g,"
+                            " \"transfer\": \"%s\", \"flip_ratio\": %g, \"positions\": [",
+                            h, transfer, flip_ratio);
+    int k = 0;
+    for (int i = -20; i <= 20; i++)
+        for (int j = -20; j <= 20; j++) {
+            double x = (i + 0.5) * h, y = (j + 0.5) * h;
+            if (x * x + y * y > R * R)
+                continue;
+            len += (size_t)snprintf(json + len, cap - len, "%s[%.6f, %.6f, 0]", k ? ", " : "",
+                                    cx + x, cy + y);
+            vlen += (size_t)snprintf(vel + vlen, cap / 2 - vlen, "%s[%.6f, %.6f, 0]",
+                                     k ? ", " : "", -omega * y, omega * x);
+            k++;
+        }
+    len += (size_t)snprintf(json + len, cap - len, "], \"velocities\": [%s]}]}", vel);
+    assert_true(len < cap - 1 && vlen < cap / 2 - 1);
+    world w;
+    world_open(&w, json, NULL, 0);
+    free(json);
+    free(vel);
+    const mz_scene *s = &w.scene;
+    double L0 = 0, L = 0;
+    for (int f = 0; f <= s->sim.frames; f++) {
+        if (f > 0)
+            assert_int_equal(sim_advance_frame(&w.sim, scene_frame_dt(s)), 0);
+        world_read(&w);
+        check_frame(&w, f);
+        double m[2] = {0, 0}, p[2] = {0, 0}, l = 0;
+        size_t n = w.parts.n;
+        for (size_t i = 0; i < n; i++)
+            for (int a = 0; a < 2; a++) {
+                m[a] += w.pos[4 * i + a] / (double)n;
+                p[a] += w.vel[4 * i + a] / (double)n;
+            }
+        for (size_t i = 0; i < n; i++)
+            l += (w.pos[4 * i] - m[0]) * (w.vel[4 * i + 1] - p[1]) -
+                 (w.pos[4 * i + 1] - m[1]) * (w.vel[4 * i] - p[0]);
+        L0 = f == 0 ? l : L0;
+        L = l;
+    }
+    world_close(&w);
+    return L / L0;
+}
+
+/* APIC keeps the disc's angular momentum where PIC (flip_ratio 0) loses it; FLIP (0.95) beside
+ * them for the record. */
+static void test_apic_angular_momentum(void **state)
+{
+    (void)state;
+    double apic = disc_angular_momentum("apic", 0.95);
+    double pic = disc_angular_momentum("flip", 0.0);
+    double flip = disc_angular_momentum("flip", 0.95);
+    print_message("turning disc (2D, no gravity, 1 s, 100 steps): |L| / |L0| APIC %.4f, PIC "
+                  "%.4f, FLIP 0.95 %.4f\n", apic, pic, flip);
+    assert_true(apic > 0.93 && apic < 1.02);
+    assert_true(pic < 0.75);
+}
+
+/* Same scene, same device: bit-identical. And a run resumed from the common buffers (device
+ * order) plus what the solver's `state` lists (parts of them) continues bit-identically. */
+static void check_determinism_and_state(const char *transfer, size_t want_parts)
+{
+    char set[64];
+    snprintf(set, sizeof set, "fluids[0].transfer=%s", transfer);
+    const char *sets[] = {"simulation.frames=6", set};
     world a, b;
-    world_open_file(&a, "scenes/flip_dam_break_2d.json", sets, 1);
-    world_open_file(&b, "scenes/flip_dam_break_2d.json", sets, 1);
+    world_open_file(&a, "scenes/flip_dam_break_2d.json", sets, 2);
+    world_open_file(&b, "scenes/flip_dam_break_2d.json", sets, 2);
     const mz_scene *s = &a.scene;
     double fdt = scene_frame_dt(s);
     for (int f = 0; f < 3; f++) {
@@ -1241,20 +1662,28 @@ static void test_determinism_and_state(void **state)
     /* Checkpoint a: the common buffers and the solver's parts. */
     mz_state_part parts[MZ_MAX_STATE_PARTS];
     size_t np = a.sim.solver->state(&a.sim, parts, MZ_MAX_STATE_PARTS);
-    assert_int_equal(np, 1);
+    assert_int_equal(np, want_parts);
     cl_mem *common[] = {&a.sim.pos, &a.sim.vel, &a.sim.inv_mass, &a.sim.id, &a.sim.body};
     cl_mem *common_b[] = {&b.sim.pos, &b.sim.vel, &b.sim.inv_mass, &b.sim.id, &b.sim.body};
-    size_t bytes[] = {16 * n, 16 * n, 4 * n, 4 * n, 4 * n};
-    void *saved[6];
-    for (int k = 0; k < 5; k++) {
+    size_t bytes[5 + MZ_MAX_STATE_PARTS] = {16 * n, 16 * n, 4 * n, 4 * n, 4 * n}, all = 0;
+    void *saved[5 + MZ_MAX_STATE_PARTS];
+    for (size_t k = 0; k < 5; k++) {
         saved[k] = malloc(bytes[k]);
         world_read_buffer(common[k], saved[k], bytes[k]);
     }
-    size_t pbytes = 0;
-    assert_int_equal(clGetMemObjectInfo(*parts[0].mem, CL_MEM_SIZE, sizeof pbytes, &pbytes,
-                                        NULL), CL_SUCCESS);
-    saved[5] = malloc(pbytes);
-    world_read_buffer(parts[0].mem, saved[5], pbytes);
+    char names[256] = "";
+    for (size_t k = 0; k < np; k++) {
+        size_t *pb = &bytes[5 + k];
+        assert_int_equal(clGetMemObjectInfo(*parts[k].mem, CL_MEM_SIZE, sizeof *pb, pb, NULL),
+                         CL_SUCCESS);
+        if (parts[k].elem) /* a per-particle part: exactly one element a particle */
+            assert_int_equal(*pb, parts[k].elem * n);
+        saved[5 + k] = malloc(*pb);
+        world_read_buffer(parts[k].mem, saved[5 + k], *pb);
+        all += *pb;
+        snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", k ? ", " : "",
+                 parts[k].name);
+    }
     for (int f = 3; f < 6; f++)
         assert_int_equal(sim_advance_frame(&a.sim, fdt), 0);
     world_read(&a);
@@ -1266,25 +1695,32 @@ static void test_determinism_and_state(void **state)
     for (int f = 0; f < 2; f++)
         assert_int_equal(sim_advance_frame(&b.sim, fdt), 0);
     mz_state_part bparts[MZ_MAX_STATE_PARTS];
-    assert_int_equal(b.sim.solver->state(&b.sim, bparts, MZ_MAX_STATE_PARTS), 1);
-    for (int k = 0; k < 5; k++)
-        assert_int_equal(clEnqueueWriteBuffer(cl.queue, *common_b[k], CL_TRUE, 0, bytes[k],
-                                              saved[k], 0, NULL, NULL), CL_SUCCESS);
-    assert_int_equal(clEnqueueWriteBuffer(cl.queue, *bparts[0].mem, CL_TRUE, 0, pbytes,
-                                          saved[5], 0, NULL, NULL), CL_SUCCESS);
+    assert_int_equal(b.sim.solver->state(&b.sim, bparts, MZ_MAX_STATE_PARTS), np);
+    for (size_t k = 0; k < 5 + np; k++)
+        assert_int_equal(clEnqueueWriteBuffer(cl.queue, k < 5 ? *common_b[k] : *bparts[k - 5].mem,
+                                              CL_TRUE, 0, bytes[k], saved[k], 0, NULL, NULL),
+                         CL_SUCCESS);
     for (int f = 3; f < 6; f++)
         assert_int_equal(sim_advance_frame(&b.sim, fdt), 0);
     world_read(&b);
     assert_memory_equal(end_pos, b.pos, 16 * n);
     assert_memory_equal(end_vel, b.vel, 16 * n);
-    print_message("determinism: two runs bit-identical; resumed from %zu state part (%s, %zu "
-                  "bytes) bit-identical after 3 more frames\n", np, parts[0].name, pbytes);
-    for (int k = 0; k < 6; k++)
+    print_message("determinism (%s): two runs bit-identical; resumed from %zu state parts (%s; "
+                  "%zu bytes) bit-identical after 3 more frames\n", transfer, np, names, all);
+    for (size_t k = 0; k < 5 + np; k++)
         free(saved[k]);
     free(end_pos);
     free(end_vel);
     world_close(&a);
     world_close(&b);
+}
+
+static void test_determinism_and_state(void **state)
+{
+    (void)state;
+    check_determinism_and_state("flip", 1);
+    /* APIC: also the velocity gradients, ∇u and ∇v per particle in device order */
+    check_determinism_and_state("apic", 3);
 }
 
 /* The scene checks for FLIP. */
@@ -1301,6 +1737,8 @@ static void test_scene_rules(void **state)
         {"fluids[0].cell_size=0.005", "fluids[0].cell_size must be between 1 and 8 times the "
                                       "spacing (0.01..0.08 m; got 0.005)"},
         {"fluids[0].flip_ratio=1.5", "fluids[0].flip_ratio must be >= 0 and <= 1 (got 1.5)"},
+        {"fluids[0].transfer=pic", "fluids[0].transfer must be one of \"flip\", \"apic\" (got "
+                                   "\"pic\")"},
         {"simulation.pressure_solver=cg", "simulation.pressure_solver must be one of \"rbgs\", "
                                           "\"jacobi\" (got \"cg\")"},
         {"domain.boundary.type=particles", "domain.boundary.type \"particles\" needs an SPH "
@@ -1325,6 +1763,18 @@ static void test_scene_rules(void **state)
                      d.count ? d.msgs[0] : "(nothing)");
         diag_free(&d);
     }
+    /* APIC has no FLIP share: a flip_ratio set beside it is refused, not ignored. */
+    {
+        mz_scene sc;
+        mz_diag d = {0};
+        const char *sets[] = {"fluids[0].transfer=apic", "fluids[0].flip_ratio=0.5"};
+        assert_int_equal(scene_load_text(base, strlen(base), "t.json", sets, 2, &sc, &d), -1);
+        assert_non_null(strstr(d.msgs[0], "fluids[0].flip_ratio is not used with "
+                                          "fluids[0].transfer \"apic\" (got 0.5)"));
+        diag_free(&d);
+        assert_int_equal(scene_load_text(base, strlen(base), "t.json", sets, 1, &sc, &d), 0);
+        scene_free(&sc);
+    }
     /* Two fluids: one material. */
     const char *two = "{\"mizu_scene\": 1, \"simulation\": {\"dimensions\": 2},"
                       " \"domain\": {\"min\": [0,0,0], \"max\": [0.4,0.4,0]},"
@@ -1336,6 +1786,10 @@ static void test_scene_rules(void **state)
     mz_diag d = {0};
     assert_int_equal(scene_load_text(two, strlen(two), "t.json", NULL, 0, &sc, &d), -1);
     assert_non_null(strstr(d.msgs[0], "fluids[1].flip_ratio must equal fluids[0].flip_ratio"));
+    diag_free(&d);
+    const char *other[] = {"fluids[1].flip_ratio=0.95", "fluids[1].transfer=apic"};
+    assert_int_equal(scene_load_text(two, strlen(two), "t.json", other, 2, &sc, &d), -1);
+    assert_non_null(strstr(d.msgs[0], "fluids[1].transfer must equal fluids[0].transfer"));
     diag_free(&d);
 }
 
@@ -1359,8 +1813,12 @@ int main(void)
         cmocka_unit_test(test_dam_break_3d),
         cmocka_unit_test(test_wall_function),
         cmocka_unit_test(test_flume_3d),
+        cmocka_unit_test(test_flume_3d_apic),
         cmocka_unit_test(test_colliders),
         cmocka_unit_test(test_determinism_and_state),
+        cmocka_unit_test(test_apic_matches_host),
+        cmocka_unit_test(test_apic_affine),
+        cmocka_unit_test(test_apic_angular_momentum),
     };
     filter_tests();
     return cmocka_run_group_tests_name("flip", tests, open_device, close_device);

@@ -10,6 +10,11 @@
  *               FLIP/PIC blend of the grid's velocity and moves by RK2 through it, then is
  *               pushed out of the walls and colliders
  *
+ * With fluids[].transfer "apic" (Jiang et al. 2015) p2g and g2p are p2g_apic and g2p_apic: each
+ * particle also carries its velocity's gradient (one float4 per component, apic_c: solver state,
+ * in the particles' device order), which p2g spreads as an affine field and g2p takes from the
+ * grid; no FLIP share.
+ *
  * Kernels and the grid layout: kernels/flip/flip.cl, src/solvers/flip/flip.h. */
 #include "device/grid.h"
 #include "solvers/colliders.h"
@@ -41,6 +46,10 @@ typedef struct flip_state {
     cl_program program, solids_program; /* flip.cl; flip_solids.cl (when needed) */
     cl_kernel k_p2g, k_prepare, k_setup, k_jacobi, k_rbgs, k_residual, k_gradient, k_extrapolate,
         k_g2p, k_loads;
+    /* APIC: the particles' velocity gradients, ∇u, ∇v, ∇w (float4 each, per particle; ∇w only
+     * in 3D: the 2D kernels never touch it), and whether the transfer is APIC's. */
+    bool apic;
+    cl_mem apic_c[3];
     cl_mem face_vel, face_old, face_adv, valid, vel_tmp, old_tmp, adv_tmp, valid_tmp;
     /* Forces on solids (when the scene measures them): the solid faces' stopped velocities,
      * each cell's collider, each load's owner and torque point; loads_now: due this step. */
@@ -257,16 +266,17 @@ static int flip_init(mz_sim *sim)
     st->inv_n0 = (float)(1.0 / n0);
     check_step(s, &st->g);
 
-    static const char *const names[] = {"p2g",
-                                        "prepare_faces",
-                                        "pressure_setup",
-                                        "pressure_jacobi",
-                                        "pressure_rbgs",
-                                        "pressure_residual",
-                                        "pressure_gradient",
-                                        "extrapolate",
-                                        "g2p",
-                                        NULL};
+    st->apic = f->transfer == MZ_TRANSFER_APIC;
+    const char *const names[] = {st->apic ? "p2g_apic" : "p2g",
+                                 "prepare_faces",
+                                 "pressure_setup",
+                                 "pressure_jacobi",
+                                 "pressure_rbgs",
+                                 "pressure_residual",
+                                 "pressure_gradient",
+                                 "extrapolate",
+                                 st->apic ? "g2p_apic" : "g2p",
+                                 NULL};
     cl_kernel *const kernels[] = {&st->k_p2g,      &st->k_prepare,  &st->k_setup,
                                   &st->k_jacobi,   &st->k_rbgs,     &st->k_residual,
                                   &st->k_gradient, &st->k_extrapolate, &st->k_g2p};
@@ -308,6 +318,16 @@ static int flip_init(mz_sim *sim)
     if (s->sim.pressure_solver == MZ_PRESSURE_JACOBI &&
         !(st->pressure_tmp = flip_buffer(sim, 8 * nodes, "clCreateBuffer(pressure, next)")))
         return -1;
+    /* APIC's velocity gradients, zero at the start (a uniform initial velocity). */
+    for (int a = 0; st->apic && a < dim; a++) {
+        cl_float zero = 0.0f;
+        if (!(st->apic_c[a] = flip_buffer(sim, 16 * n, "clCreateBuffer(APIC velocity gradients)")))
+            return -1;
+        if (n && !cl_ok(clEnqueueFillBuffer(sim->cl->queue, st->apic_c[a], &zero, sizeof zero, 0,
+                                            16 * n, 0, NULL, NULL),
+                        "clEnqueueFillBuffer(APIC velocity gradients)"))
+            return -1;
+    }
     /* The static colliders' distances and, for the forces on solids, each cell's collider: one
      * pass over the cells. */
     size_t nl = scene_load_count(s);
@@ -359,6 +379,9 @@ static int flip_init(mz_sim *sim)
     for (size_t i = 0; i < sizeof moved4 / sizeof *moved4; i++)
         if (grid_register(&st->grid, moved4[i], 4))
             return -1;
+    for (int a = 0; st->apic && a < dim; a++)
+        if (grid_register(&st->grid, &st->apic_c[a], 16))
+            return -1;
     sim->field[MZ_FIELD_DENSITY] = &st->part_density;
     sim->field[MZ_FIELD_PRESSURE] = &st->part_pressure;
     return 0;
@@ -377,11 +400,18 @@ int flip_p2g(mz_sim *sim, double dt)
     cl_float dt_f = (cl_float)dt;
     if (!place_solids(sim, st, dt))
         return -1;
-    return KARGS(st->k_p2g, "p2g", A(st->nodes_u), A(st->g), A(st->grid.desc),
-                 A(st->grid.cell_start), A(st->grid.cell_end), A(sim->pos), A(sim->vel),
-                 A(st->inv_n0), A(st->colliders), A(st->sdf), A(st->face_vel), A(st->density),
-                 A(st->type)) &&
-                   sim_launch(sim, st->k_p2g, st->nodes, STAGE_P2G, "p2g") &&
+    cl_mem cz = st->apic_c[2] ? st->apic_c[2] : st->apic_c[1]; /* 2D: never read */
+    bool p2g = st->apic
+                   ? KARGS(st->k_p2g, "p2g_apic", A(st->nodes_u), A(st->g), A(st->grid.desc),
+                           A(st->grid.cell_start), A(st->grid.cell_end), A(sim->pos),
+                           A(sim->vel), A(st->inv_n0), A(st->colliders), A(st->sdf),
+                           A(st->face_vel), A(st->density), A(st->type), A(st->apic_c[0]),
+                           A(st->apic_c[1]), A(cz))
+                   : KARGS(st->k_p2g, "p2g", A(st->nodes_u), A(st->g), A(st->grid.desc),
+                           A(st->grid.cell_start), A(st->grid.cell_end), A(sim->pos),
+                           A(sim->vel), A(st->inv_n0), A(st->colliders), A(st->sdf),
+                           A(st->face_vel), A(st->density), A(st->type));
+    return p2g && sim_launch(sim, st->k_p2g, st->nodes, STAGE_P2G, "p2g") &&
                    KARGS(st->k_prepare, "prepare_faces", A(st->nodes_u), A(st->g), A(gdt),
                          A(dt_f), A(st->type), A(st->face_vel), A(st->face_old),
                          A(st->loads_now), A(st->face_star), A(st->moving),
@@ -537,6 +567,17 @@ int flip_g2p(mz_sim *sim, double dt)
     cl_float rho0 = (cl_float)f->rest_density;
     cl_float4 dmin = sim_float4(s->domain.min), dmax = sim_float4(s->domain.max);
     mz_frame_arg frame = sim_frame(s, sim->time);
+    cl_mem cz = st->apic_c[2] ? st->apic_c[2] : st->apic_c[1]; /* 2D: never written */
+    if (st->apic)
+        return KARGS(st->k_g2p, "g2p_apic", A(sim->n_u), A(st->g), A(dt_f), A(rho0), A(dmin),
+                     A(dmax), A(st->colliders), A(st->sdf), A(st->face_vel), A(st->face_adv),
+                     A(st->type), A(st->density), A(st->pressure), A(sim->pos), A(sim->vel),
+                     A(st->part_density), A(st->part_pressure), A(st->moving),
+                     A(st->solid_vel), A(frame), A(st->apic_c[0]), A(st->apic_c[1]),
+                     A(cz)) &&
+                       sim_launch(sim, st->k_g2p, sim->n, STAGE_G2P, "g2p")
+                   ? 0
+                   : -1;
     return KARGS(st->k_g2p, "g2p", A(sim->n_u), A(st->g), A(dt_f), A(ratio), A(rho0), A(dmin),
                  A(dmax), A(st->colliders), A(st->sdf), A(st->face_vel), A(st->face_old),
                  A(st->face_adv), A(st->type), A(st->density), A(st->pressure), A(sim->pos),
@@ -561,8 +602,16 @@ static int flip_substep(mz_sim *sim, double dt)
 flip_view flip_get_view(const mz_sim *sim)
 {
     const flip_state *st = sim->state;
-    return (flip_view){st->g,        st->nodes, st->face_vel, st->face_old, st->face_adv,
-                       st->valid,    st->type,  st->density,  st->pressure};
+    return (flip_view){st->g,
+                       st->nodes,
+                       st->face_vel,
+                       st->face_old,
+                       st->face_adv,
+                       st->valid,
+                       st->type,
+                       st->density,
+                       st->pressure,
+                       {st->apic_c[0], st->apic_c[1], st->apic_c[2]}};
 }
 
 const flip_stats *flip_get_stats(const mz_sim *sim)
@@ -571,16 +620,20 @@ const flip_stats *flip_get_stats(const mz_sim *sim)
 }
 
 /* A step rebuilds everything on the grid from the particles except the pressure and the volume
- * correction's potential (one float2 per node), which start the next solve (warm start): the
- * only state beyond the common buffers. They are stored per grid node, not per particle, so the
- * particles' device order does not concern them. */
+ * correction's potential (one float2 per node), which start the next solve (warm start); they
+ * are stored per grid node, not per particle, so the particles' device order does not concern
+ * them. With APIC, also the particles' velocity gradients (per particle, in device order, as
+ * pos and vel are). */
 static size_t flip_state_parts(mz_sim *sim, mz_state_part *parts, size_t max)
 {
     flip_state *st = sim->state;
-    if (max < 1)
-        return 0;
-    parts[0] = (mz_state_part){"flip_pressure", &st->pressure, NULL, 0, 0};
-    return 1;
+    const mz_state_part all[] = {
+        {"flip_pressure", &st->pressure, NULL, 0, 0},
+        {"flip_apic_cx", &st->apic_c[0], NULL, 0, 16}, /* NULL handles without APIC: left out */
+        {"flip_apic_cy", &st->apic_c[1], NULL, 0, 16},
+        {"flip_apic_cz", &st->apic_c[2], NULL, 0, 16},
+    };
+    return sim_state_existing(all, sizeof all / sizeof *all, parts, max);
 }
 
 static void flip_release(mz_sim *sim)
@@ -601,7 +654,8 @@ static void flip_release(mz_sim *sim)
                    st->rhs,       st->diag,         st->sdf,          st->partial,
                    st->part_density, st->part_pressure, st->face_star, st->owner,
                    st->load_owner, st->load_about, st->solids, st->sdf_static,
-                   st->owner_static, st->solid_vel};
+                   st->owner_static, st->solid_vel, st->apic_c[0], st->apic_c[1],
+                   st->apic_c[2]};
     mz_cl_release_mems(ms, sizeof ms / sizeof *ms);
     if (st->program)
         clReleaseProgram(st->program);
@@ -614,10 +668,12 @@ static void flip_release(mz_sim *sim)
 
 /* Particle density and pressure for output; the neighbour grid's keys, values and their
  * copies; its reorder copies of position, velocity, inverse mass, id and body; the pressure
- * grid. */
+ * grid. With APIC, the velocity gradients (a float4 per simulated axis) and their reorder
+ * copies. */
 static size_t flip_device_bytes(const mz_scene *s, size_t n)
 {
-    return n * (2 * 4 + 16 + (16 + 16 + 4 * 3)) + flip_grid_bytes(s);
+    size_t apic = s->fluids[0].transfer == MZ_TRANSFER_APIC ? 2 * 16 * s->sim.dimensions : 0;
+    return n * (2 * 4 + 16 + (16 + 16 + 4 * 3) + apic) + flip_grid_bytes(s);
 }
 
 const mz_solver mz_solver_flip = {

@@ -36,6 +36,9 @@ typedef struct flip_view {
     cl_mem face_valid; /* uchar4: which faces hold a velocity (after the projection) */
     cl_mem type, density; /* uchar (FLIP_*), float (1 = the rest lattice) */
     cl_mem pressure;   /* float2: pressure (Pa) and the volume correction's potential */
+    /* fluids[].transfer "apic": per particle in device order, float4 each, ∇u, ∇v, ∇w (1/s;
+     * apic_c[2] only in 3D); NULL otherwise */
+    cl_mem apic_c[3];
 } flip_view;
 
 flip_view flip_get_view(const mz_sim *sim);
@@ -45,6 +48,6 @@ const flip_stats *flip_get_stats(const mz_sim *sim);
 int flip_p2g(mz_sim *sim, double dt);     /* sort, particles to grid, gravity, solid faces */
 int flip_project(mz_sim *sim, double dt); /* divergence, pressure solve, gradient */
 int flip_extrapolate(mz_sim *sim);        /* velocities into the air next to the fluid */
-int flip_g2p(mz_sim *sim, double dt);     /* FLIP/PIC blend, RK2 move, push-out */
+int flip_g2p(mz_sim *sim, double dt);     /* FLIP/PIC blend (or APIC), RK2 move, push-out */
 
 #endif
