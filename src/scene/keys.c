@@ -283,12 +283,12 @@ static const mz_key fluid_keys[] = {
             "lattice survives into the flow; auto: jittered for flip (its grid keeps a "
             "lattice's sheets and stripes through a whole run), lattice for the others (SPH "
             "and PBF calibrate their rest state on the lattice)"},
-    {.name = "walls", .type = K_ENUM, .offset = OFF(mz_fluid, walls), .def = "\"no_slip\"",
+    {.name = "walls", .type = K_ENUM, .offset = OFF(mz_fluid, walls), .def = "\"free_slip\"",
      .names = mz_flip_walls_names,
-     .doc = "flip: the grid velocity along walls and colliders: no_slip, it falls to 0 on a "
-            "wall, a boundary layer half a cell thick whose drag grows with the cell; "
-            "free_slip, the flow runs on along them (only the velocity into a wall is "
-            "stopped), no drag at all; wall_function, free slip plus the shear stress of a "
+     .doc = "flip: the grid velocity along walls and colliders: free_slip, the flow runs on "
+            "along them (only the velocity into a wall is stopped), no drag at all; no_slip, it "
+            "falls to 0 on a wall, a boundary layer half a cell thick whose drag grows with the "
+            "cell and which holds particles on the walls; wall_function, free slip plus the shear stress of a "
             "smooth wall by the log law from the fluid's viscosity, the same drag at any cell "
             "size (needs viscosity > 0)"},
     {.name = "support_radius", .type = K_NUMBER, .offset = OFF(mz_fluid, support_radius),
