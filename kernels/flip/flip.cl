@@ -311,40 +311,68 @@ kernel void pressure_jacobi(uint n_nodes, flip_grid g, float omega, global const
     p_out[node] = p;
 }
 
-/* Half a red-black SOR sweep, in place: the cells with (i + j + k) % 2 == colour, whose
- * neighbours are all of the other colour. Work-item m of row (j, k) takes i = 2m or 2m + 1. */
-kernel void pressure_rbgs(uint n_items, flip_grid g, int colour, float omega,
+/* The fluid cells, so that the sweeps do no work on air and solid (Dirichlet and Neumann:
+ * nothing to solve there), listed by colour ((i + j + k) % 2) in node order: work-item w
+ * counts the fluid cells of each colour among nodes [w·chunk, (w + 1)·chunk) ... */
+kernel void fluid_count(uint n_nodes, uint chunk, flip_grid g, global const uchar *type,
+                        global uint *counts)
+{
+    uint w = get_global_id(0), end = min(n_nodes, (w + 1u) * chunk);
+    uint n[2] = {0u, 0u};
+    for (uint node = w * chunk; node < end; node++) {
+        int4 c = node_coord(&g, node);
+        if (type_at(type, &g, c) == FLIP_FLUID)
+            n[(c.x + c.y + c.z) & 1]++;
+    }
+    counts[2 * w] = n[0];
+    counts[2 * w + 1] = n[1];
+}
+
+/* ... and writes them from its offsets (the host's exclusive sums of the counts, colour 1
+ * after all of colour 0). */
+kernel void fluid_list(uint n_nodes, uint chunk, flip_grid g, global const uchar *type,
+                       global const uint *offsets, global uint *list)
+{
+    uint w = get_global_id(0), end = min(n_nodes, (w + 1u) * chunk);
+    uint at[2] = {offsets[2 * w], offsets[2 * w + 1]};
+    for (uint node = w * chunk; node < end; node++) {
+        int4 c = node_coord(&g, node);
+        if (type_at(type, &g, c) == FLIP_FLUID)
+            list[at[(c.x + c.y + c.z) & 1]++] = node;
+    }
+}
+
+/* Half a red-black SOR sweep, in place: the fluid cells of one colour (list[first ..
+ * first + n_items)), whose neighbours are all of the other colour, so the order among them
+ * does not matter. */
+kernel void pressure_rbgs(uint n_items, uint first, flip_grid g, global const uint *list,
+                          float omega,
                           global const uchar *type, global const float2 *rhs,
                           global const float *diag, global float2 *p)
 {
     uint item = get_global_id(0);
     if (item >= n_items)
         return;
-    uint half_x = ((uint)g.cells.x + 1u) / 2u;
-    int j = (int)(item / half_x % (uint)g.cells.y), k = (int)(item / (half_x * (uint)g.cells.y));
-    int i = 2 * (int)(item % half_x) + ((j + k + colour) & 1);
-    int4 c = (int4)(i, j, k, 0);
-    if (i >= g.cells.x)
-        return;
-    uint node = node_index(&g, c);
-    if (type_at(type, &g, c) != FLIP_FLUID || !(diag[node] > 0.0f))
+    uint node = list[first + item];
+    int4 c = node_coord(&g, node);
+    if (!(diag[node] > 0.0f))
         return;
     p[node] += omega * residual_at(&g, c, node, type, rhs, diag, p) / diag[node];
 }
 
 /* Per work-group: the largest |residual| and |rhs| over fluid cells and both right-hand sides,
- * and the fluid cells counted (grid-stride loop over the nodes; the host takes the max and the
- * sum of the groups': both independent of order). part[3·group + 0..2]. */
-kernel void pressure_residual(uint n_nodes, flip_grid g, global const uchar *type,
-                              global const float2 *rhs, global const float *diag,
-                              global const float2 *p, global float *part, local float *scratch)
+ * and the fluid cells counted (grid-stride loop over the fluid list; the host takes the max
+ * and the sum of the groups': both independent of order). part[3·group + 0..2]. */
+kernel void pressure_residual(uint n_fluid, flip_grid g, global const uint *list,
+                              global const uchar *type, global const float2 *rhs,
+                              global const float *diag, global const float2 *p,
+                              global float *part, local float *scratch)
 {
     uint lid = get_local_id(0), lsize = get_local_size(0);
     float r_max = 0.0f, b_max = 0.0f, fluid = 0.0f;
-    for (uint node = get_global_id(0); node < n_nodes; node += get_global_size(0)) {
+    for (uint item = get_global_id(0); item < n_fluid; item += get_global_size(0)) {
+        uint node = list[item];
         int4 c = node_coord(&g, node);
-        if (type_at(type, &g, c) != FLIP_FLUID)
-            continue;
         float2 r = fabs(residual_at(&g, c, node, type, rhs, diag, p));
         float2 b = fabs(rhs[node]);
         r_max = fmax(r_max, fmax(r.x, r.y));

@@ -45,7 +45,13 @@ typedef struct flip_state {
     bool grid_made;
     cl_program program, solids_program; /* flip.cl; flip_solids.cl (when needed) */
     cl_kernel k_p2g, k_prepare, k_setup, k_jacobi, k_rbgs, k_residual, k_gradient, k_extrapolate,
-        k_g2p, k_loads;
+        k_g2p, k_loads, k_fluid_count, k_fluid_list;
+    /* The fluid cells by colour (colour 0's, then colour 1's), rebuilt each step: what the
+     * sweeps and the residual visit. `listers` work-items each count and list a chunk of
+     * nodes; the host turns their counts into offsets. */
+    cl_mem fluid_counts, fluid_offsets, fluid_list;
+    cl_uint *lister_counts, n_fluid[2];
+    size_t listers;
     /* APIC: the particles' velocity gradients, ∇u, ∇v, ∇w (float4 each, per particle; ∇w only
      * in 3D: the 2D kernels never touch it), and whether the transfer is APIC's. */
     bool apic;
@@ -117,9 +123,9 @@ static size_t flip_grid_bytes(const mz_scene *s)
     flip_grid g = grid_for(s);
     /* face velocity, FLIP reference, advection velocity and their extrapolation copies
      * (float4), valid flags and copy (uchar4), type, density, diagonal, pressure and correction
-     * (float2) with their right-hand sides and Jacobi copy, the colliders' distances; the
-     * neighbour grid's two cell tables */
-    return node_count(&g) * (6 * 16 + 2 * 4 + 1 + 2 * 4 + 3 * 8 + 4 + 8);
+     * (float2) with their right-hand sides and Jacobi copy, the colliders' distances, the
+     * fluid cells' list; the neighbour grid's two cell tables */
+    return node_count(&g) * (6 * 16 + 2 * 4 + 1 + 2 * 4 + 3 * 8 + 4 + 4 + 8);
 }
 
 /* The static colliders' signed distance at every cell centre (negative inside; cells whose
@@ -276,10 +282,13 @@ static int flip_init(mz_sim *sim)
                                  "pressure_gradient",
                                  "extrapolate",
                                  st->apic ? "g2p_apic" : "g2p",
+                                 "fluid_count",
+                                 "fluid_list",
                                  NULL};
-    cl_kernel *const kernels[] = {&st->k_p2g,      &st->k_prepare,  &st->k_setup,
-                                  &st->k_jacobi,   &st->k_rbgs,     &st->k_residual,
-                                  &st->k_gradient, &st->k_extrapolate, &st->k_g2p};
+    cl_kernel *const kernels[] = {&st->k_p2g,         &st->k_prepare,     &st->k_setup,
+                                  &st->k_jacobi,      &st->k_rbgs,        &st->k_residual,
+                                  &st->k_gradient,    &st->k_extrapolate, &st->k_g2p,
+                                  &st->k_fluid_count, &st->k_fluid_list};
     st->program = sim_build_kernels(sim, "flip/flip.cl", names, kernels);
     if (!st->program)
         return -1;
@@ -362,6 +371,14 @@ static int flip_init(mz_sim *sim)
     st->partial_host = xcalloc(3 * st->groups, sizeof(float));
     if (!st->partial)
         return -1;
+    /* Listers: on a GPU a few thousand chunks, each a few thousand nodes walked in order; on a
+     * CPU one chunk per work-item of a group or two. */
+    st->listers = (sim->cl->type & CL_DEVICE_TYPE_GPU) ? 4096 : 2 * st->local;
+    st->lister_counts = xcalloc(2 * st->listers, sizeof *st->lister_counts);
+    if (!(st->fluid_counts = flip_buffer(sim, 8 * st->listers, "clCreateBuffer(fluid counts)")) ||
+        !(st->fluid_offsets = flip_buffer(sim, 8 * st->listers, "clCreateBuffer(fluid offsets)")) ||
+        !(st->fluid_list = flip_buffer(sim, 4 * st->nodes, "clCreateBuffer(fluid cells)")))
+        return -1;
 
     /* The neighbour grid in cells at least as wide as the FLIP cells, dense over the domain
      * (the FLIP grid is dense anyway). */
@@ -424,9 +441,10 @@ int flip_p2g(mz_sim *sim, double dt)
 /* The largest |residual| and |rhs| over the fluid cells, and how many there are. */
 static bool residual(mz_sim *sim, flip_state *st, float *r, float *b, long *fluid)
 {
-    bool ok = KARGS(st->k_residual, "pressure_residual", A(st->nodes_u), A(st->g), A(st->type),
-                    A(st->rhs), A(st->diag), A(st->pressure), A(st->partial)) &&
-              cl_ok(clSetKernelArg(st->k_residual, 7, 12 * st->local, NULL),
+    cl_uint n_fluid = st->n_fluid[0] + st->n_fluid[1];
+    bool ok = KARGS(st->k_residual, "pressure_residual", A(n_fluid), A(st->g), A(st->fluid_list),
+                    A(st->type), A(st->rhs), A(st->diag), A(st->pressure), A(st->partial)) &&
+              cl_ok(clSetKernelArg(st->k_residual, 8, 12 * st->local, NULL),
                     "clSetKernelArg(pressure_residual, scratch)") &&
               sim_launch_local(sim, st->k_residual, 0, st->groups * st->local, st->local,
                                STAGE_PROJECTION, "pressure_residual") &&
@@ -465,14 +483,47 @@ static bool sweep(mz_sim *sim, flip_state *st, float omega)
         swap_mem(&st->pressure, &st->pressure_tmp);
         return ok;
     }
-    const cl_int *n = st->g.cells.s;
-    cl_uint items = (cl_uint)(((size_t)n[0] + 1) / 2 * (size_t)n[1] * (size_t)n[2]);
-    for (cl_int colour = 0; colour < 2; colour++)
-        if (!KARGS(st->k_rbgs, "pressure_rbgs", A(items), A(st->g), A(colour), A(omega),
-                   A(st->type), A(st->rhs), A(st->diag), A(st->pressure)) ||
-            !sim_launch(sim, st->k_rbgs, items, STAGE_PROJECTION, "pressure_rbgs"))
+    for (int colour = 0; colour < 2; colour++) {
+        cl_uint items = st->n_fluid[colour], first = colour ? st->n_fluid[0] : 0;
+        if (items && (!KARGS(st->k_rbgs, "pressure_rbgs", A(items), A(first), A(st->g),
+                             A(st->fluid_list), A(omega), A(st->type), A(st->rhs), A(st->diag),
+                             A(st->pressure)) ||
+                      !sim_launch(sim, st->k_rbgs, items, STAGE_PROJECTION, "pressure_rbgs")))
             return false;
+    }
     return true;
+}
+
+/* The fluid cells of each colour into fluid_list (see flip_state), in node order: the sweeps'
+ * sums are the same as over every node, so the results are too. */
+static bool list_fluid_cells(mz_sim *sim, flip_state *st)
+{
+    size_t w = st->listers;
+    cl_uint chunk = (cl_uint)((st->nodes + w - 1) / w);
+    if (!KARGS(st->k_fluid_count, "fluid_count", A(st->nodes_u), A(chunk), A(st->g),
+               A(st->type), A(st->fluid_counts)) ||
+        !sim_launch(sim, st->k_fluid_count, w, STAGE_PROJECTION, "fluid_count") ||
+        !cl_ok(clEnqueueReadBuffer(sim->cl->queue, st->fluid_counts, CL_TRUE, 0, 8 * w,
+                                   st->lister_counts, 0, NULL, NULL),
+               "clEnqueueReadBuffer(fluid counts)"))
+        return false;
+    cl_uint total[2] = {0, 0};
+    for (size_t k = 0; k < w; k++)
+        for (int c = 0; c < 2; c++) {
+            cl_uint n = st->lister_counts[2 * k + c];
+            st->lister_counts[2 * k + c] = total[c];
+            total[c] += n;
+        }
+    for (size_t k = 0; k < w; k++)
+        st->lister_counts[2 * k + 1] += total[0];
+    st->n_fluid[0] = total[0];
+    st->n_fluid[1] = total[1];
+    return cl_ok(clEnqueueWriteBuffer(sim->cl->queue, st->fluid_offsets, CL_FALSE, 0, 8 * w,
+                                      st->lister_counts, 0, NULL, NULL),
+                 "clEnqueueWriteBuffer(fluid offsets)") &&
+           KARGS(st->k_fluid_list, "fluid_list", A(st->nodes_u), A(chunk), A(st->g),
+                 A(st->type), A(st->fluid_offsets), A(st->fluid_list)) &&
+           sim_launch(sim, st->k_fluid_list, w, STAGE_PROJECTION, "fluid_list");
 }
 
 /* Sweeps until the divergence left is below pressure_tolerance × the largest before, checked
@@ -530,7 +581,7 @@ int flip_project(mz_sim *sim, double dt)
                A(correction), A(inv_dt), A(st->type), A(st->density), A(st->face_vel),
                A(st->rhs), A(st->diag), A(st->pressure)) ||
         !sim_launch(sim, st->k_setup, st->nodes, STAGE_PROJECTION, "pressure_setup") ||
-        solve_pressure(sim, st) != 0)
+        !list_fluid_cells(sim, st) || solve_pressure(sim, st) != 0)
         return -1;
     return KARGS(st->k_gradient, "pressure_gradient", A(st->nodes_u), A(st->g), A(dt_over_rho),
                  A(st->type), A(st->density), A(st->pressure), A(st->face_vel),
@@ -646,7 +697,8 @@ static void flip_release(mz_sim *sim)
     cl_kernel ks[] = {st->k_p2g,      st->k_prepare,     st->k_setup,
                       st->k_jacobi,   st->k_rbgs,        st->k_residual,
                       st->k_gradient, st->k_extrapolate, st->k_g2p,
-                      st->k_loads,    st->k_solids};
+                      st->k_loads,    st->k_solids,      st->k_fluid_count,
+                      st->k_fluid_list};
     mz_cl_release_kernels(ks, sizeof ks / sizeof *ks);
     cl_mem ms[] = {st->face_vel,  st->face_old,     st->face_adv,     st->valid,
                    st->vel_tmp,   st->old_tmp,      st->adv_tmp,      st->valid_tmp,
@@ -655,13 +707,14 @@ static void flip_release(mz_sim *sim)
                    st->part_density, st->part_pressure, st->face_star, st->owner,
                    st->load_owner, st->load_about, st->solids, st->sdf_static,
                    st->owner_static, st->solid_vel, st->apic_c[0], st->apic_c[1],
-                   st->apic_c[2]};
+                   st->apic_c[2], st->fluid_counts, st->fluid_offsets, st->fluid_list};
     mz_cl_release_mems(ms, sizeof ms / sizeof *ms);
     if (st->program)
         clReleaseProgram(st->program);
     if (st->solids_program)
         clReleaseProgram(st->solids_program);
     free(st->partial_host);
+    free(st->lister_counts);
     free(st);
     sim->state = NULL;
 }
