@@ -3,7 +3,8 @@
  *
  *   pbf_lambda    per slot: density ρ_i by poly6 summation over fluid and solid neighbours,
  *                 C_i = max(ρ_i/ρ0 − 1, 0), λ_i = −C_i / (Σ_k r_k |∇_k C_i|² + ε)
- *   pbf_delta     per slot: Δx_i = r_i V Σ_j (λ_i ψ_j + λ_j ψ_i + s_corr) ∇W_ij
+ *   pbf_delta     per slot: Δx_i = r_i V Σ_j (λ_i ψ_j + λ_j ψ_i + s_corr) ∇W_ij, s_corr between
+ *                 fluid particles, −k_corr (W(r)/W(dq h))^n with k_corr an argument per launch
  *   pbf_curl      per slot, after the velocity update: the curl ω_i and the XSPH velocity
  *                 change from the fluid neighbours
  *   pbf_confine   per slot: v_i += XSPH + dt ε_v (N × ω_i), N = ∇|ω| / |∇|ω||
@@ -12,8 +13,18 @@
  * V Σ_j ψ_j W_ij and ∇_j C_i = −V ψ_j ∇W_ij, so λ has units of m² and Δx of m whatever the mass:
  * the paper's λ formula leaves the mass out, fine for m = 1 but off by m² at 1 cm spacing
  * (ρ = 1000 kg/m³, m = 1 g), where ε and s_corr, given as plain numbers, then swamp or vanish.
- * Here ε and s_corr's k are fractions of S0 = Σ_k |∇_k C_i|² for a particle inside the rest
- * lattice (src/solvers/pbd/fluid.c), so they mean the same at any spacing and mass.
+ * Here ε is a fraction of S0 = Σ_k |∇_k C_i|² for a particle inside the rest lattice
+ * (src/solvers/pbd/fluid.c), so it means the same at any spacing and mass.
+ *
+ * s_corr is an artificial pressure p_corr = k ρ0 |g| h (W(r)/W(dq h))^n, a force: the position
+ * change it makes in a substep is dt² times its acceleration, −dt² (m/ρ0²) Σ_j p_corr ∇W_ij, i.e.
+ * s_corr = −dt² p_corr/ρ0 in λ's units (λ_i = −dt² p_i/ρ0 makes Δx SPH's pressure step). The
+ * host passes k_corr = k |g| h dt² / iterations to each iteration's pbf_delta (and 0 to the warm
+ * start's), so a substep applies it once whatever the iterations, each share at the current
+ * positions. Added in every iteration as a fixed displacement (the paper's form), it acted as a
+ * pressure ∝ iterations/dt², far above ρ0 g h and growing with substeps and iterations, and the
+ * one-sided constraint, which never pulls, let it spread the free surface: the 3D flume's front
+ * ran 12% ahead of the experiment (docs/ARCHITECTURE.md).
  *
  * Coupling: a solid particle (rigid) counts in a fluid particle's density with weight ψ (its
  * volume over a fluid particle's: the fluid sees it as fluid at rest density) and receives the
@@ -35,7 +46,7 @@ typedef struct {
     float volume;       /* V = m/ρ0 */
     float rest_density;
     float epsilon;      /* absolute ε, m⁻² */
-    float k_corr;       /* tensile k in λ units (m²) */
+    float p_corr;       /* host: s_corr's k |g| h (m²/s²); the kernels get k_corr per launch */
     float inv_w_dq;     /* 1 / (h² − (dq h)²)³ */
     int n_corr;         /* the power by multiplications: powr costs more than the rest */
     float xsph;
@@ -219,7 +230,7 @@ kernel void pbf_delta(uint n, mz_pbf P, mz_grid_desc g, global const uint *cell_
                       global const mz_collider_dev *cs, mz_motion_now now,
                       global const float2 *solid, global const float *lambda,
                       global float4 *xp, int loads, global float4 *wall_corr,
-                      global float4 *touch)
+                      global float4 *touch, float k_corr)
 {
     uint J = get_global_id(0);
     if (J >= n)
@@ -238,11 +249,11 @@ kernel void pbf_delta(uint n, mz_pbf P, mz_grid_desc g, global const uint *cell_
         if (aj.y == 0.0f || !(r > P.r_min))
             continue;
         float coef = li * aj.y + lambda[K] * ai.y;
-        if (ai.z != 0.0f && aj.z != 0.0f && P.k_corr > 0.0f) {
+        if (ai.z != 0.0f && aj.z != 0.0f && k_corr > 0.0f) {
             float q = P.h2 - r2, base = q * q * q * P.inv_w_dq, s = base;
             for (int k = 1; k < P.n_corr; k++)
                 s *= base;
-            coef -= P.k_corr * s;
+            coef -= k_corr * s;
         }
         d += coef * mz_grad(&P, xi - sorted[K], r);
     MZ_NEIGHBOURS_END

@@ -245,10 +245,12 @@ static const mz_key fluid_keys[] = {
             "substep ended with, so the pressure that holds a column up need not be rebuilt "
             "from compression every substep (0.5 halves the density error of a resting tank "
             "at 4 iterations; 0.7 and above let a resting 2D tank diverge at 2 iterations)"},
-    {.name = "tensile_k", .type = K_NUMBER, .offset = OFF(mz_fluid, tensile_k), .def = "0.1",
-     .flags = K_MIN | K_MAX, .min = 0, .max = 1,
-     .doc = "PBF: artificial pressure s_corr = -k (W(r)/W(dq h))^n against clumping, k in "
-            "units of the multiplier a unit density error gets inside the lattice"},
+    {.name = "tensile_k", .type = K_NUMBER, .offset = OFF(mz_fluid, tensile_k), .def = "100",
+     .flags = K_MIN | K_MAX, .min = 0, .max = 10000,
+     .doc = "PBF: artificial pressure p = k rho0 |g| h (W(r)/W(dq h))^n between fluid "
+            "particles against clumping, a force (applied once per substep, whatever the "
+            "iterations); k in units of rho0 |g| h, the weight of a kernel-deep layer of the "
+            "fluid; 0, or no gravity: off"},
     {.name = "tensile_n", .type = K_INT, .offset = OFF(mz_fluid, tensile_n), .def = "4",
      .flags = K_MIN | K_MAX, .min = 1, .max = 8, .doc = "PBF: exponent n of s_corr"},
     {.name = "tensile_dq", .type = K_NUMBER, .offset = OFF(mz_fluid, tensile_dq), .def = "0.2",

@@ -160,7 +160,7 @@ typedef struct mz_fluid {
     double relaxation_epsilon;   /* ε, relative to a full neighbourhood's Σ|∇C|² */
     double xsph_viscosity;       /* XSPH c */
     double vorticity;            /* vorticity confinement ε, m/s */
-    double tensile_k, tensile_dq; /* s_corr = −k (W(r)/W(dq·h))^n */
+    double tensile_k, tensile_dq; /* s_corr: p = k ρ0 |g| h (W(r)/W(dq·h))^n, a force */
     double warm_start;           /* fraction of last substep's multipliers applied first */
     int tensile_n;
     /* FLIP */

@@ -1,6 +1,7 @@
 /* Position based fluids and rigid bodies on PoCL: a tank at rest (density error, and how it
  * falls with iterations), the dam break against Martin & Moyce (1952), buoyancy, shape matching
  * (rigidity, angular momentum), the coupled scene, determinism. */
+#include "build/build.h"
 #include "test_util.h"
 #include "test_world.h"
 
@@ -114,6 +115,95 @@ static void test_dam_break(void **state)
     free(T);
     free(Z);
     world_close(&w);
+}
+
+/* Issue 19: Martin & Moyce's column in a 3D flume as wide as the column
+ * (scenes/pbf_flume_3d.json, spacing a/20, clamp walls): the surge front (99.5th percentile of
+ * x) within 5% on average with a release shift of at most 0.1, as test_sph.c and test_flip.c
+ * check theirs. With s_corr added as a fixed displacement in every iteration it ran 12.3%
+ * ahead. */
+static void test_flume_3d(void **state)
+{
+    (void)state;
+    world w;
+    world_open_file(&w, "scenes/pbf_flume_3d.json", NULL, 0);
+    double mean, shift;
+    int points = flume_front_error(&w, 0.1, &mean, &shift);
+    print_message("3D flume (pbf, %zu particles): front within %.1f%% of Martin & Moyce on "
+                  "average at %d points with dT = %+.3f\n", w.parts.n, 100 * mean, points,
+                  shift);
+    assert_true(points >= 15);
+    assert_true(mean < 0.05);
+    assert_true(fabs(shift) <= 0.1 + 1e-9);
+    world_close(&w);
+}
+
+/* The artificial pressure s_corr against a host evaluation: two fluid particles 0.3 h apart
+ * near the origin (far too few neighbours to be compressed: λ = 0, only s_corr acts), one
+ * substep. Each must leave with the speed dt a, a = (m/ρ0²) p_corr |∇W| the pair's repulsion,
+ * p_corr = k ρ0 |g| h (W(r)/W(dq h))^n: exactly at one iteration, within 1% at 4 and 8 (each
+ * iteration applies its share where the last one left the pair, 1e-3 r further apart), not 4 or
+ * 8 times as much; with a step too long for it, capped at 0.1/S0 a share (S0 = V² Σ|∇W|² over
+ * the rest lattice); 0 with tensile_k 0. */
+static double pair_speed(const char *const sets[3], double *want)
+{
+    static const char pair[] =
+        "{\"mizu_scene\": 1, \"simulation\": {\"fps\": 1000, \"frames\": 1, \"substeps\": 1,"
+        " \"dimensions\": 2},"
+        " \"domain\": {\"min\": [-0.2, -0.2, 0], \"max\": [0.2, 0.2, 0], \"boundary\": {\"type\": \"clamp\"}},"
+        " \"fluids\": [{\"solver\": \"pbf\", \"positions\": [[-0.003, 0, 0], [0.003, 0, 0]],"
+        " \"spacing\": 0.01, \"xsph_viscosity\": 0}]}";
+    world w;
+    world_open(&w, pair, sets, 3);
+    const mz_scene *s = &w.scene;
+    const mz_fluid *f = &s->fluids[0];
+    double h = scene_support_radius(s), r = 0.006, dt = 1.0 / s->sim.fps, sp = f->spacing;
+    double V = build_particle_mass(s, f) / f->rest_density, pi = acos(-1.0);
+    double grad = 30.0 / (pi * pow(h, 5)) * (h - r) * (h - r); /* |∇W|, 2D spiky */
+    double s0 = 0;
+    for (int j = -2; j <= 2; j++)
+        for (int i = -2; i <= 2; i++) {
+            double d = sp * sqrt((double)(i * i + j * j));
+            if (d > 0 && d < h)
+                s0 += pow(V * 30.0 / (pi * pow(h, 5)) * (h - d) * (h - d), 2);
+        }
+    double dq = f->tensile_dq * h, ratio = pow((h * h - r * r) / (h * h - dq * dq), 3);
+    int its = s->sim.iterations;
+    double share = fmin(f->tensile_k * 9.81 * h * dt * dt / its, 0.1 / s0); /* per iteration */
+    *want = its * V * share * pow(ratio, f->tensile_n) * grad / dt;
+    frames(&w, 1);
+    world_read(&w);
+    assert_true(fabs(w.vel[0] + w.vel[4]) <= 1e-6 * fabs(w.vel[4]) + 1e-12); /* opposite */
+    double got = w.vel[4];
+    world_close(&w);
+    return got;
+}
+
+static void test_artificial_pressure(void **state)
+{
+    (void)state;
+    const char *cases[][3] = {
+        {"simulation.iterations=1", "fluids[0].tensile_k=1", "simulation.fps=1000"},
+        {"simulation.iterations=4", "fluids[0].tensile_k=1", "simulation.fps=1000"},
+        {"simulation.iterations=8", "fluids[0].tensile_k=1", "simulation.fps=1000"},
+        {"simulation.iterations=1", "fluids[0].tensile_k=100", "simulation.fps=100"}, /* cap */
+    };
+    double first = 0;
+    for (int k = 0; k < 4; k++) {
+        double want, got = pair_speed(cases[k], &want);
+        print_message("s_corr, two particles 0.3 h apart, one substep (%s, %s, %s): %.6g m/s, "
+                      "host %.6g (%+.3f%%)\n", cases[k][0] + 11, cases[k][1] + 10,
+                      cases[k][2] + 11, got, want, 100 * (got / want - 1));
+        assert_true(want > 0);
+        assert_true(fabs(got / want - 1) < (k == 1 || k == 2 ? 1e-2 : 1e-4));
+        if (k == 0)
+            first = got;
+        else if (k < 3) /* the same push whatever the iterations */
+            assert_true(fabs(got / first - 1) < 1e-2);
+    }
+    const char *off[] = {"simulation.iterations=2", "fluids[0].tensile_k=0", "simulation.fps=100"};
+    double want, got = pair_speed(off, &want);
+    assert_true(got == 0.0 && want == 0.0);
 }
 
 static void read_poses(world *w, float *pose)
@@ -344,6 +434,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tank_at_rest), cmocka_unit_test(test_dam_break),
+        cmocka_unit_test(test_flume_3d),     cmocka_unit_test(test_artificial_pressure),
         cmocka_unit_test(test_buoyancy),     cmocka_unit_test(test_rigid_drop),
         cmocka_unit_test(test_rigid_spin),   cmocka_unit_test(test_coupled),
         cmocka_unit_test(test_deterministic),

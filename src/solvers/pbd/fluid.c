@@ -90,14 +90,21 @@ static cl_float2 *solid_table(const mz_scene *s, pbf_params *P)
     return t;
 }
 
-static pbf_params params(const mz_scene *s)
+/* The largest s_corr share one iteration applies, in units of 1/S0 (what the paper's form added
+ * in every iteration, k = 0.1): see pbf_substep. */
+#define MAX_SHARE 0.1
+
+static pbf_params params(const mz_scene *s, double *cap)
 {
     const mz_fluid *f = &s->fluids[0];
     int dim = s->sim.dimensions;
     double pi = acos(-1.0), h = scene_support_radius(s), m = build_particle_mass(s, f);
     double volume = m / f->rest_density;
     double s0 = rest_gradient_sum(f->spacing, h, volume, dim);
+    *cap = MAX_SHARE / s0;
     double dq = f->tensile_dq * h, wq = h * h - dq * dq;
+    const double *ga = s->sim.gravity;
+    double g = sqrt(ga[0] * ga[0] + ga[1] * ga[1] + ga[2] * ga[2]);
     pbf_params P = {
         .h = (cl_float)h,
         .h2 = (cl_float)(h * h),
@@ -106,7 +113,7 @@ static pbf_params params(const mz_scene *s)
         .volume = (cl_float)volume,
         .rest_density = (cl_float)f->rest_density,
         .epsilon = (cl_float)(f->relaxation_epsilon * s0),
-        .k_corr = (cl_float)(f->tensile_k / s0),
+        .p_corr = (cl_float)(f->tensile_k * g * h),
         .inv_w_dq = (cl_float)(1.0 / (wq * wq * wq)),
         .n_corr = f->tensile_n,
         .xsph = (cl_float)f->xsph_viscosity,
@@ -141,7 +148,9 @@ int pbf_init(mz_sim *sim, pbd_state *st)
     pbd_fluid *fl = &st->fluid;
     const mz_scene *s = sim->scene;
     fl->on = true;
-    fl->P = params(s);
+    double cap;
+    fl->P = params(s, &cap);
+    fl->k_cap = cap;
     fl->warm_start = (cl_float)s->fluids[0].warm_start;
     fl->velocity = fl->P.xsph > 0 || fl->P.vorticity > 0;
     static const char *const names[] = {"pbf_warm", "pbf_lambda", "pbf_delta", "pbf_curl",
@@ -200,6 +209,7 @@ bool pbf_bind_grid(mz_sim *sim, pbd_state *st)
     mz_grid *g = &st->grid;
     cl_mem slot = g->vals;
     cl_float4 lo = sim_float4(sim->scene->domain.min), hi = sim_float4(sim->scene->domain.max);
+    cl_float none = 0.0f; /* the warm start's pass: no s_corr (each iteration takes its share) */
     bool ok = KARGS(fl->sort_attr, "sort_positions", A(sim->n_u), A(slot), A(fl->attr),
                     A(fl->attr_sorted)) &&
               KARGS(fl->warm, "pbf_warm", A(sim->n_u), A(fl->warm_start), A(fl->attr_sorted), A(slot),
@@ -212,7 +222,7 @@ bool pbf_bind_grid(mz_sim *sim, pbd_state *st)
                     A(g->cell_end), A(st->sorted), A(fl->attr_sorted), A(slot), A(lo), A(hi),
                     A(fl->walls), A(st->n_colliders), A(st->solids), A(st->now), A(fl->solid),
                     A(fl->lambda_s), A(sim->pred), A(st->loads.keep), A(st->loads.wall_corr),
-                    A(st->loads.touch));
+                    A(st->loads.touch), A(none));
     if (ok && fl->velocity) {
         cl_float dt = 0.0f; /* set per substep */
         ok = KARGS(fl->sort_x, "sort_positions", A(sim->n_u), A(slot), A(sim->pos),
@@ -234,7 +244,9 @@ bool pbf_bind_grid(mz_sim *sim, pbd_state *st)
 bool pbf_iterate(mz_sim *sim, pbd_state *st)
 {
     pbd_fluid *fl = &st->fluid;
-    return sim_launch(sim, st->sort, sim->n, STAGE_DENSITY, "sort_positions") &&
+    return cl_ok(clSetKernelArg(fl->delta, 20, sizeof fl->k_iter, &fl->k_iter),
+                 "clSetKernelArg(pbf_delta)") &&
+           sim_launch(sim, st->sort, sim->n, STAGE_DENSITY, "sort_positions") &&
            sim_launch(sim, fl->solve, sim->n, STAGE_DENSITY, "pbf_lambda") &&
            sim_launch(sim, fl->delta, sim->n, STAGE_DENSITY, "pbf_delta");
 }
@@ -261,4 +273,18 @@ void pbf_release(pbd_fluid *fl)
     mz_cl_release_mems(ms, sizeof ms / sizeof *ms);
     if (fl->program)
         clReleaseProgram(fl->program);
+}
+
+/* s_corr is an artificial pressure, a force: a substep moves the fluid by dt² times its
+ * acceleration, shared out over the iterations (kernels/pbd/pbf.cl), so its effect does not
+ * grow with iterations or substeps. Each share is evaluated at the current positions: applied
+ * whole in the substep's first pass, the stiff (W/W(dq h))^n repulsion overshoots (a resting 2D
+ * tank at 4 substeps blew up within 0.15 s). Like any explicit force it needs short enough
+ * steps: a share above about 0.25 h² diverged (the tank at 2 iterations: 0.42 h²), so a share
+ * is capped at what the paper's form added per iteration (0.1/S0 = 0.065 h²), and a substep
+ * too long for the whole artificial pressure applies iterations × that, less than the whole. */
+void pbf_substep(pbd_state *st, int iterations, double dt)
+{
+    pbd_fluid *fl = &st->fluid;
+    fl->k_iter = (cl_float)fmin((double)fl->P.p_corr * dt * dt / iterations, fl->k_cap);
 }

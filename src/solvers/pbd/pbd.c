@@ -239,6 +239,8 @@ static int pbd_substep(mz_sim *sim, double dt_seconds)
               cl_ok(clSetKernelArg(st->update, 1, sizeof dt, &dt), "clSetKernelArg(update)") &&
               cl_ok(clSetKernelArg(st->solve, 1, sizeof inv_dt2, &inv_dt2),
                     "clSetKernelArg(distance_solve)");
+    if (st->fluid.on)
+        pbf_substep(st, s->sim.iterations, dt_seconds);
     ok = ok && sim_launch(sim, st->predict, sim->n, STAGE_PREDICT, "predict");
     if (ok && st->rigid.nb)
         ok = rigid_predict(sim, st, dt, keep, &frame);

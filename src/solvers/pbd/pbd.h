@@ -15,7 +15,7 @@ enum pbd_stage {
 
 /* Layout of mz_pbf in kernels/pbd/pbf.cl. */
 typedef struct pbf_params {
-    cl_float h, h2, poly6, spiky, volume, rest_density, epsilon, k_corr, inv_w_dq;
+    cl_float h, h2, poly6, spiky, volume, rest_density, epsilon, p_corr, inv_w_dq;
     cl_int n_corr;
     cl_float xsph, vorticity, r_min, lattice, pad1, pad2;
 } pbf_params;
@@ -25,6 +25,8 @@ typedef struct pbd_fluid {
     bool velocity; /* XSPH or vorticity confinement after the update */
     pbf_params P;
     cl_float warm_start;
+    cl_float k_iter; /* s_corr's k_corr for each iteration's pbf_delta (m²), set per substep */
+    double k_cap;    /* the largest k_iter (m²) */
     cl_program program;
     cl_kernel warm, solve, delta, curl, confine, sort_attr, sort_x, sort_v;
     cl_mem attr, attr_sorted, lambda, lambda_s, density, vs, omega, dv, walls, solid;
@@ -54,11 +56,13 @@ typedef struct pbd_state {
     motion_now now; /* their laws at this substep's end (colliders and PBF's density) */
 } pbd_state;
 
-/* Fluid: buffers and kernels (before the grid exists); the grid's arguments after every build
- * (its slot buffer moves); one density iteration; the velocity passes after the update. */
+/* Fluid: buffers and kernels (before the grid exists); the substep's s_corr share; the grid's
+ * arguments after every build (its slot buffer moves); one density iteration; the velocity
+ * passes after the update. */
 int pbf_init(mz_sim *sim, pbd_state *st);
 bool pbf_bind_grid(mz_sim *sim, pbd_state *st);
 bool pbf_iterate(mz_sim *sim, pbd_state *st);
+void pbf_substep(pbd_state *st, int iterations, double dt);
 bool pbf_velocities(mz_sim *sim, pbd_state *st, float dt);
 void pbf_release(pbd_fluid *f);
 
