@@ -273,4 +273,16 @@ static inline int flume_front_error(world *w, double a, double *mean, double *sh
     return martin_moyce_mean(T, Z, nf, 0.1, mean, shift);
 }
 
+/* The log law of the wall functions (FLIP's, PBF's), in double, as the kernels solve it
+ * (kernels/common/wall_law.clh). */
+static inline double host_wall_stress(double u, double y, double nu)
+{
+    double ut = sqrt(nu * u / y);
+    if (y * ut / nu < 11.2)
+        return nu * u / y;
+    for (int k = 0; k < 6; k++)
+        ut = 0.41 * u / log(9.8 * y * ut / nu);
+    return ut * ut;
+}
+
 #endif

@@ -5,6 +5,7 @@
  * Weights are trilinear (hat functions one cell wide): P2G is a gather, one work-item per node
  * over the particles the neighbour grid lists near it, summed in the grid's fixed order; no
  * atomics, so runs are bit-identical. */
+#include "common/wall_law.clh"
 #include "common/common.clh"
 #include "flip/flip_grid.clh"
 #include "grid/grid.clh"
@@ -154,19 +155,6 @@ kernel void p2g_apic(uint n_nodes, flip_grid g, mz_grid_desc ng, global const ui
                 }
             }
     p2g_store(node, c, &g, sum, wsum, count, inv_n0, colliders, sdf, face_vel, density, type);
-}
-
-/* The wall shear stress over density, u_tau^2, of a smooth wall under a flow of speed u at
- * distance y, by the log law u/u_tau = ln(E y u_tau / nu) / kappa (kappa 0.41, E 9.8), solved
- * by fixed-point steps from the laminar value; nu u / y (the viscous sublayer) below y+ 11.2. */
-inline float wall_stress(float u, float y, float nu)
-{
-    float ut = sqrt(nu * u / y);
-    if (y * ut / nu < 11.2f)
-        return nu * u / y;
-    for (int k = 0; k < 6; k++)
-        ut = 0.41f * u / log(9.8f * y * ut / nu);
-    return ut * ut;
 }
 
 /* Faces touching a solid are the solid's velocity (0: walls and colliders are static). Every

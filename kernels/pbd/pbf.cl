@@ -38,6 +38,7 @@
 #include "common/common.clh"
 #include "grid/grid.clh"
 #include "common/colliders.clh"
+#include "common/wall_law.clh"
 
 typedef struct {
     float h, h2;
@@ -53,7 +54,8 @@ typedef struct {
     float vorticity;
     float r_min;        /* below this, a pair has no direction */
     float lattice;      /* ρ/ρ0 of the whole rest lattice, V Σ W (1 with the default mass) */
-    float pad1, pad2;
+    float wall_nu;      /* walls "wall_function": the fluid's kinematic viscosity; 0: free slip */
+    float wall_layer;   /* the layer a wall's shear stress acts on: a spacing */
 } mz_pbf;
 
 /* The domain's walls as fluid at rest beyond them (the lattice continued, as boundary particles
@@ -309,11 +311,17 @@ kernel void pbf_curl(uint n, mz_pbf P, mz_grid_desc g, global const uint *cell_s
     dv[J] = mz_planar((P.xsph * P.volume * P.poly6) * x);
 }
 
+/* The new velocity: XSPH's share, vorticity confinement, and with walls "wall_function" a
+ * smooth wall's shear stress on the particles within a spacing of a domain wall: the layer
+ * one particle thick loses u_tau^2 / spacing · dt of its speed along the wall (never more than
+ * stops it), u_tau from the log law at the particle's distance (at least half a spacing: where
+ * the clamp holds it). The drag per area of wall is the law's at any spacing, as FLIP's. */
 kernel void pbf_confine(uint n, float dt, mz_pbf P, mz_grid_desc g,
                         global const uint *cell_start, global const uint *cell_end,
                         global const float4 *sorted, global const float4 *attr,
                         global const uint *slot, global const float4 *vs,
-                        global const float4 *omega, global const float4 *dv, global float4 *v)
+                        global const float4 *omega, global const float4 *dv, global float4 *v,
+                        float4 lo, float4 hi)
 {
     uint J = get_global_id(0);
     if (J >= n || attr[J].z == 0.0f)
@@ -335,6 +343,30 @@ kernel void pbf_confine(uint n, float dt, mz_pbf P, mz_grid_desc g,
             float4 f = cross(eta / el, wi);
             vi += (dt * P.vorticity) * mz_planar(f);
         }
+    }
+    if (P.wall_nu > 0.0f) {
+        float xi[3] = {sorted[J].x, sorted[J].y, sorted[J].z};
+        float l[3] = {lo.x, lo.y, lo.z}, h[3] = {hi.x, hi.y, hi.z};
+        for (int a = 0; a < MZ_DIM; a++)
+            for (int side = 0; side < 2; side++) {
+                float y = side ? h[a] - xi[a] : xi[a] - l[a];
+                if (!(y < P.wall_layer))
+                    continue;
+                float4 ut = vi;
+                ut.w = 0.0f;
+                if (a == 0)
+                    ut.x = 0.0f;
+                else if (a == 1)
+                    ut.y = 0.0f;
+                else
+                    ut.z = 0.0f;
+                float u = length(ut.xyz);
+                if (u > 0.0f) {
+                    float drop = wall_stress(u, fmax(y, 0.5f * P.wall_layer), P.wall_nu) /
+                                 P.wall_layer * dt;
+                    vi -= ut * (fmin(drop, u) / u);
+                }
+            }
     }
     vi.w = 0.0f;
     v[slot[J]] = vi;

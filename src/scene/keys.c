@@ -287,12 +287,12 @@ static const mz_key fluid_keys[] = {
             "and PBF calibrate their rest state on the lattice)"},
     {.name = "walls", .type = K_ENUM, .offset = OFF(mz_fluid, walls), .def = "\"free_slip\"",
      .names = mz_flip_walls_names,
-     .doc = "flip: the grid velocity along walls and colliders: free_slip, the flow runs on "
+     .doc = "flip and pbf: how walls hold the flow along them: free_slip, the flow runs on "
             "along them (only the velocity into a wall is stopped), no drag at all; no_slip, it "
             "falls to 0 on a wall, a boundary layer half a cell thick whose drag grows with the "
-            "cell and which holds particles on the walls; wall_function, free slip plus the shear stress of a "
-            "smooth wall by the log law from the fluid's viscosity, the same drag at any cell "
-            "size (needs viscosity > 0)"},
+            "cell and which holds particles on the walls (flip only); wall_function, free slip "
+            "plus the shear stress of a smooth wall by the log law from the fluid's viscosity, "
+            "the same drag at any cell size or spacing (needs viscosity > 0)"},
     {.name = "support_radius", .type = K_NUMBER, .offset = OFF(mz_fluid, support_radius),
      .def = "0", .flags = K_MIN, .min = 0, .unit = "m",
      .doc = "SPH and PBF: kernel support radius h (neighbours within h); 0: 2 x spacing"},
@@ -302,8 +302,8 @@ static const mz_key fluid_keys[] = {
             "10 x the largest expected speed, sqrt(2 |g| height) or the initial speed"},
     {.name = "viscosity", .type = K_NUMBER, .offset = OFF(mz_fluid, viscosity), .def = "0",
      .flags = K_MIN, .min = 0, .unit = "Pa s",
-     .doc = "SPH: dynamic viscosity mu (viscosity-kernel Laplacian form); flip: the wall "
-            "function's (walls: wall_function)"},
+     .doc = "SPH: dynamic viscosity mu (viscosity-kernel Laplacian form); flip and pbf: the "
+            "wall function's (walls: wall_function)"},
     {.name = "artificial_viscosity", .type = K_NUMBER,
      .offset = OFF(mz_fluid, artificial_viscosity), .def = "0", .flags = K_MIN, .min = 0,
      .doc = "SPH: Monaghan's artificial viscosity alpha (0.01 to 0.1 damps noise and shocks)"},

@@ -220,9 +220,17 @@ static void validate_solver(const mz_scene *s, mz_diag *d)
     const mz_fluid *f0 = s->n_fluids ? &s->fluids[0] : NULL;
     bool sph = f0 && scene_is_sph(s), pbf = f0 && scene_solver(s) == MZ_SOLVER_PBF;
     bool flip = f0 && scene_solver(s) == MZ_SOLVER_FLIP;
-    if (f0 && flip && f0->walls == MZ_WALLS_WALL_FUNCTION && !(f0->viscosity > 0))
+    if (f0 && (flip || pbf) && f0->walls == MZ_WALLS_WALL_FUNCTION && !(f0->viscosity > 0))
         diag_add(d, "fluids[0].viscosity must be > 0 with fluids[0].walls \"wall_function\" "
                     "(the log law's shear stress comes from it; water: 0.001 Pa s)");
+    if (f0 && pbf && f0->walls == MZ_WALLS_NO_SLIP)
+        diag_add(d, "fluids[0].walls \"no_slip\" is FLIP's; pbf takes \"free_slip\" or "
+                    "\"wall_function\" (a smooth wall's shear stress on the layer of particles "
+                    "along it)");
+    for (size_t i = 1; pbf && i < s->n_fluids; i++)
+        if (s->fluids[i].walls != f0->walls || s->fluids[i].viscosity != f0->viscosity)
+            diag_add(d, "fluids[%zu].walls and viscosity must equal fluids[0]'s for PBF (one "
+                        "fluid material per scene)", i);
     for (size_t i = 1; i < s->n_fluids; i++) {
         const mz_fluid *f = &s->fluids[i];
         if (f->solver != f0->solver) {

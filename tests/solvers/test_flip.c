@@ -1115,16 +1115,6 @@ static void test_dam_break_3d(void **state)
     world_close(&w);
 }
 
-/* The log law of the wall function, in double, as the kernel solves it (flip.cl wall_stress). */
-static double host_wall_stress(double u, double y, double nu)
-{
-    double ut = sqrt(nu * u / y);
-    if (y * ut / nu < 11.2)
-        return nu * u / y;
-    for (int k = 0; k < 6; k++)
-        ut = 0.41 * u / log(9.8 * y * ut / nu);
-    return ut * ut;
-}
 
 /* walls "wall_function": water sliding along the floor at 0.5 m/s. After P2G and the face
  * preparation, the faces of the bottom row (half a cell above the floor) have lost the log

@@ -119,6 +119,9 @@ static pbf_params params(const mz_scene *s, double *cap)
         .xsph = (cl_float)f->xsph_viscosity,
         .vorticity = (cl_float)f->vorticity,
         .r_min = (cl_float)(1e-5 * h),
+        .wall_nu = (cl_float)(f->walls == MZ_WALLS_WALL_FUNCTION ? f->viscosity / f->rest_density
+                                                                 : 0.0),
+        .wall_layer = (cl_float)f->spacing,
     };
     return P;
 }
@@ -152,7 +155,7 @@ int pbf_init(mz_sim *sim, pbd_state *st)
     fl->P = params(s, &cap);
     fl->k_cap = cap;
     fl->warm_start = (cl_float)s->fluids[0].warm_start;
-    fl->velocity = fl->P.xsph > 0 || fl->P.vorticity > 0;
+    fl->velocity = fl->P.xsph > 0 || fl->P.vorticity > 0 || fl->P.wall_nu > 0;
     static const char *const names[] = {"pbf_warm", "pbf_lambda", "pbf_delta", "pbf_curl",
                                         "pbf_confine", NULL};
     cl_kernel *const kernels[] = {&fl->warm, &fl->solve, &fl->delta, &fl->curl, &fl->confine};
@@ -233,7 +236,7 @@ bool pbf_bind_grid(mz_sim *sim, pbd_state *st)
                    A(fl->dv)) &&
              KARGS(fl->confine, "pbf_confine", A(sim->n_u), A(dt), A(fl->P), A(g->desc),
                    A(g->cell_start), A(g->cell_end), A(st->sorted), A(fl->attr_sorted), A(slot),
-                   A(fl->vs), A(fl->omega), A(fl->dv), A(sim->vel));
+                   A(fl->vs), A(fl->omega), A(fl->dv), A(sim->vel), A(lo), A(hi));
     }
     return ok && sim_launch(sim, fl->sort_attr, sim->n, STAGE_GRID, "sort_positions") &&
            sim_launch(sim, st->sort, sim->n, STAGE_DENSITY, "sort_positions") &&

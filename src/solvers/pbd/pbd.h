@@ -17,7 +17,7 @@ enum pbd_stage {
 typedef struct pbf_params {
     cl_float h, h2, poly6, spiky, volume, rest_density, epsilon, p_corr, inv_w_dq;
     cl_int n_corr;
-    cl_float xsph, vorticity, r_min, lattice, pad1, pad2;
+    cl_float xsph, vorticity, r_min, lattice, wall_nu, wall_layer;
 } pbf_params;
 
 typedef struct pbd_fluid {
