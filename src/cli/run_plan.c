@@ -58,6 +58,7 @@ int run_load_scene(const mz_run_opts *o, mz_scene *s)
         return MZ_EXIT_USAGE;
     }
     diag_free(&d);
+    scene_motion_warnings(s);
     return 0;
 }
 

@@ -316,6 +316,27 @@ const mz_motion *scene_pose_law(const mz_scene *s, size_t k, size_t *slot)
     return NULL;
 }
 
+void scene_motion_warnings(const mz_scene *s)
+{
+    double end = s->sim.frames / s->sim.fps;
+    char path[48];
+    for (size_t c = 0; c <= s->n_colliders; c++) {
+        const mz_motion *m = slot_law(s, c, path);
+        if (!m || m->table_n < 2 || !(m->table_t[m->table_n - 1] < end))
+            continue;
+        double at = m->table_t[m->table_n - 1], x[3];
+        motion_eval(m, at - 1e-9 * (at - m->table_t[0]), x);
+        bool turn = m->type == MZ_MOTION_ROTATION;
+        double to = turn ? 180 / acos(-1.0) : 1;
+        if (fabs(x[1]) * to > 1e-9)
+            mz_warn("%s.table ends at %g s while still moving (%.4g %s); the run goes on to %g s "
+                    "with it held there, stopped dead (a collider in one step; a moving domain's "
+                    "frame never feels the stop): end the table at rest (a last row repeating "
+                    "the value) or the run at %g s",
+                    path, at, x[1] * to, turn ? "deg/s" : "m/s", end, at);
+    }
+}
+
 char *scene_input_path(const mz_scene *s, const char *file)
 {
     if (file[0] == '/')

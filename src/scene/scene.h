@@ -373,6 +373,9 @@ size_t scene_moving_count(const mz_scene *s);
 void scene_frame_extremes(const mz_scene *s, double *speed, double *accel);
 size_t scene_pose_count(const mz_scene *s);
 const mz_motion *scene_pose_law(const mz_scene *s, size_t k, size_t *slot);
+/* Warns (mz_warn) of every table law that ends while the run goes on and still moving there:
+ * it holds its last value after, stopped dead. */
+void scene_motion_warnings(const mz_scene *s);
 /* A file the scene names (meshes, motion tables), resolved against its directory (malloc'd). */
 char *scene_input_path(const mz_scene *s, const char *file);
 /* The files a run reads besides the scene, whose change a --resume refuses: the bodies' OBJ

@@ -186,6 +186,38 @@ static void test_collapsed_step_warns(void **state)
     free(err);
 }
 
+/* A motion table that ends while the run goes on: held at its last value after, a stop no solver
+ * feels. Ending moving, `mizu check` (and run) warn, naming the law and the speed; a table
+ * whose last rows repeat its value ends at rest and says nothing. */
+static void test_table_ending_while_moving_warns(void **state)
+{
+    (void)state;
+    for (int at_rest = 0; at_rest < 2; at_rest++) {
+        char table[256], scene[256], args[600], *err;
+        snprintf(table, sizeof table, "%s", test_path("moving.csv"));
+        snprintf(scene, sizeof scene, "%s", test_path("moving.json"));
+        FILE *f = fopen(table, "w");
+        assert_non_null(f);
+        fputs(at_rest ? "0, 0\n0.05, 0.01\n0.1, 0.01\n" : "0, 0\n0.05, 0.01\n", f);
+        fclose(f);
+        f = fopen(scene, "w");
+        assert_non_null(f);
+        fprintf(f, "{\"mizu_scene\": 1, \"simulation\": {\"fps\": 10, \"frames\": 2},"
+                   " \"domain\": {\"min\": [0, 0, 0], \"max\": [1, 1, 1], \"motion\":"
+                   " {\"type\": \"translation\", \"direction\": [1, 0, 0], \"table\":"
+                   " \"moving.csv\"}}, \"fluids\": [{\"box\": {\"min\": [0.4, 0.4, 0.4],"
+                   " \"max\": [0.6, 0.6, 0.6]}, \"spacing\": 0.05}]}");
+        fclose(f);
+        snprintf(args, sizeof args, "check %s", scene);
+        assert_int_equal(run_mizu(args, &err), 0);
+        bool warned = strstr(err, "mizu: warning: domain.motion.table ends at 0.05 s while still "
+                                  "moving (") != NULL;
+        if (warned == (bool)at_rest)
+            fail_msg("table %s: %s", at_rest ? "ending at rest" : "ending moving", err);
+        free(err);
+    }
+}
+
 /* A run that blows up stops with exit 1 and says so, keeps the frames before it, and marks the
  * file incomplete; it never hangs or reports success. (Found by review: NaNs used to be
  * clamped into a corner and a zero step hung the adaptive loop.) */
@@ -378,6 +410,7 @@ int main(void)
         cmocka_unit_test(test_usage_errors),
         cmocka_unit_test(test_blow_up_is_reported),
         cmocka_unit_test(test_collapsed_step_warns),
+        cmocka_unit_test(test_table_ending_while_moving_warns),
         cmocka_unit_test(test_check_info_keys_devices),
         cmocka_unit_test(test_until_every_fields),
         cmocka_unit_test(test_frame_times_exact),
