@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -221,9 +222,16 @@ int h5_file_reserve(const mz_h5_out *o, unsigned long long bytes, const char *wh
          * the mpio driver sets itself), and says whether there was room. */
         int err = 0;
         if (dist_rank() == 0) {
+            off_t len = (off_t)(bytes + RESERVE_MARGIN);
+            struct rlimit lim;
             err = fstat(o->fd, &st) != 0 ? errno : 0;
-            if (!err && fallocate(o->fd, FALLOC_FL_KEEP_SIZE, st.st_size,
-                                  (off_t)(bytes + RESERVE_MARGIN)) != 0)
+            /* posix_fallocate refuses to grow a file past the process's size limit; blocks
+             * past the end are not checked against it, so the limit is checked here (the
+             * ranks share rank 0's, as mpirun passes it on). */
+            if (!err && getrlimit(RLIMIT_FSIZE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY &&
+                (unsigned long long)st.st_size + (unsigned long long)len > lim.rlim_cur)
+                err = EFBIG;
+            if (!err && fallocate(o->fd, FALLOC_FL_KEEP_SIZE, st.st_size, len) != 0)
                 err = errno == EINVAL || errno == EOPNOTSUPP ? 0 : errno;
             if (err)
                 mz_error("writing %s: no room for %s: %s", o->path, what, strerror(err));
