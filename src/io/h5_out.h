@@ -1,5 +1,6 @@
 /* io/: files mizu writes and reads back: the H5MD output (this header; h5_create.c,
- * h5_frames.c, h5_resume.c over the shared handle of h5_file.c), its XDMF sidecar (xdmf.c),
+ * h5_frames.c, h5_resume.c over the shared handle of h5_file.c; under mpirun written by every
+ * rank through parallel HDF5, h5_collective.c), its XDMF sidecar (xdmf.c),
  * checkpoints (checkpoint.c; a distributed run's in checkpoint_ranks.c) and reading helpers
  * (h5_read.c). May include: solvers/ (the state a checkpoint saves), dist/, build/, device/,
  * scene/, util/.
@@ -126,7 +127,9 @@ int h5_out_write_frame(mz_h5_out *o, long step, double time,
  * begin grows every series by the frame's row; write_rows writes rows [first, first + count)
  * of each field (data[f]: components × count floats); commit writes the step, time and poses,
  * flushes and updates the sidecar. A failure rolls the frame back (as does abort_frame), and
- * rows never written read as zeros until commit. Each 0, or -1 after reporting. */
+ * rows never written read as zeros until commit. Each 0, or -1 after reporting. When the file
+ * is collective (h5_out_collective) every rank calls each of them, write_rows with its own id
+ * block's rows (collective writes), and each one's result is agreed among the ranks. */
 int h5_out_begin_frame(mz_h5_out *o);
 int h5_out_write_rows(mz_h5_out *o, size_t first, size_t count,
                       const float *const data[MZ_FIELD_COUNT]);
