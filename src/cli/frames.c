@@ -97,9 +97,11 @@ static void to_rows(int f, const float *raw, size_t n, float *rows)
             rows[i * co + k] = raw[i * cd + k];
 }
 
-/* Under mpirun: every rank's particles to the rank of their id block, then rank 0 writes the
- * blocks one after another (rank 0 receives each in turn into its own rows: no rank holds more
- * than a block). Collective. */
+/* Under mpirun: every rank's particles to the rank of their id block; then, with the file open
+ * on every rank through parallel HDF5 (h5_out_collective), every rank writes its block's rows in
+ * one collective write per field, the frame committed or rolled back by all; otherwise rank 0
+ * writes the blocks one after another (receiving each in turn into its own rows: no rank holds
+ * more than a block). Collective. */
 static int write_blocks(mz_frames *r, mz_readback *rb)
 {
     size_t N = r->n_total;
@@ -122,6 +124,12 @@ static int write_blocks(mz_frames *r, mz_readback *rb)
             to_rows(f, r->block_raw[f], rows, r->ordered[f]);
             data[f] = r->ordered[f];
         }
+    if (h5_out_is_collective(r->out)) {
+        size_t first = id_block_first(N, me);
+        if (h5_out_begin_frame(r->out) || h5_out_write_rows(r->out, first, rows, data))
+            return -1;
+        return h5_out_commit_frame(r->out, rb->step, rb->time, rb->rigid_pose);
+    }
     if (me != 0) {
         for (int f = 0; f < MZ_FIELD_COUNT; f++)
             if (data[f])

@@ -2,7 +2,9 @@
  * steps its state is read back into one of two slots (pinned host memory, behind a marker
  * event); the slot of the frame before is then handed on: in one process to the writer thread
  * (writer.h), which puts it in id order and writes it while the next frame runs; under mpirun
- * through the id blocks (dist/id_blocks.h) to rank 0, which writes them a block at a time. */
+ * through the id blocks (dist/id_blocks.h) to the ranks that hold them, each writing its own
+ * block through parallel HDF5 (io/h5_out.h's h5_out_collective), or rank 0 writing them a block
+ * at a time when the file cannot be written collectively. */
 #ifndef MZ_FRAMES_H
 #define MZ_FRAMES_H
 #include "cli/writer.h"
@@ -33,7 +35,7 @@ typedef struct mz_frames {
     mz_cl *cl;
     unsigned fields;   /* MZ_FIELD_BIT mask of the fields written */
     size_t n_total;    /* particles of the whole run */
-    mz_h5_out *out;    /* the file (NULL on ranks other than 0) */
+    mz_h5_out *out;    /* the file (under mpirun NULL on ranks other than 0, unless collective) */
     mz_readback slot[2];
     float *ordered[MZ_FIELD_COUNT];   /* in id order: all rows, or under mpirun this rank's block */
     float *block_raw[MZ_FIELD_COUNT]; /* under mpirun: the block as the device lays it out */

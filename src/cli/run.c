@@ -53,6 +53,7 @@ typedef struct run_ctx {
     mz_slab_plan plan;  /* under mpirun */
     mz_health health;
     mz_h5_out *out;
+    bool collective;  /* under mpirun: every rank writes the output (h5_out_collective) */
     unsigned fields;
     mz_frames frames; /* on their way to out (frames.h) */
     long checkpoints; /* written by this run */
@@ -99,9 +100,14 @@ static void print_summary(const run_ctx *r, long frames_written, double setup_s,
     double mb = stat(r->path, &st) == 0 ? (double)st.st_size / 1e6 : 0.0;
     char *xdmf = h5_out_xdmf_path(r->path);
     fprintf(stderr, "  output %s (%ld frames, %.1f MB) and %s; writing took %.3f s (%.1f%% of "
-                    "the frame loop)\n",
+                    "the frame loop)",
             r->path, frames_written, mb, xdmf, r->frames.write_s,
             run_s > 0 ? 100.0 * r->frames.write_s / run_s : 0.0);
+    if (dist_active()) /* which way the frames went (h5_out_collective) */
+        fprintf(stderr, r->collective
+                            ? ", every rank writing its id block (collective, parallel HDF5)"
+                            : ", rank 0 writing every id block");
+    fprintf(stderr, "\n");
     free(xdmf);
     if (r->checkpoints > 0)
         fprintf(stderr, "  %ld checkpoints written to %s\n", r->checkpoints, r->ckpt_path);
@@ -267,7 +273,7 @@ static float *output_boundary(run_ctx *r, mz_h5_static *st)
 static int open_output(run_ctx *r)
 {
     const mz_scene *s = &r->scene;
-    if (dist_rank() != 0) /* rank 0 writes the file */
+    if (dist_rank() != 0) /* rank 0 makes the file (then h5_out_collective) */
         return 0;
     if (r->resumed) {
         mz_h5_static st = {.n_rigids = r->sim.n_rigids};
@@ -283,7 +289,8 @@ static int open_output(run_ctx *r)
                        .n_overrides = s->n_overrides, .device = r->cl.device_name,
                        .platform = r->cl.platform_name, .driver = r->cl.driver_version,
                        .kernel_build_options = MZ_CL_BUILD_OPTIONS, .run_id = r->run_id,
-                       .ranks = dist_size(), .devices_by_rank = r->devices};
+                       .ranks = dist_size(), .devices_by_rank = r->devices,
+                       .collective = dist_active()};
     memcpy(meta.domain_min, s->domain.min, sizeof meta.domain_min);
     memcpy(meta.domain_max, s->domain.max, sizeof meta.domain_max);
     /* Rigid body k is body n_fluids + n_cloths + n_meshes + k (sim.h). */
@@ -388,8 +395,10 @@ static int set_up(run_ctx *r)
     if (r->resumed && checkpoint_restore(o->resume_path, &r->ck, &r->sim) != 0)
         return MZ_EXIT_RUNTIME;
     r->fields = r->scene.output.fields;
-    if (dist_max_int(open_output(r) != 0))
+    /* Under mpirun the ranks go on writing it together (parallel HDF5), agreed. */
+    if (dist_max_int(open_output(r) != 0) || h5_out_collective(&r->out, r->path) != 0)
         return MZ_EXIT_RUNTIME;
+    r->collective = h5_out_is_collective(r->out);
     if (frames_start(&r->frames, &r->cl, &r->sim, r->fields, r->parts.n_total, r->out) != 0)
         return MZ_EXIT_RUNTIME;
     r->sim.pace.stop_requested = stop_requested;
@@ -701,6 +710,10 @@ int cmd_run(const mz_run_opts *o)
         double t_end = now_seconds();
         long written = r.out ? h5_out_frames(r.out) : 0;
         rc = dist_rank() == 0 ? finish_run(&r, end, last, why) : 0;
+        if (dist_rank() != 0 && r.out) { /* collective: the record is rank 0's */
+            h5_out_close(r.out, false, NULL);
+            r.out = NULL;
+        }
         dist_bcast(&rc, sizeof rc); /* rank 0 closed the file: its exit code is every rank's */
         if (rc == MZ_EXIT_OK && !o->quiet && dist_rank() == 0)
             print_summary(&r, written, t_loop - t_start, t_end - t_loop);

@@ -303,6 +303,11 @@ hid_t h5_series_create(const mz_h5_out *o, const char *name, hid_t ftype, int ra
     int ok = space >= 0 && dcpl >= 0 && H5Pset_chunk(dcpl, rank, chunk) >= 0;
     if (ok && gzip_level > 0)
         ok = H5Pset_shuffle(dcpl) >= 0 && H5Pset_deflate(dcpl, (unsigned)gzip_level) >= 0;
+    /* Collective writes (h5_out_collective) need each row's chunk allocated when the series
+     * grows: with HDF5's default (incremental) allocation, 1.10.8's collective write of an
+     * unallocated chunk fails (unfiltered) or hangs (gzip). */
+    if (ok && o->alloc_early)
+        ok = H5Pset_alloc_time(dcpl, H5D_ALLOC_TIME_EARLY) >= 0;
     if (ok)
         d = H5Dcreate2(o->file, name, ftype, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
     if (d < 0)
@@ -519,6 +524,7 @@ mz_h5_out *h5_out_create(const char *path, size_t n, unsigned fields, int gzip_l
     o->owned = created;
     static const mz_h5_meta no_meta;
     meta = meta ? meta : &no_meta;
+    o->alloc_early = meta->collective;
 
     o->xdmf = xdmf_create(xdmf, path, n, o->fields, st->n_triangles, st->n_boundary,
                           o->boundary_at != NULL);

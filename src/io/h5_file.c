@@ -5,15 +5,19 @@
  * Every object is addressed by its absolute path from the file, so error messages can name it.
  * HDF5's own error printing is off; failures are reported as "writing PATH: WHAT failed: WHY",
  * WHY being the system's reason when HDF5 recorded one ("No space left on device"). */
+#define _GNU_SOURCE /* fallocate's FALLOC_FL_KEEP_SIZE */
 #include "io/h5_file.h"
 
+#include "dist/dist.h"
 #include "util/err.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -144,6 +148,7 @@ mz_h5_out *h5_file_new(const char *path, size_t n, unsigned fields, const mz_h5_
         o->boundary_ctx = st->boundary_ctx;
     }
     o->fd = -1;
+    o->dxpl = H5P_DEFAULT;
     for (int f = 0; f < MZ_FIELD_COUNT; f++)
         o->value[f] = -1;
     return o;
@@ -162,12 +167,19 @@ int h5_file_discard(mz_h5_out *o, int failed_create)
     free(o->rigid_buf);
     free(o->boundary_buf);
     h5_obs_free(o->obs);
-    /* After a failed creation the first message said it all. */
+    if (o->par)
+        h5_close_id(o->dxpl);
+    /* After a failed creation the first message said it all. (Collective when par.) */
     if (o->file >= 0 && H5Fclose(o->file) < 0) {
         if (!failed_create)
             h5_fail(o->path, "closing");
         rc = -1;
     }
+    /* Collective writes leave reserved blocks past the end (h5_file_reserve): every rank's
+     * writes are done once the close returns, and truncating to the size frees them. */
+    struct stat st;
+    if (o->par && o->fd >= 0 && fstat(o->fd, &st) == 0)
+        (void)!ftruncate(o->fd, st.st_size);
     if (o->fd >= 0)
         close(o->fd);
     if (xdmf_close(o->xdmf, failed_create))
@@ -179,9 +191,20 @@ int h5_file_discard(mz_h5_out *o, int failed_create)
     return rc;
 }
 
-/* Give back reserved space HDF5 did not use. */
+bool h5_rank0(const mz_h5_out *o) { return !o->par || dist_rank() == 0; }
+
+int h5_agree(const mz_h5_out *o, int rc)
+{
+    return o->par ? (dist_max_int(rc != 0) ? -1 : 0) : rc;
+}
+
+/* Give back reserved space HDF5 did not use. Not while the file is collective: the mpio driver
+ * cannot say the file's size (H5Fget_filesize fails), and the reservation there leaves the
+ * size alone (h5_file_reserve); the blocks past the end are given back at the close. */
 void h5_file_trim(const mz_h5_out *o)
 {
+    if (o->par)
+        return;
     hsize_t size;
     if (H5Fget_filesize(o->file, &size) >= 0 && ftruncate(o->fd, (off_t)size) != 0)
         mz_warn("writing %s: giving back reserved space: %s", o->path, strerror(errno));
@@ -194,6 +217,28 @@ void h5_file_trim(const mz_h5_out *o)
 int h5_file_reserve(const mz_h5_out *o, unsigned long long bytes, const char *what)
 {
     struct stat st;
+    if (o->par) {
+        /* Rank 0 reserves for every rank, blocks past the end without changing the size (which
+         * the mpio driver sets itself), and says whether there was room. */
+        int err = 0;
+        if (dist_rank() == 0) {
+            off_t len = (off_t)(bytes + RESERVE_MARGIN);
+            struct rlimit lim;
+            err = fstat(o->fd, &st) != 0 ? errno : 0;
+            /* posix_fallocate refuses to grow a file past the process's size limit; blocks
+             * past the end are not checked against it, so the limit is checked here (the
+             * ranks share rank 0's, as mpirun passes it on). */
+            if (!err && getrlimit(RLIMIT_FSIZE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY &&
+                (unsigned long long)st.st_size + (unsigned long long)len > lim.rlim_cur)
+                err = EFBIG;
+            if (!err && fallocate(o->fd, FALLOC_FL_KEEP_SIZE, st.st_size, len) != 0)
+                err = errno == EINVAL || errno == EOPNOTSUPP ? 0 : errno;
+            if (err)
+                mz_error("writing %s: no room for %s: %s", o->path, what, strerror(err));
+        }
+        dist_bcast(&err, sizeof err);
+        return err ? -1 : 0;
+    }
     int err = fstat(o->fd, &st) != 0 ? errno
                                      : xdmf_reserve_space(o->fd, st.st_size,
                                                   (off_t)(bytes + RESERVE_MARGIN));
@@ -223,6 +268,15 @@ int h5_out_close(mz_h5_out *o, bool complete, const char *status)
     if (!o)
         return 0;
     int rc = 0;
+    char rec[256];
+    if (o->par) { /* every rank writes the record: rank 0's */
+        int c = complete;
+        snprintf(rec, sizeof rec, "%s", status ? status : "");
+        dist_bcast(&c, sizeof c);
+        dist_bcast(rec, sizeof rec);
+        complete = c != 0;
+        status = rec;
+    }
     h5_out_abort_frame(o); /* a frame begun and never committed is not kept */
     /* Without room the record is left as it is (complete 0), rather than risk the file. */
     if (h5_file_reserve(o, 0, "the run's end record") ||

@@ -40,8 +40,16 @@ struct mz_h5_out {
     int owned;         /* this run created or truncated the file: a failed create removes it */
     long frames;       /* complete frames in the file */
     bool in_frame;     /* a frame begun (series one row longer), not yet committed */
-    mz_xdmf *xdmf;     /* the sidecar */
+    mz_xdmf *xdmf;     /* the sidecar (rank 0 only under mpirun) */
     struct h5_obs *obs; /* /observables/probes and /gauges, or NULL */
+    /* Under mpirun, once h5_out_collective opened the file with the mpio driver on every rank:
+     * every HDF5 call on the file is made by every rank alike, the frames' rows are written by
+     * the ranks of their id blocks in one collective H5Dwrite (dxpl), and every failure is
+     * agreed before a frame is committed or rolled back. Rank 0 alone keeps fd (the lock, the
+     * disk reservations) and the sidecar. */
+    bool par;
+    hid_t dxpl;         /* collective transfer (H5FD_MPIO_COLLECTIVE) when par, else H5P_DEFAULT */
+    bool alloc_early;   /* series made with HDF5's early allocation (collective writes need it) */
 };
 
 /* The sidecar's per-frame views (h5_views.c): /xdmf/<field>/<frame> for each field, and
@@ -93,6 +101,12 @@ mz_h5_out *h5_file_new(const char *path, size_t n, unsigned fields, const mz_h5_
 int h5_file_discard(mz_h5_out *o, int failed_create);
 /* Give back reserved space HDF5 did not use. */
 void h5_file_trim(const mz_h5_out *o);
+/* Under mpirun with the file collective (o->par): true on rank 0, which alone touches fd and
+ * the sidecar and writes the rows of one-per-frame values; always true otherwise. */
+bool h5_rank0(const mz_h5_out *o);
+/* o->par: the failure flag every rank agrees on (any rank's), else rc itself. */
+int h5_agree(const mz_h5_out *o, int rc);
+
 /* Reserve disk space for the next flush (bytes of data and a margin) before HDF5 writes any of
  * it. 0, or -1 after reporting that there is no room for `what`. */
 int h5_file_reserve(const mz_h5_out *o, unsigned long long bytes, const char *what);

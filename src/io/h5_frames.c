@@ -24,7 +24,9 @@ static int grow_row(const mz_h5_out *o, hid_t d, const char *name)
 }
 
 /* Write rows [first, first + count) of the new frame (row o->frames) of series d from v; a
- * series of one value per frame takes first 0, count 1. */
+ * series of one value per frame takes first 0, count 1. When the file is collective every rank
+ * calls this for every series, in one collective H5Dwrite; a rank with no rows (count 0)
+ * selects none. */
 static int write_rows(const mz_h5_out *o, hid_t d, const char *name, hid_t mtype, size_t first,
                       size_t count, const void *v)
 {
@@ -41,10 +43,16 @@ static int write_rows(const mz_h5_out *o, hid_t d, const char *name, hid_t mtype
         start[1] = first;
         cnt[1] = count;
     }
-    if (H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, cnt, NULL) < 0 ||
-        (ms = H5Screate_simple(rank, cnt, NULL)) < 0 ||
-        H5Dwrite(d, mtype, ms, fs, H5P_DEFAULT, v) < 0)
+    static const float nothing[1];
+    if (count == 0) {
+        if ((ms = H5Scopy(fs)) < 0 || H5Sselect_none(ms) < 0 || H5Sselect_none(fs) < 0 ||
+            H5Dwrite(d, mtype, ms, fs, o->dxpl, nothing) < 0)
+            goto fail;
+    } else if (H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, cnt, NULL) < 0 ||
+               (ms = H5Screate_simple(rank, cnt, NULL)) < 0 ||
+               H5Dwrite(d, mtype, ms, fs, o->dxpl, v) < 0) {
         goto fail;
+    }
     h5_close_id(ms);
     h5_close_id(fs);
     return 0;
@@ -54,6 +62,19 @@ fail:
     h5_close_id(fs);
     return -1;
 }
+
+/* A step of a frame failed (r != 0): in one process the frame stops there (true: roll back);
+ * when the file is collective every rank goes on making the same calls, the failure noted in
+ * *rc, and the ranks agree on it before the frame is committed (h5_agree). */
+static bool failed(const mz_h5_out *o, int *rc, int r)
+{
+    if (r)
+        *rc = -1;
+    return r && !o->par;
+}
+
+/* Rows of a one-per-frame series this rank writes: rank 0's (all of them in one process). */
+static size_t mine(const mz_h5_out *o, size_t count) { return h5_rank0(o) ? count : 0; }
 
 /* After a failed frame: shrink every series back to the complete frames, so that readers never
  * see a half-written one. Best effort: the disk may still be full. */
@@ -101,17 +122,19 @@ int h5_out_begin_frame(mz_h5_out *o)
             bytes += 4ull * (unsigned)mz_field_infos[f].components * o->n;
     char what[64], name[96];
     snprintf(what, sizeof what, "frame %ld", o->frames);
-    if (h5_file_reserve(o, bytes, what))
+    if (h5_file_reserve(o, bytes, what)) /* agreed when collective */
         return -1;
     o->in_frame = true;
+    int rc = 0;
     for (int f = 0; f < MZ_FIELD_COUNT; f++)
-        if ((o->fields & MZ_FIELD_BIT(f)) && grow_row(o, o->value[f], field_value_name(f, name)))
+        if ((o->fields & MZ_FIELD_BIT(f)) &&
+            failed(o, &rc, grow_row(o, o->value[f], field_value_name(f, name))))
             goto fail;
-    if ((o->n_rigids > 0 && (grow_row(o, o->rigid_com, RIGID "/center_of_mass/value") ||
-                             grow_row(o, o->rigid_quat, RIGID "/orientation/value"))) ||
-        (o->boundary_at && grow_row(o, o->boundary, BOUNDARY_VALUE)) ||
-        grow_row(o, o->step, "/particles/all/position/step") ||
-        grow_row(o, o->time, "/particles/all/position/time"))
+    if ((o->n_rigids > 0 && (failed(o, &rc, grow_row(o, o->rigid_com, RIGID "/center_of_mass/value")) ||
+                             failed(o, &rc, grow_row(o, o->rigid_quat, RIGID "/orientation/value")))) ||
+        (o->boundary_at && failed(o, &rc, grow_row(o, o->boundary, BOUNDARY_VALUE))) ||
+        failed(o, &rc, grow_row(o, o->step, "/particles/all/position/step")) ||
+        failed(o, &rc, grow_row(o, o->time, "/particles/all/position/time")) || h5_agree(o, rc))
         goto fail;
     return 0;
 fail:
@@ -123,25 +146,34 @@ int h5_out_write_rows(mz_h5_out *o, size_t first, size_t count,
                       const float *const data[MZ_FIELD_COUNT])
 {
     char name[96];
+    int rc = 0;
     if (!o->in_frame || first > o->n || count > o->n - first) {
         mz_error("writing %s: rows %zu to %zu of frame %ld (the file has %zu particles)", o->path,
                  first, first + count, o->frames, o->n);
-        if (o->in_frame)
-            roll_back(o);
-        return -1;
+        if (!o->in_frame || failed(o, &rc, -1)) {
+            if (o->in_frame)
+                roll_back(o);
+            return -1;
+        }
+        count = 0; /* collective: this rank joins the writes with no rows */
     }
     for (int f = 0; f < MZ_FIELD_COUNT; f++) {
         if (!(o->fields & MZ_FIELD_BIT(f)))
             continue;
+        size_t c = data[f] ? count : 0;
         if (!data[f]) {
             mz_error("writing %s: frame %ld has no %s data", o->path, o->frames,
                      mz_field_infos[f].name);
-            goto fail;
+            if (failed(o, &rc, -1))
+                goto fail;
         }
-        if (count > 0 && write_rows(o, o->value[f], field_value_name(f, name), H5T_NATIVE_FLOAT,
-                                    first, count, data[f]))
+        if ((c > 0 || o->par) &&
+            failed(o, &rc, write_rows(o, o->value[f], field_value_name(f, name),
+                                      H5T_NATIVE_FLOAT, first, c, data[f])))
             goto fail;
     }
+    if (h5_agree(o, rc))
+        goto fail;
     return 0;
 fail:
     roll_back(o);
@@ -152,44 +184,54 @@ int h5_out_commit_frame(mz_h5_out *o, long step, double time, const float *rigid
 {
     if (!o->in_frame)
         return -1;
-    if (o->n_rigids > 0 && !rigid_pose) {
+    int rc = 0;
+    if (o->n_rigids > 0 && !rigid_pose && h5_rank0(o)) {
         mz_error("writing %s: frame %ld has no rigid body poses", o->path, o->frames);
-        goto fail;
+        if (failed(o, &rc, -1))
+            goto fail;
     }
     int64_t step64 = step;
     if (o->n_rigids > 0) {
         float *com = o->rigid_buf, *quat = o->rigid_buf + 3 * o->n_rigids;
-        for (size_t b = 0; b < o->n_rigids; b++) {
+        for (size_t b = 0; rigid_pose && b < o->n_rigids; b++) {
             memcpy(com + 3 * b, rigid_pose + 8 * b, 3 * sizeof *com);
             memcpy(quat + 4 * b, rigid_pose + 8 * b + 4, 4 * sizeof *quat);
         }
-        if (write_rows(o, o->rigid_com, RIGID "/center_of_mass/value", H5T_NATIVE_FLOAT, 0,
-                       o->n_rigids, com) ||
-            write_rows(o, o->rigid_quat, RIGID "/orientation/value", H5T_NATIVE_FLOAT, 0,
-                       o->n_rigids, quat))
+        size_t nr = rigid_pose ? mine(o, o->n_rigids) : 0;
+        if (failed(o, &rc, write_rows(o, o->rigid_com, RIGID "/center_of_mass/value",
+                                      H5T_NATIVE_FLOAT, 0, nr, com)) ||
+            failed(o, &rc, write_rows(o, o->rigid_quat, RIGID "/orientation/value",
+                                      H5T_NATIVE_FLOAT, 0, nr, quat)))
             goto fail;
     }
     if (o->boundary_at) { /* a function of the time alone: a resumed run writes the same */
-        o->boundary_at(o->boundary_ctx, time, o->boundary_buf);
-        if (write_rows(o, o->boundary, BOUNDARY_VALUE, H5T_NATIVE_FLOAT, 0, o->n_boundary,
-                       o->boundary_buf))
+        if (h5_rank0(o))
+            o->boundary_at(o->boundary_ctx, time, o->boundary_buf);
+        if (failed(o, &rc, write_rows(o, o->boundary, BOUNDARY_VALUE, H5T_NATIVE_FLOAT, 0,
+                                      mine(o, o->n_boundary), o->boundary_buf)))
             goto fail;
     }
-    if (write_rows(o, o->step, "/particles/all/position/step", H5T_NATIVE_INT64, 0, 1, &step64) ||
-        write_rows(o, o->time, "/particles/all/position/time", H5T_NATIVE_DOUBLE, 0, 1, &time) ||
-        h5_views_add(o, o->frames) ||
-        h5_put_int_attr(o, "/parameters/run", "frames_written", o->frames + 1))
+    if (failed(o, &rc, write_rows(o, o->step, "/particles/all/position/step", H5T_NATIVE_INT64,
+                                  0, mine(o, 1), &step64)) ||
+        failed(o, &rc, write_rows(o, o->time, "/particles/all/position/time", H5T_NATIVE_DOUBLE,
+                                  0, mine(o, 1), &time)) ||
+        failed(o, &rc, h5_views_add(o, o->frames)) ||
+        failed(o, &rc, h5_put_int_attr(o, "/parameters/run", "frames_written", o->frames + 1)))
         goto fail;
     /* The flush makes the frame durable: a killed run keeps every frame before it. */
     if (H5Fflush(o->file, H5F_SCOPE_GLOBAL) < 0) {
         h5_fail(o->path, "flushing frame %ld", o->frames);
-        goto fail;
+        if (failed(o, &rc, -1))
+            goto fail;
     }
+    /* Collective: every rank's writes and flush went through, or every rank rolls back. */
+    if (h5_agree(o, rc))
+        goto fail;
     h5_file_trim(o);
     o->in_frame = false;
     o->frames++;
     /* The sidecar only ever names frames already on disk. */
-    return xdmf_append_frame(o->xdmf, o->frames - 1, step, time);
+    return h5_rank0(o) ? xdmf_append_frame(o->xdmf, o->frames - 1, step, time) : 0;
 fail:
     roll_back(o);
     return -1;

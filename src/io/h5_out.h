@@ -1,5 +1,6 @@
 /* io/: files mizu writes and reads back: the H5MD output (this header; h5_create.c,
- * h5_frames.c, h5_resume.c over the shared handle of h5_file.c), its XDMF sidecar (xdmf.c),
+ * h5_frames.c, h5_resume.c over the shared handle of h5_file.c; under mpirun written by every
+ * rank through parallel HDF5, h5_collective.c), its XDMF sidecar (xdmf.c),
  * checkpoints (checkpoint.c; a distributed run's in checkpoint_ranks.c) and reading helpers
  * (h5_read.c). May include: solvers/ (the state a checkpoint saves), dist/, build/, device/,
  * scene/, util/.
@@ -68,6 +69,9 @@ typedef struct mz_h5_meta {
     int ranks;                  /* processes of the run (0 is taken as 1) */
     const char *devices_by_rank; /* "0: name; 1: name; ..." (NULL: "0: " device) */
     const char *run_id; /* /parameters/run@run_id: checkpoints name it (io/checkpoint.h) */
+    /* The frames will be written collectively (h5_out_collective): the series are made so that
+     * parallel HDF5 can (their chunks allocated as they grow). Their data is the same. */
+    bool collective;
     double domain_min[3], domain_max[3];
 } mz_h5_meta;
 
@@ -123,12 +127,28 @@ int h5_out_write_frame(mz_h5_out *o, long step, double time,
  * begin grows every series by the frame's row; write_rows writes rows [first, first + count)
  * of each field (data[f]: components × count floats); commit writes the step, time and poses,
  * flushes and updates the sidecar. A failure rolls the frame back (as does abort_frame), and
- * rows never written read as zeros until commit. Each 0, or -1 after reporting. */
+ * rows never written read as zeros until commit. Each 0, or -1 after reporting. When the file
+ * is collective (h5_out_collective) every rank calls each of them, write_rows with its own id
+ * block's rows (collective writes), and each one's result is agreed among the ranks. */
 int h5_out_begin_frame(mz_h5_out *o);
 int h5_out_write_rows(mz_h5_out *o, size_t first, size_t count,
                       const float *const data[MZ_FIELD_COUNT]);
 int h5_out_commit_frame(mz_h5_out *o, long step, double time, const float *rigid_pose);
 void h5_out_abort_frame(mz_h5_out *o);
+
+/* Under mpirun (more than one rank; collective, every rank calls it): go on with the output
+ * through parallel HDF5. Rank 0 holds *out, made by h5_out_create (with meta->collective) or
+ * h5_out_reopen; the other ranks NULL. Unless the file's series cannot be written collectively
+ * (a file made by one process, or before this, when resumed) or MIZU_COLLECTIVE_OUTPUT=0 is in
+ * rank 0's environment, rank 0 closes its HDF5 handle (keeping the lock and the sidecar) and
+ * every rank opens the file with the mpio driver: *out is then set on every rank (the layout
+ * from rank 0's), and from here on every rank makes every call on it (begin, write_rows with its
+ * own id block's rows, commit, abort, close: each agreed among the ranks). Otherwise *out stays
+ * rank 0's alone, as before. 0; or -1 on every rank after reporting, *out closed (and a file
+ * this run created removed). A build without parallel HDF5: nothing, 0. */
+int h5_out_collective(mz_h5_out **out, const char *path);
+/* Whether o is written collectively (every rank holds it). */
+bool h5_out_is_collective(const mz_h5_out *o);
 
 /* The scene's probes, gauges and forces on solids (/observables/probes, /observables/gauges,
  * /observables/colliders, /observables/walls: h5_observables.c), after h5_out_create; on a resumed output (after h5_out_reopen) opened

@@ -333,6 +333,110 @@ static void test_sigterm_checkpoint(void **state)
     assert_same_frames(full, out, 31);
 }
 
+/* The chunks' allocation time and the number of filters of a dataset. */
+static void dataset_layout(const char *path, const char *name, H5D_alloc_time_t *alloc,
+                           int *filters)
+{
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    hid_t d = f < 0 ? -1 : H5Dopen2(f, name, H5P_DEFAULT);
+    hid_t p = d < 0 ? -1 : H5Dget_create_plist(d);
+    assert_true(p >= 0);
+    assert_true(H5Pget_alloc_time(p, alloc) >= 0);
+    *filters = H5Pget_nfilters(p);
+    H5Pclose(p);
+    H5Dclose(d);
+    H5Fclose(f);
+}
+
+/* Under mpirun every rank writes its id block's rows through parallel HDF5 (the summary says
+ * so, and the series are allocated as collective writes need), gzip-compressed series too; the
+ * frames are those of rank 0 writing every block (MIZU_COLLECTIVE_OUTPUT=0, the path before) and
+ * of one process, bit for bit. */
+static void test_collective_output(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_MPI();
+    char args[2048], *err = NULL;
+    const char *one = test_path("gz1.h5"), *coll = test_path("gzcoll.h5");
+    const char *zero = test_path("gzzero.h5");
+    const char *scene = "scenes/dam_break_2d.json --frames 3 --set output.compression=gzip "
+                        "--set output.fields=[\\\"position\\\",\\\"velocity\\\",\\\"density\\\"]";
+    snprintf(args, sizeof args, "run %s -q -o %s", scene, one);
+    int rc = run_mizu(args, &err);
+    if (rc != 0)
+        fail_msg("one process: exit %d: %s", rc, err ? err : "");
+    free(err);
+    snprintf(args, sizeof args, "run %s -o %s", scene, coll);
+    rc = run_mpi(2, args, &err);
+    if (rc != 0 || !err || !strstr(err, "every rank writing its id block (collective, parallel HDF5)"))
+        fail_msg("2 ranks, collective: exit %d: %s", rc, err ? err : "");
+    free(err);
+    setenv("MIZU_COLLECTIVE_OUTPUT", "0", 1);
+    snprintf(args, sizeof args, "run %s -o %s", scene, zero);
+    rc = run_mpi(2, args, &err);
+    unsetenv("MIZU_COLLECTIVE_OUTPUT");
+    if (rc != 0 || !err || !strstr(err, "rank 0 writing every id block"))
+        fail_msg("2 ranks, rank 0 writing: exit %d: %s", rc, err ? err : "");
+    free(err);
+    assert_same_frames(one, coll, 4);
+    assert_same_frames(zero, coll, 4);
+    H5D_alloc_time_t alloc;
+    int filters;
+    dataset_layout(coll, "/particles/all/velocity/value", &alloc, &filters);
+    assert_int_equal(alloc, H5D_ALLOC_TIME_EARLY);
+    assert_int_equal(filters, 2); /* shuffle, deflate */
+    /* one process's file keeps HDF5's default allocation (its bytes are unchanged) */
+    dataset_layout(one, "/particles/all/velocity/value", &alloc, &filters);
+    assert_int_not_equal(alloc, H5D_ALLOC_TIME_EARLY);
+}
+
+/* A full disk under mpirun (a 3 MiB tmpfs; as root only, skipped where it cannot be mounted:
+ * a file size limit would also stop mpirun's and Open MPI's shared-memory files): the frame
+ * that does not fit is refused on rank 0 and every rank agrees, the run stops with exit 1 (no
+ * hang: the launcher is given 300 s), and the file opens with the frames written before,
+ * marked incomplete. */
+static void test_collective_disk_full(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_MPI();
+    char dir[512], cmd[3072], args[1024], *err = NULL;
+    snprintf(dir, sizeof dir, "%s", test_path("small"));
+    snprintf(cmd, sizeof cmd, "mkdir -p %s && mount -t tmpfs -o size=3m tmpfs %s 2>/dev/null",
+             dir, dir);
+    if (getuid() != 0 || system(cmd) != 0) {
+        print_message("no tmpfs could be mounted (not root): skipped\n");
+        skip();
+    }
+    char out[600];
+    snprintf(out, sizeof out, "%s/full.h5", dir);
+    snprintf(args, sizeof args, "run scenes/dam_break_2d.json --frames 40 -q -o %s", out);
+    char *keep = mpi_launcher(2, args, cmd, sizeof cmd);
+    char line[3200];
+    snprintf(line, sizeof line, "timeout 300 %s", getenv("MIZU_BIN"));
+    setenv("MIZU_BIN", line, 1);
+    int rc = run_mizu(cmd, &err);
+    mpi_done(keep);
+    hid_t f = H5Fopen(out, H5F_ACC_RDONLY, H5P_DEFAULT);
+    long written = f >= 0 ? run_attr(f, "frames_written") : -1;
+    long complete = f >= 0 ? run_attr(f, "complete") : -1;
+    size_t bytes = 0;
+    unsigned char *pos = f >= 0 ? read_all(f, "/particles/all/position/value", &bytes) : NULL;
+    free(pos);
+    if (f >= 0)
+        H5Fclose(f);
+    snprintf(cmd, sizeof cmd, "umount %s", dir);
+    if (system(cmd) != 0)
+        print_message("could not unmount %s\n", dir);
+    if (rc != 1 || !err || !strstr(err, "No space left on device") ||
+        !strstr(err, "marked incomplete"))
+        fail_msg("full disk under mpirun: exit %d: %s", rc, err ? err : "");
+    free(err);
+    assert_true(written >= 1 && written < 41);
+    assert_int_equal(complete, 0);
+    assert_true(bytes == (size_t)written * 2500 * 3 * sizeof(float));
+    print_message("full disk, 2 ranks: exit 1 after %ld frames, all readable\n", written);
+}
+
 static void test_refusals(void **state)
 {
     (void)state;
@@ -380,6 +484,8 @@ int main(void)
         cmocka_unit_test(test_buffers_grow),
         cmocka_unit_test(test_checkpoint_resume),
         cmocka_unit_test(test_sigterm_checkpoint),
+        cmocka_unit_test(test_collective_output),
+        cmocka_unit_test(test_collective_disk_full),
         cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
