@@ -1,7 +1,9 @@
 /* Appending a frame to an open output: every series grows by one row together, the file is
  * flushed (a killed run keeps every frame before), and a failed frame is rolled back. */
+#include "dist/dist.h"
 #include "io/h5_file.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* Grow series d by one row (no data written yet). */
@@ -23,9 +25,22 @@ static int grow_row(const mz_h5_out *o, hid_t d, const char *name)
     return 0;
 }
 
+/* A collective write carries at most this many bytes from each rank: HDF5 1.10's MPI-IO
+ * path describes a write by MPI datatypes with int byte counts, and one field of a frame of
+ * 2 × 10^8 particles from two ranks (1.2 GB each) aborted every rank in
+ * MPI_Type_create_hindexed. 64 MiB a rank keeps 16 ranks' aggregate under 1 GiB.
+ * MIZU_COLLECTIVE_PIECE_BYTES sets another (the tests cut small frames in many pieces). */
+static size_t collective_piece_bytes(void)
+{
+    const char *e = getenv("MIZU_COLLECTIVE_PIECE_BYTES");
+    long long v = e ? atoll(e) : 0;
+    return v > 0 ? (size_t)v : (size_t)64 << 20;
+}
+
 /* Write rows [first, first + count) of the new frame (row o->frames) of series d from v; a
  * series of one value per frame takes first 0, count 1. When the file is collective every rank
- * calls this for every series, in one collective H5Dwrite; a rank with no rows (count 0)
+ * calls this for every series, and the rows go in pieces of collective_piece_bytes(), as many
+ * collective H5Dwrites on every rank (the most any rank needs); a rank with no rows left
  * selects none. */
 static int write_rows(const mz_h5_out *o, hid_t d, const char *name, hid_t mtype, size_t first,
                       size_t count, const void *v)
@@ -35,25 +50,43 @@ static int write_rows(const mz_h5_out *o, hid_t d, const char *name, hid_t mtype
     int rank = fs < 0 ? -1 : H5Sget_simple_extent_dims(fs, dims, NULL);
     if (rank < 1 || rank > 3)
         goto fail;
-    for (int k = 0; k < rank; k++)
-        cnt[k] = dims[k];
-    start[0] = (hsize_t)o->frames;
-    cnt[0] = 1;
-    if (rank > 1) {
-        start[1] = first;
-        cnt[1] = count;
-    }
+    size_t row_bytes = H5Tget_size(mtype) * (rank > 2 ? (size_t)dims[2] : 1);
+    size_t piece = o->par && rank > 1 ? collective_piece_bytes() / row_bytes : count;
+    piece = piece ? piece : 1;
+    int pieces = count ? (int)((count + piece - 1) / piece) : 0;
+    if (o->par)
+        pieces = dist_max_int(pieces);
+    pieces = pieces ? pieces : 1; /* a write of nothing, with the others */
     static const float nothing[1];
-    if (count == 0) {
-        if ((ms = H5Scopy(fs)) < 0 || H5Sselect_none(ms) < 0 || H5Sselect_none(fs) < 0 ||
-            H5Dwrite(d, mtype, ms, fs, o->dxpl, nothing) < 0)
-            goto fail;
-    } else if (H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, cnt, NULL) < 0 ||
-               (ms = H5Screate_simple(rank, cnt, NULL)) < 0 ||
-               H5Dwrite(d, mtype, ms, fs, o->dxpl, v) < 0) {
-        goto fail;
+    bool bad = false; /* collective: after a failed piece this rank joins the rest with none */
+    for (int k = 0; k < pieces; k++) {
+        size_t done = (size_t)k * piece, rows = done < count && !bad ? count - done : 0;
+        rows = rows < piece ? rows : piece;
+        for (int a = 0; a < rank; a++)
+            cnt[a] = dims[a];
+        start[0] = (hsize_t)o->frames;
+        cnt[0] = 1;
+        if (rank > 1) {
+            start[1] = first + done;
+            cnt[1] = rows;
+        }
+        if (rows == 0) {
+            if ((ms = H5Scopy(fs)) < 0 || H5Sselect_none(ms) < 0 || H5Sselect_none(fs) < 0 ||
+                H5Dwrite(d, mtype, ms, fs, o->dxpl, nothing) < 0)
+                bad = true;
+        } else if (H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, cnt, NULL) < 0 ||
+                   (ms = H5Screate_simple(rank, cnt, NULL)) < 0 ||
+                   H5Dwrite(d, mtype, ms, fs, o->dxpl,
+                            (const char *)v + done * row_bytes) < 0) {
+            bad = true;
+        }
+        h5_close_id(ms);
+        ms = -1;
+        if (bad && !o->par)
+            break;
     }
-    h5_close_id(ms);
+    if (bad)
+        goto fail;
     h5_close_id(fs);
     return 0;
 fail:
