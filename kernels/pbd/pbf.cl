@@ -196,6 +196,7 @@ inline void mz_boundary_push(const mz_pbf *P, mz_grid_desc bg, global const uint
 {
     float4 gb = (float4)(0.0f), gwall = (float4)(0.0f), gk = (float4)(0.0f);
     int owner = -1;
+    loads = loads && scale != 0.0f; /* no push: no touch slot taken */
     MZ_NEIGHBOURS_BEGIN(bg, bstart, bend, bpos, xi, B, r2)
         if (!(r2 < P->h2))
             continue;
