@@ -35,8 +35,9 @@
  * The domain's walls and the colliders count in the density as fluid at rest beyond their
  * surfaces (mz_walls, mz_collider_share) and push the fluid with its own λ; with the forces on
  * solids measured, that push is part of each one's force (src/solvers/pbd/loads.c). With
- * domain.boundary.type "particles" (bparts != 0) the walls and colliders are boundary particles
- * instead (src/solvers/boundary.c, SPH's), on a grid of their own: each counts as a fluid
+ * domain.boundary.type "particles" (bparts 1, or 2 with colliders) the walls and colliders are
+ * boundary particles instead (src/solvers/boundary.c, SPH's), on a grid of their own: each
+ * counts as a fluid
  * particle at rest, volume V (ψ = 1: the lattice continued), in ρ_i and ∇_i C_i, and pushes with
  * λ_i alone (Akinci et al. 2012's form; they never move); the tables are not read. */
 #include "common/common.clh"
@@ -162,6 +163,22 @@ inline float4 mz_grad(const mz_pbf *P, float4 d, float r)
 
 #define MZ_OWNER_COLLIDER 6 /* src/scene/scene.h: a collider's boundary particles' owner − c */
 
+/* Whether particle x may have boundary neighbours: bparts 2 (colliders among them: anywhere),
+ * or 1 (the domain's walls alone) and within h of a wall (the nearest wall row is half a
+ * spacing behind it, so the margin covers the rounding). Skipping the walk elsewhere adds
+ * nothing the walk would have. */
+inline bool mz_boundary_near(const mz_pbf *P, int bparts, float4 x, float4 lo, float4 hi)
+{
+    if (bparts != 1)
+        return bparts != 0;
+    float4 d = fmin(x - lo, hi - x);
+#if MZ_DIM == 3
+    return d.x < P->h || d.y < P->h || d.z < P->h;
+#else
+    return d.x < P->h || d.y < P->h;
+#endif
+}
+
 /* The boundary particles' share of ρ_i/ρ0 (*rel) and of ∇_i C_i (*grad): V Σ_b W_ib and
  * V Σ_b ∇_i W_ib over the wall and collider particles within h, in their grid's order. */
 inline void mz_boundary_share(const mz_pbf *P, mz_grid_desc bg, global const uint *bstart,
@@ -283,10 +300,12 @@ kernel void pbf_lambda(uint n, mz_pbf P, mz_grid_desc g, global const uint *cell
     MZ_NEIGHBOURS_END
     float rel = P.volume * P.poly6 * sum; /* ρ_i / ρ0 */
     gi = P.volume * gi;
-    if (bparts)
-        mz_boundary_share(&P, bg, bstart, bend, bpos, xi, &rel, &gi);
-    else
+    if (bparts) {
+        if (mz_boundary_near(&P, bparts, xi, lo, hi))
+            mz_boundary_share(&P, bg, bstart, bend, bpos, xi, &rel, &gi);
+    } else {
         mz_walls(&P, xi, lo, hi, walls, &rel, &gi);
+    }
     for (uint k = 0; !bparts && k < nc; k++) {
         float share;
         float4 gk;
@@ -343,7 +362,7 @@ kernel void pbf_delta(uint n, mz_pbf P, mz_grid_desc g, global const uint *cell_
     float unused = 0.0f;
     uint i = slot[J];
     if (bparts) {
-        if (ai.z != 0.0f)
+        if (ai.z != 0.0f && mz_boundary_near(&P, bparts, xi, lo, hi))
             mz_boundary_push(&P, bg, bstart, bend, bpos, xi, ai.x * li, loads, i, wall_corr,
                              touch, &gw);
         xp[i] = xp[i] + ai.x * (P.volume * d + li * gw);

@@ -209,7 +209,9 @@ int pbf_boundary_init(mz_sim *sim, pbd_state *st)
 {
     pbd_fluid *fl = &st->fluid;
     const mz_scene *s = sim->scene;
-    fl->bparts = scene_boundary_particles(s);
+    /* 1: the walls alone (a particle further than h from them has no boundary neighbour and
+     * skips the walk), 2: colliders too */
+    fl->bparts = !scene_boundary_particles(s) ? 0 : s->n_colliders ? 2 : 1;
     float mass = (float)build_particle_mass(s, &s->fluids[0]);
     return boundary_init(&fl->bound, sim, mass, fl->P.h,
                          st->grid.desc.hashed ? MZ_GRID_HASHED : MZ_GRID_DENSE);
