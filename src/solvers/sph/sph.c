@@ -273,7 +273,7 @@ static int sph_init(mz_sim *sim)
             return -1;
     }
     if (boundary_init(&st->bound, sim, st->P.mass, st->P.h,
-                          st->grid.desc.hashed ? MZ_GRID_HASHED : MZ_GRID_DENSE) != 0 ||
+                      st->grid.desc.hashed ? MZ_GRID_HASHED : MZ_GRID_DENSE) != 0 ||
         sph_loads_init(&st->loads, sim, &st->bound, st->program, "sph_wall_loads") != 0)
         return -1;
     /* WCSPH in one process: the density pass's lists for the forces pass. */
