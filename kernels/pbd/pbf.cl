@@ -34,7 +34,12 @@
  *
  * The domain's walls and the colliders count in the density as fluid at rest beyond their
  * surfaces (mz_walls, mz_collider_share) and push the fluid with its own λ; with the forces on
- * solids measured, that push is part of each one's force (src/solvers/pbd/loads.c). */
+ * solids measured, that push is part of each one's force (src/solvers/pbd/loads.c). With
+ * domain.boundary.type "particles" (bparts 1, or 2 with colliders) the walls and colliders are
+ * boundary particles instead (src/solvers/boundary.c, SPH's), on a grid of their own: each
+ * counts as a fluid
+ * particle at rest, volume V (ψ = 1: the lattice continued), in ρ_i and ∇_i C_i, and pushes with
+ * λ_i alone (Akinci et al. 2012's form; they never move); the tables are not read. */
 #include "common/common.clh"
 #include "grid/grid.clh"
 #include "common/colliders.clh"
@@ -156,6 +161,91 @@ inline float4 mz_grad(const mz_pbf *P, float4 d, float r)
     return mz_planar(g);
 }
 
+#define MZ_OWNER_COLLIDER 6 /* src/scene/scene.h: a collider's boundary particles' owner − c */
+
+/* Whether particle x may have boundary neighbours: bparts 2 (colliders among them: anywhere),
+ * or 1 (the domain's walls alone) and within h of a wall (the nearest wall row is half a
+ * spacing behind it, so the margin covers the rounding). Skipping the walk elsewhere adds
+ * nothing the walk would have. */
+inline bool mz_boundary_near(const mz_pbf *P, int bparts, float4 x, float4 lo, float4 hi)
+{
+    if (bparts != 1)
+        return bparts != 0;
+    float4 d = fmin(x - lo, hi - x);
+#if MZ_DIM == 3
+    return d.x < P->h || d.y < P->h || d.z < P->h;
+#else
+    return d.x < P->h || d.y < P->h;
+#endif
+}
+
+/* The boundary particles' share of ρ_i/ρ0 (*rel) and of ∇_i C_i (*grad): V Σ_b W_ib and
+ * V Σ_b ∇_i W_ib over the wall and collider particles within h, in their grid's order. */
+inline void mz_boundary_share(const mz_pbf *P, mz_grid_desc bg, global const uint *bstart,
+                              global const uint *bend, global const float4 *bpos, float4 xi,
+                              float *rel, float4 *grad)
+{
+    float sum = 0.0f;
+    float4 gb = (float4)(0.0f);
+    MZ_NEIGHBOURS_BEGIN(bg, bstart, bend, bpos, xi, B, r2)
+        if (!(r2 < P->h2))
+            continue;
+        float q = P->h2 - r2;
+        sum += q * q * q;
+        float r = sqrt(r2);
+        if (r > P->r_min)
+            gb += mz_grad(P, xi - bpos[B], r);
+    MZ_NEIGHBOURS_END
+    *rel += P->volume * P->poly6 * sum;
+    *grad += P->volume * gb;
+}
+
+/* The boundary particles' push on fluid slot i, grad = V Σ_b ∇_i W_ib (the λ_i of the push is
+ * the caller's). With the forces on solids kept (loads), each solid's part of the push, push_k =
+ * scale × V Σ_{b of k} ∇_i W_ib, scale = r_i λ_i: the domain walls' into wall_corr (the walls
+ * are planes, each taking the push along its normal, as from the table or the clamp:
+ * pbd_load_sums), a collider's into its touch slot, flushed whenever the owner changes (the
+ * grid's order groups a solid's particles by cell, not by owner; mz_touch adds). */
+inline void mz_boundary_push(const mz_pbf *P, mz_grid_desc bg, global const uint *bstart,
+                             global const uint *bend, global const float4 *bpos, float4 xi,
+                             float scale, int loads, uint i, global float4 *wall_corr,
+                             global float4 *touch, float4 *grad)
+{
+    float4 gb = (float4)(0.0f), gwall = (float4)(0.0f), gk = (float4)(0.0f);
+    int owner = -1;
+    loads = loads && scale != 0.0f; /* no push: no touch slot taken */
+    MZ_NEIGHBOURS_BEGIN(bg, bstart, bend, bpos, xi, B, r2)
+        if (!(r2 < P->h2))
+            continue;
+        float r = sqrt(r2);
+        if (!(r > P->r_min))
+            continue;
+        float4 xb = bpos[B];
+        float4 g = mz_grad(P, xi - xb, r);
+        gb += g;
+        if (loads) {
+            int o = (int)xb.w;
+            if (o < MZ_OWNER_COLLIDER) {
+                gwall += g;
+            } else {
+                if (o != owner && owner >= 0)
+                    mz_touch(touch, i, (uint)(owner - MZ_OWNER_COLLIDER),
+                             (scale * P->volume) * gk);
+                if (o != owner)
+                    gk = (float4)(0.0f);
+                owner = o;
+                gk += g;
+            }
+        }
+    MZ_NEIGHBOURS_END
+    if (loads) {
+        if (owner >= 0)
+            mz_touch(touch, i, (uint)(owner - MZ_OWNER_COLLIDER), (scale * P->volume) * gk);
+        wall_corr[i] += mz_vec((scale * P->volume) * gwall);
+    }
+    *grad = P->volume * gb;
+}
+
 /* Warm start: each substep begins by applying the multipliers the last one ended with (into
  * dlambda in grid order, then pbf_delta). */
 kernel void pbf_warm(uint n, float warm, global const float4 *attr, global const uint *slot,
@@ -178,7 +268,9 @@ kernel void pbf_lambda(uint n, mz_pbf P, mz_grid_desc g, global const uint *cell
                        global const float2 *walls, uint nc,
                        global const mz_collider_dev *cs, mz_motion_now now,
                        global const float2 *solid, global float *lambda,
-                       global float *dlambda, global float *density)
+                       global float *dlambda, global float *density, int bparts,
+                       mz_grid_desc bg, global const uint *bstart, global const uint *bend,
+                       global const float4 *bpos)
 {
     uint J = get_global_id(0);
     if (J >= n)
@@ -208,8 +300,13 @@ kernel void pbf_lambda(uint n, mz_pbf P, mz_grid_desc g, global const uint *cell
     MZ_NEIGHBOURS_END
     float rel = P.volume * P.poly6 * sum; /* ρ_i / ρ0 */
     gi = P.volume * gi;
-    mz_walls(&P, xi, lo, hi, walls, &rel, &gi);
-    for (uint k = 0; k < nc; k++) {
+    if (bparts) {
+        if (mz_boundary_near(&P, bparts, xi, lo, hi))
+            mz_boundary_share(&P, bg, bstart, bend, bpos, xi, &rel, &gi);
+    } else {
+        mz_walls(&P, xi, lo, hi, walls, &rel, &gi);
+    }
+    for (uint k = 0; !bparts && k < nc; k++) {
         float share;
         float4 gk;
         if (mz_collider_share(&P, solid, cs, k, &now, xi, &share, &gk)) {
@@ -232,7 +329,9 @@ kernel void pbf_delta(uint n, mz_pbf P, mz_grid_desc g, global const uint *cell_
                       global const mz_collider_dev *cs, mz_motion_now now,
                       global const float2 *solid, global const float *lambda,
                       global float4 *xp, int loads, global float4 *wall_corr,
-                      global float4 *touch, float k_corr)
+                      global float4 *touch, float k_corr, int bparts, mz_grid_desc bg,
+                      global const uint *bstart, global const uint *bend,
+                      global const float4 *bpos)
 {
     uint J = get_global_id(0);
     if (J >= n)
@@ -261,9 +360,16 @@ kernel void pbf_delta(uint n, mz_pbf P, mz_grid_desc g, global const uint *cell_
     MZ_NEIGHBOURS_END
     float4 gw = (float4)(0.0f);
     float unused = 0.0f;
+    uint i = slot[J];
+    if (bparts) {
+        if (ai.z != 0.0f && mz_boundary_near(&P, bparts, xi, lo, hi))
+            mz_boundary_push(&P, bg, bstart, bend, bpos, xi, ai.x * li, loads, i, wall_corr,
+                             touch, &gw);
+        xp[i] = xp[i] + ai.x * (P.volume * d + li * gw);
+        return;
+    }
     if (ai.z != 0.0f) /* the walls push fluid with its own λ (they have none) */
         mz_walls(&P, xi, lo, hi, walls, &unused, &gw);
-    uint i = slot[J];
     float4 dx = ai.x * (P.volume * d + li * gw);
     if (loads) /* the walls' push, for the forces on them (src/solvers/pbd/loads.c) */
         wall_corr[i] += mz_vec(ai.x * li * gw);

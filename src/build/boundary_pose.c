@@ -1,6 +1,6 @@
 /* The SPH boundary particles where the moving colliders' laws put them at a time (build.h):
  * the output's boundary series. The device places them each step with the same formula
- * (kernels/sph/boundary.cl, boundary_pose) in float; here it is double until the store, so the
+ * (kernels/common/boundary.cl, boundary_pose) in float; here it is double until the store, so the
  * two agree to float rounding. A pure function of the time: a resumed run writes the same. */
 #include "build/build.h"
 

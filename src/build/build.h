@@ -66,7 +66,7 @@ size_t build_collider_particles(const mz_scene *s, double spacing, int layers, f
 
 /* Those nb wall and collider particles (rest: 4 floats each as built, owner in w) at time t
  * into out (3 floats each, the same order): a moving collider's slid or turned by its law at
- * t as kernels/sph/boundary.cl places them, the others where they are (boundary_pose.c). */
+ * t as kernels/common/boundary.cl places them, the others where they are (boundary_pose.c). */
 void build_boundary_at(const mz_scene *s, const float *rest, size_t nb, double t, float *out);
 
 /* Fill p from a validated scene. */

@@ -161,7 +161,7 @@ int cmd_check(const mz_run_opts *o)
     }
     size_t bytes = sim_device_bytes(&s, n);
     printf("  %zu particles in all", n);
-    if (scene_is_sph(&s) && s.domain.boundary.type == MZ_BOUNDARY_PARTICLES)
+    if (scene_boundary_particles(&s))
         printf(", and %zu boundary particles on the walls and colliders", scene_boundary_count(&s));
     printf("; device memory about %.1f MB (%zu bytes per particle)\n", (double)bytes / 1e6,
            n ? bytes / n : 0);

@@ -241,14 +241,14 @@ static void boundary_at(const void *ctx, double t, float *out)
     build_boundary_at(&r->scene, r->boundary_rest, r->n_boundary, t, out);
 }
 
-/* SPH with particle walls: the wall and collider particles the solver makes (the same builder
+/* SPH or PBF with particle walls: the wall and collider particles the solver makes (the same builder
  * calls) for the output's /particles/boundary, into st: at rest, 3 floats each (returned, for
  * the caller to free), or when colliders move, placed at each frame's time from r's rest
  * positions. Nothing for other scenes. */
 static float *output_boundary(run_ctx *r, mz_h5_static *st)
 {
     const mz_scene *s = &r->scene;
-    if (!scene_is_sph(s) || s->domain.boundary.type != MZ_BOUNDARY_PARTICLES)
+    if (!scene_boundary_particles(s))
         return NULL;
     float *pos = NULL;
     double spacing = s->fluids[0].spacing;

@@ -68,7 +68,7 @@ double run_output_bytes(const mz_scene *s, size_t n, size_t n_rigids, long first
     for (long f = first_frame; f <= s->sim.frames; f++)
         frames += f % s->output.every == 0;
     double per_frame = 28.0 * (double)n_rigids + 16; /* poses; step and time */
-    if (scene_is_sph(s) && s->domain.boundary.type == MZ_BOUNDARY_PARTICLES &&
+    if (scene_boundary_particles(s) &&
         scene_moving_count(s) > 0) /* the boundary particles, when they move */
         per_frame += 12.0 * (double)scene_boundary_count(s);
     for (int f = 0; f < MZ_FIELD_COUNT; f++)

@@ -15,6 +15,12 @@ bool scene_is_sph(const mz_scene *s)
     return k == MZ_SOLVER_WCSPH || k == MZ_SOLVER_COLLAPSED_SPH || k == MZ_SOLVER_DFSPH;
 }
 
+bool scene_boundary_particles(const mz_scene *s)
+{
+    return s->domain.boundary.type == MZ_BOUNDARY_PARTICLES &&
+           (scene_is_sph(s) || scene_solver(s) == MZ_SOLVER_PBF);
+}
+
 bool scene_fluid_jittered(const mz_scene *s, const mz_fluid *f)
 {
     if (f->seeding == MZ_SEEDING_AUTO)

@@ -105,15 +105,17 @@ static const mz_key boundary_keys[] = {
     {.name = "type", .type = K_ENUM, .offset = OFF(mz_boundary, type), .def = "\"penalty\"",
      .names = boundary_names,
      .doc = "penalty: spring-damper walls acting on a particle's radius; clamp: positions "
-            "projected inside, velocity into the wall removed; particles (SPH): the fluid "
-            "lattice continued beyond the walls as static particles, as many layers as the "
-            "support radius reaches, pushing with the wall pressure extrapolated from the "
-            "fluid's (Adami et al. 2012)"},
+            "projected inside, velocity into the wall removed; particles (SPH and pbf): the "
+            "fluid lattice continued beyond the walls as static particles, as many layers as "
+            "the support radius reaches; SPH pushes with the wall pressure extrapolated from "
+            "the fluid's (Adami et al. 2012), pbf counts them in its density constraint "
+            "(Akinci et al. 2012), colliders sampled the same way"},
     {.name = "friction", .type = K_ENUM, .offset = OFF(mz_boundary, friction),
      .def = "\"no_slip\"", .names = mz_wall_friction_names,
-     .doc = "particles walls: how they act along themselves. no_slip: viscosity and artificial "
-            "viscosity against walls at rest (the artificial one's drag shrinks with the "
-            "spacing); wall_function: the shear stress of a smooth wall by the log law from "
+     .doc = "SPH's particles walls: how they act along themselves (pbf: only no_slip, the "
+            "default, which it ignores; its walls are free slip or fluids[].walls). no_slip: "
+            "viscosity and artificial viscosity against walls at rest (the artificial one's "
+            "drag shrinks with the spacing); wall_function: the shear stress of a smooth wall by the log law from "
             "the fluid's viscosity, the same at every resolution (needs viscosity > 0); "
             "free_slip: none"},
     {.name = "stiffness", .type = K_NUMBER, .offset = OFF(mz_boundary, stiffness),

@@ -39,7 +39,8 @@ typedef enum mz_pressure_solver { MZ_PRESSURE_RBGS, MZ_PRESSURE_JACOBI } mz_pres
 typedef enum mz_boundary_kind {
     MZ_BOUNDARY_PENALTY, /* spring-damper walls (stiffness, damping, acceleration limit) */
     MZ_BOUNDARY_CLAMP,   /* positions projected back inside, normal velocity removed */
-    MZ_BOUNDARY_PARTICLES, /* SPH: the lattice continued into the walls (Adami et al. 2012) */
+    MZ_BOUNDARY_PARTICLES, /* SPH and PBF: the lattice continued into the walls (Adami et al.
+                            * 2012; PBF counts them in its density, Akinci et al. 2012) */
     MZ_BOUNDARY_COUNT
 } mz_boundary_kind;
 
@@ -332,6 +333,9 @@ extern const char *const mz_pressure_solver_names[];
 /* The solver of the scene (every fluid shares it; the scene checks that). */
 mz_solver_kind scene_solver(const mz_scene *s);
 bool scene_is_sph(const mz_scene *s);
+/* Whether the solver makes the walls and colliders boundary particles: domain.boundary.type
+ * "particles" with an SPH solver or PBF. */
+bool scene_boundary_particles(const mz_scene *s);
 /* Whether fluid f's box starts jittered (fluids[].seeding, auto resolved by the solver). */
 bool scene_fluid_jittered(const mz_scene *s, const mz_fluid *f);
 /* The points a gauge samples: one every half of fluids[0].spacing from start to end (the

@@ -84,7 +84,7 @@ static void validate_colliders(const mz_scene *s, mz_diag *d)
                         "domain.boundary.type \"particles\"", i);
             continue;
         }
-        if (scene_is_sph(s) && scene_collider_samples(s, i, s->fluids[0].spacing,
+        if (scene_boundary_particles(s) && scene_collider_samples(s, i, s->fluids[0].spacing,
                                                       scene_wall_layers(s), NULL, NULL) == 0) {
             diag_add(d, "colliders[%zu] gets no boundary particle at spacing %g (it is thinner "
                         "than the spacing, outside the domain, or inside an earlier collider)",
@@ -300,10 +300,15 @@ static void validate_solver(const mz_scene *s, mz_diag *d)
         diag_add(d, "domain.boundary.friction \"%s\" applies to domain.boundary.type "
                     "\"particles\" (SPH boundary particles)",
                  mz_wall_friction_names[s->domain.boundary.friction]);
+    else if (pbf && s->domain.boundary.friction != MZ_FRICTION_NO_SLIP)
+        diag_add(d, "domain.boundary.friction \"%s\" is SPH's: PBF's particle walls count in "
+                    "its density only (free slip); for a wall's shear stress set "
+                    "fluids[0].walls to \"wall_function\"",
+                 mz_wall_friction_names[s->domain.boundary.friction]);
     if (!sph) {
-        if (s->domain.boundary.type == MZ_BOUNDARY_PARTICLES)
+        if (s->domain.boundary.type == MZ_BOUNDARY_PARTICLES && !pbf)
             diag_add(d, "domain.boundary.type \"particles\" needs an SPH solver (wcsph, "
-                        "collapsed_sph or dfsph)");
+                        "collapsed_sph or dfsph) or pbf");
         if (s->sim.adaptive)
             diag_add(d, "simulation.adaptive applies to the SPH solvers only");
         return;
@@ -402,7 +407,7 @@ void scene_validate(mz_scene *s, mz_diag *d)
     else if (n > MZ_MAX_PARTICLES)
         diag_add(d, "the scene makes %zu particles; at most %zu are supported", n,
                  MZ_MAX_PARTICLES);
-    else if (scene_is_sph(s) && s->domain.boundary.type == MZ_BOUNDARY_PARTICLES &&
+    else if (scene_boundary_particles(s) &&
              !(scene_wall_count(s) <= (double)MZ_MAX_PARTICLES))
         diag_add(d, "the domain's walls at spacing %g make more than %zu boundary particles, "
                     "the most supported", s->fluids[0].spacing, MZ_MAX_PARTICLES);

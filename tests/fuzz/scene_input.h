@@ -70,7 +70,7 @@ static bool fuzz_check_summary(const mz_scene *s)
     }
     FUZZ_CHECK(sum == n);
     (void)sim_device_bytes(s, n);
-    if (scene_is_sph(s) && s->domain.boundary.type == MZ_BOUNDARY_PARTICLES)
+    if (scene_boundary_particles(s))
         (void)scene_boundary_count(s);
     return true;
 }

@@ -296,6 +296,26 @@ static void test_bad_colliders(void **state)
                                    "domain.boundary.type \"particles\"");
     diag_free(&d);
     scene_free(&s);
+    /* PBF takes particle walls (with colliders), but not SPH's wall friction; the ballistic
+     * solver takes none. */
+    const char *pbf_walls[] = {"domain.boundary.type=particles",
+                               "colliders=[{\"sphere\": {\"center\": [0.3,0,0.025], "
+                               "\"radius\": 0.03}}]"};
+    assert_int_equal(scene_load("scenes/pbf_flume_3d.json", pbf_walls, 2, &s, &d), 0);
+    scene_free(&s);
+    char *got;
+    const char *pbf_friction[] = {"domain.boundary.type=particles",
+                                  "domain.boundary.friction=free_slip"};
+    got = load_errors("scenes/pbf_flume_3d.json", pbf_friction, 2);
+    assert_string_equal(got, "domain.boundary.friction \"free_slip\" is SPH's: PBF's particle "
+                             "walls count in its density only (free slip); for a wall's shear "
+                             "stress set fluids[0].walls to \"wall_function\"");
+    free(got);
+    const char *ballistic_walls[] = {"domain.boundary.type=particles"};
+    got = load_errors("scenes/falling_block.json", ballistic_walls, 1);
+    assert_string_equal(got, "domain.boundary.type \"particles\" needs an SPH solver (wcsph, "
+                             "collapsed_sph or dfsph) or pbf");
+    free(got);
 }
 
 /* Errors of different kinds come together, not one per run. */

@@ -161,16 +161,16 @@ static void test_momentum_wall_function(void **state)
 /* The position-based solver (PBF water, a sphere collider, clamp walls), one substep of a dam
  * break: the forces on the solids, −Σ m Δ/dt² of the corrections they made, balance the fluid's
  * change of momentum (its own density constraint is symmetric: it moves no momentum). */
-static void test_momentum_pbd(void **state)
+static void momentum_pbd(const char *walls)
 {
-    (void)state;
-    const char *json =
+    char json[1024];
+    snprintf(json, sizeof json,
         "{\"mizu_scene\": 1, \"simulation\": {\"fps\": 100, \"frames\": 20, \"substeps\": 16, "
         "\"dimensions\": 2}, \"domain\": {\"min\": [0, 0, 0], \"max\": [0.6, 0.3, 0], "
-        "\"boundary\": {\"type\": \"clamp\", \"forces\": {}}}, \"fluids\": [{\"solver\": "
+        "\"boundary\": {\"type\": \"%s\", \"forces\": {}}}, \"fluids\": [{\"solver\": "
         "\"pbf\", \"box\": {\"min\": [0, 0, 0], \"max\": [0.1, 0.1, 0]}, \"spacing\": 0.004}], "
         "\"colliders\": [{\"name\": \"rock\", \"sphere\": {\"center\": [0.2, 0.0, 0], "
-        "\"radius\": 0.03}, \"forces\": {}}]}";
+        "\"radius\": 0.03}, \"forces\": {}}]}", walls);
     world w;
     world_open(&w, json, NULL, 0);
     double frame = scene_frame_dt(&w.scene), dt = frame / 16;
@@ -188,12 +188,26 @@ static void test_momentum_pbd(void **state)
     const float *row = o->taken.rows + before * o->row;
     double total[2], weight = m * (double)w.parts.n * 9.81;
     double worst = world_loads_balance(row, o->n_loads, p0, p1, dt, m, w.parts.n, total);
-    print_message("pbf: the solids' forces (%.2f, %.2f) N/m, the rock's (%.2f, %.2f); momentum "
-                  "balance within %.2g of the weight %.1f N/m\n", total[0], total[1], row[0],
-                  row[1], worst, weight);
+    print_message("pbf, %s walls: the solids' forces (%.2f, %.2f) N/m, the rock's (%.2f, %.2f); "
+                  "momentum balance within %.2g of the weight %.1f N/m\n", walls, total[0],
+                  total[1], row[0], row[1], worst, weight);
     assert_true(fabs(row[0]) + fabs(row[1]) > 0.01 * weight); /* the flow reached the rock */
     assert_true(worst < 1e-3);
     world_close(&w);
+}
+
+static void test_momentum_pbd(void **state)
+{
+    (void)state;
+    momentum_pbd("clamp");
+}
+
+/* The same with particle walls: the boundary particles' pushes, by owner (the rock's into its
+ * touch slots, the walls' by axis), balance the fluid's change of momentum too. */
+static void test_momentum_pbd_particles(void **state)
+{
+    (void)state;
+    momentum_pbd("particles");
 }
 
 static void test_momentum_dfsph(void **state)
@@ -236,15 +250,15 @@ static void test_tank_walls(void **state)
  * 0.01 m): averaged over t > 1 s the floor carries the water's weight within 1% (measured
  * 0.03%); its side walls ½ ρ0 g H² within 5% (measured 3% under: PBF's density deficit along a
  * wall). */
-static void test_tank_pbf(void **state)
+static void tank_pbf(const char *walls)
 {
-    (void)state;
-    const char *json =
+    char json[1024];
+    snprintf(json, sizeof json,
         "{\"mizu_scene\": 1, \"simulation\": {\"fps\": 50, \"frames\": 100, \"substeps\": 4, "
         "\"iterations\": 4, \"dimensions\": 2}, \"domain\": {\"min\": [0, 0, 0], \"max\": "
-        "[0.4, 0.6, 0], \"boundary\": {\"type\": \"clamp\", \"forces\": {\"rate\": 100}}}, "
+        "[0.4, 0.6, 0], \"boundary\": {\"type\": \"%s\", \"forces\": {\"rate\": 100}}}, "
         "\"fluids\": [{\"solver\": \"pbf\", \"box\": {\"min\": [0, 0, 0], \"max\": [0.4, 0.2, "
-        "0]}, \"spacing\": 0.01}]}";
+        "0]}, \"spacing\": 0.01}]}", walls);
     world w;
     world_open(&w, json, NULL, 0);
     for (int f = 0; f < 100; f++)
@@ -256,11 +270,26 @@ static void test_tank_pbf(void **state)
         mean_load(o, k, 1.0, f[k], t[k]);
     double weight = build_particle_mass(&w.scene, &w.scene.fluids[0]) * (double)w.parts.n * 9.81;
     double side = 0.5 * 1000 * 9.81 * 0.2 * 0.2;
-    print_message("pbf tank: floor %.2f N/m (the water's weight %.2f), walls %.2f and %.2f N/m "
-                  "(rho0 g H^2/2 %.2f)\n", f[2][1], weight, f[0][0], f[1][0], side);
+    print_message("pbf tank, %s walls: floor %.2f N/m (the water's weight %.2f: %+.2f%%), walls "
+                  "%.2f and %.2f N/m (rho0 g H^2/2 %.2f)\n", walls, f[2][1], weight,
+                  100 * (-f[2][1] / weight - 1), f[0][0], f[1][0], side);
     assert_true(fabs(-f[2][1] / weight - 1) < 0.01);
     assert_true(fabs(-f[0][0] / side - 1) < 0.05 && fabs(f[1][0] / side - 1) < 0.05);
     world_close(&w);
+}
+
+static void test_tank_pbf(void **state)
+{
+    (void)state;
+    tank_pbf("clamp");
+}
+
+/* The same tank with particle walls: the floor carries the weight within 1% (the boundary
+ * particles' pushes, as the table's, by axis), the side walls ½ ρ0 g H² within 5%. */
+static void test_tank_pbf_particles(void **state)
+{
+    (void)state;
+    tank_pbf("particles");
 }
 
 /* FLIP (scenes/flip_hydrostatic.json, cells of 2 cm, water 0.4 m deep) with forces on its
@@ -398,18 +427,17 @@ static void mean_named(const world *w, const char *name, double since, double f[
  * a soft solid, the pair repulsion holding shear, and in 4 s runs the box read −1.3%, −4.0% and
  * −9.6% at 8 × 4, 8 × 8 and 4 × 16 substeps × iterations, pushed sideways by 5 to 10% of its
  * buoyancy (before: +5.1%, +2.7%, +6.2%, sideways up to 6.5%). */
-static void test_buoyancy_pbf(void **state)
+static void buoyancy_pbf(const char *walls, double *box_err, double *side, double *rest_err)
 {
-    (void)state;
     char fluids[2048];
     around_box(fluids, "\"solver\": \"pbf\", \"tensile_k\": 0");
     char json[4096];
     snprintf(json, sizeof json,
              "{\"mizu_scene\": 1, \"simulation\": {\"fps\": 50, \"frames\": 150, "
              "\"substeps\": 8, \"iterations\": 4, \"dimensions\": 2}, \"domain\": {\"min\": "
-             "[0, 0, 0], \"max\": [0.4, 0.6, 0], \"boundary\": {\"type\": \"clamp\", \"forces\": "
+             "[0, 0, 0], \"max\": [0.4, 0.6, 0], \"boundary\": {\"type\": \"%s\", \"forces\": "
              "{\"rate\": 100}}}, \"fluids\": [%s], " SUBMERGED_BOX "}",
-             fluids);
+             walls, fluids);
     world w;
     world_open(&w, json, NULL, 0);
     for (int f = 0; f < 150; f++)
@@ -420,31 +448,59 @@ static void test_buoyancy_pbf(void **state)
     mean_named(&w, "y_min", 1.0, floor);
     double weight = build_particle_mass(&w.scene, &w.scene.fluids[0]) * (double)w.parts.n * 9.81;
     double rest = (-floor[1] - box[1]) / weight - 1;
-    print_message("pbf: the submerged box feels (%.3f, %.3f) N/m, buoyancy %.3f N/m: %+.2f%%; "
-                  "the floor %.2f N/m, less the box's, against the water's weight %.2f: "
-                  "%+.2f%%\n", box[0], box[1], ref, 100 * (box[1] / ref - 1), -floor[1], weight,
-                  100 * rest);
-    assert_true(fabs(box[1] / ref - 1) < 0.02);
-    assert_true(fabs(box[0]) < 0.03 * ref);
-    assert_true(fabs(rest) < 0.01);
+    print_message("pbf, %s walls: the submerged box feels (%.3f, %.3f) N/m, buoyancy %.3f N/m: "
+                  "%+.2f%%; the floor %.2f N/m, less the box's, against the water's weight %.2f: "
+                  "%+.2f%%\n", walls, box[0], box[1], ref, 100 * (box[1] / ref - 1), -floor[1],
+                  weight, 100 * rest);
+    *box_err = box[1] / ref - 1;
+    *side = box[0] / ref;
+    *rest_err = rest;
     world_close(&w);
+}
+
+static void test_buoyancy_pbf(void **state)
+{
+    (void)state;
+    double box, side, rest;
+    buoyancy_pbf("clamp", &box, &side, &rest);
+    assert_true(fabs(box) < 0.02);
+    assert_true(fabs(side) < 0.03);
+    assert_true(fabs(rest) < 0.01);
+}
+
+/* The same box with particle walls: the box as its boundary particles in the density, their
+ * pushes its force. */
+static void test_buoyancy_pbf_particles(void **state)
+{
+    (void)state;
+    double box, side, rest;
+    buoyancy_pbf("particles", &box, &side, &rest);
+    assert_true(fabs(box) < 0.02);
+    assert_true(fabs(side) < 0.03);
+    assert_true(fabs(rest) < 0.01);
 }
 
 int main(void)
 {
+    const char *filter = getenv("LOADS_TEST"); /* e.g. LOADS_TEST='*pbf*' */
+    if (filter && *filter)
+        cmocka_set_test_filter(filter);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_momentum_no_slip),
         cmocka_unit_test(test_momentum_free_slip),
         cmocka_unit_test(test_momentum_wall_function),
         cmocka_unit_test(test_momentum_dfsph),
         cmocka_unit_test(test_momentum_pbd),
+        cmocka_unit_test(test_momentum_pbd_particles),
         cmocka_unit_test(test_tank_walls),
         cmocka_unit_test(test_tank_pbf),
+        cmocka_unit_test(test_tank_pbf_particles),
         cmocka_unit_test(test_flip_forces),
         cmocka_unit_test(test_buoyancy_wcsph),
         cmocka_unit_test(test_buoyancy_collapsed),
         cmocka_unit_test(test_buoyancy_dfsph),
         cmocka_unit_test(test_buoyancy_pbf),
+        cmocka_unit_test(test_buoyancy_pbf_particles),
     };
     return cmocka_run_group_tests(tests, open_device, close_device);
 }

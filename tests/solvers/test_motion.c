@@ -1,4 +1,4 @@
-/* Moving colliders (colliders[].motion; solvers/sph/boundary.c, kernels/sph/boundary.cl) on
+/* Moving colliders (colliders[].motion; solvers/boundary.c, kernels/common/boundary.cl) on
  * PoCL, SPH:
  *   - the law: the ramped sine's velocity and acceleration against finite differences of its
  *     value, a table's interpolation;

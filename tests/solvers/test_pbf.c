@@ -33,21 +33,89 @@ static const char tank[] =
     " \"fluids\": [{\"solver\": \"pbf\", \"box\": {\"min\": [0, 0, 0], \"max\": [0.4, 0.3, 0]},"
     " \"spacing\": 0.01}]}";
 
+/* ρ_i/ρ0 of particle i on the host, in double: V poly6 Σ (h² − r²)³ over the fluid particles
+ * (itself included) and the walls' boundary particles as the builder makes them (the lattice
+ * continued beyond the walls, scene_wall_layers layers), whatever the scene's wall type: with
+ * table walls this is the density the particles really have, the device's being the table's. */
+static double host_density(const world *w, size_t i, const float *bpos, size_t nb)
+{
+    const mz_scene *s = &w->scene;
+    int dim = s->sim.dimensions;
+    double h = scene_support_radius(s), pi = acos(-1.0);
+    double poly6 = dim == 3 ? 315.0 / (64.0 * pi * pow(h, 9)) : 4.0 / (pi * pow(h, 8));
+    double V = build_particle_mass(s, &s->fluids[0]) / s->fluids[0].rest_density, sum = 0;
+    for (int set = 0; set < 2; set++) {
+        const float *x = set ? bpos : w->pos;
+        size_t n = set ? nb : w->parts.n;
+        for (size_t j = 0; j < n; j++) {
+            double r2 = 0;
+            for (int a = 0; a < dim; a++) {
+                double d = (double)x[4 * j + a] - (double)w->pos[4 * i + a];
+                r2 += d * d;
+            }
+            if (r2 < h * h)
+                sum += pow(h * h - r2, 3);
+        }
+    }
+    return V * poly6 * sum;
+}
+
 static int by_value(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
 }
 
+/* The corner particles (within a spacing of the floor and a side wall) after a tank run: their
+ * mean ρ/ρ0 as the device has it (*device) and as the host sums it with the walls as boundary
+ * particles (*host), against the bottom row's particles away from the side walls (*row, host). */
+typedef struct corners {
+    double device, host, row;
+} corners;
+
+static corners tank_corners(const world *w)
+{
+    const mz_scene *s = &w->scene;
+    double sp = s->fluids[0].spacing, W = s->domain.max[0];
+    float *bpos = NULL;
+    size_t nb = build_wall_particles(s, sp, scene_wall_layers(s), &bpos);
+    corners c = {0, 0, 0};
+    int n_corner = 0, n_row = 0;
+    for (size_t i = 0; i < w->parts.n; i++) {
+        double x = w->pos[4 * i], y = w->pos[4 * i + 1];
+        if (y >= sp)
+            continue;
+        bool corner = x < sp || x > W - sp;
+        if (!corner && (x < 3 * sp || x > W - 3 * sp))
+            continue;
+        double rho = host_density(w, i, bpos, nb);
+        if (corner) {
+            c.device += w->rho[i] / 1000.0;
+            c.host += rho;
+            n_corner++;
+        } else {
+            c.row += rho;
+            n_row++;
+        }
+    }
+    assert_true(n_corner >= 2 && n_row > 0);
+    c.device /= n_corner;
+    c.host /= n_corner;
+    c.row /= n_row;
+    free(bpos);
+    return c;
+}
+
 /* Compression error max(ρ/ρ0 − 1, 0) (the constraint is one-sided: the free surface is not
  * compressed), mean and max, after 2 s at rest; over the last 0.5 s, the largest RMS speed of
- * a frame (*rms), the largest 99th-percentile speed (*p99) and the fastest particle (*vmax). */
-static void tank_error(const char *iterations, double *mean, double *max, double *rms,
-                       double *p99, double *vmax)
+ * a frame (*rms), the largest 99th-percentile speed (*p99) and the fastest particle (*vmax).
+ * walls: a --set for the walls (or NULL); corner: the corners at the end (or NULL). */
+static void tank_run(const char *iterations, const char *walls, double *mean, double *max,
+                     double *rms, double *p99, double *vmax, corners *corner)
 {
-    const char *sets[] = {iterations};
+    const char *sets[] = {iterations, walls};
     world w;
-    world_open(&w, tank, sets, 1);
+    world_open(&w, tank, sets, walls ? 2 : 1);
     int last = w.scene.sim.frames, since = last - (int)(0.5 * w.scene.sim.fps);
     *rms = *p99 = *vmax = 0;
     for (int f = 1; f <= last; f++) {
@@ -74,7 +142,15 @@ static void tank_error(const char *iterations, double *mean, double *max, double
         *mean += c / (double)w.parts.n;
         *max = fmax(*max, c);
     }
+    if (corner)
+        *corner = tank_corners(&w);
     world_close(&w);
+}
+
+static void tank_error(const char *iterations, double *mean, double *max, double *rms,
+                       double *p99, double *vmax)
+{
+    tank_run(iterations, NULL, mean, max, rms, p99, vmax, NULL);
 }
 
 /* The tank at rest: compression within 1% on average and 5% at worst, and still. PBF's free
@@ -103,6 +179,87 @@ static void test_tank_at_rest(void **state)
         print_message("  %s: mean %.2f%%, max %.2f%%\n", its[k] + 11, 100 * mean, 100 * max);
         assert_true(max < 0.5);
     }
+}
+
+/* Particle walls (domain.boundary.type "particles"): one fluid particle at 0.5, 1 and 1.5
+ * spacings from the floor, in the middle of an empty tank without gravity, one substep: the
+ * device's ρ/ρ0 (summed at the start of the iteration, where the particle still is) against the
+ * host's sum over itself and the builder's wall particles, within 1e-5 (measured < 1e-7), in
+ * 2D and 3D; laterally off the wall lattice's columns. */
+static void test_wall_particles_density(void **state)
+{
+    (void)state;
+    static const char scene2[] =
+        "{\"mizu_scene\": 1, \"simulation\": {\"fps\": 100, \"frames\": 1, \"substeps\": 1,"
+        " \"iterations\": 1, \"dimensions\": 2, \"gravity\": [0, 0, 0]}, \"domain\": {\"min\":"
+        " [0, 0, 0], \"max\": [0.2, 0.2, 0], \"boundary\": {\"type\": \"particles\"}},"
+        " \"fluids\": [{\"solver\": \"pbf\", \"positions\": [[0.1043, %g, 0]],"
+        " \"spacing\": 0.01}]}";
+    static const char scene3[] =
+        "{\"mizu_scene\": 1, \"simulation\": {\"fps\": 100, \"frames\": 1, \"substeps\": 1,"
+        " \"iterations\": 1, \"dimensions\": 3, \"gravity\": [0, 0, 0]}, \"domain\": {\"min\":"
+        " [0, 0, 0], \"max\": [0.1, 0.1, 0.1], \"boundary\": {\"type\": \"particles\"}},"
+        " \"fluids\": [{\"solver\": \"pbf\", \"positions\": [[0.0531, %g, 0.05]],"
+        " \"spacing\": 0.01}]}";
+    for (int dim = 2; dim <= 3; dim++)
+        for (int k = 1; k <= 3; k++) {
+            char json[1024];
+            snprintf(json, sizeof json, dim == 2 ? scene2 : scene3, 0.005 * k);
+            world w;
+            world_open(&w, json, NULL, 0);
+            world_read(&w);
+            float x0[4];
+            memcpy(x0, w.pos, sizeof x0);
+            assert_int_equal(sim_substep(&w.sim, scene_frame_dt(&w.scene)), 0);
+            world_read(&w);
+            float *bpos = NULL;
+            size_t nb = build_wall_particles(&w.scene, 0.01, scene_wall_layers(&w.scene), &bpos);
+            memcpy(w.pos, x0, sizeof x0); /* where the density was summed */
+            double host = host_density(&w, 0, bpos, nb), device = w.rho[0] / 1000.0;
+            double wall = host - host_density(&w, 0, bpos, 0);
+            print_message("%dD, a particle %.1f spacings from a particle wall: rho/rho0 %.6f "
+                          "(host %.6f, the wall's share %.4f of %zu wall particles), off by "
+                          "%.1e\n", dim, 0.5 * k, device, host, wall, nb, device - host);
+            assert_true(fabs(device - host) < 1e-5);
+            if (k < 3)
+                assert_true(wall > 0.01); /* the wall counts */
+            else /* h = 2 spacings: the first wall row, half a spacing behind, is h away */
+                assert_true(wall == 0);
+            free(bpos);
+            world_close(&w);
+        }
+}
+
+/* The tank at rest with particle walls: as test_tank_at_rest's bounds (density error, RMS and
+ * 99th-percentile speed over the last 0.5 s). The corners: the table walls count a corner's
+ * two walls' shares each as the whole lattice beyond a flat wall, so twice the lattice beyond
+ * the corner itself; the particles at a corner then sit in fluid thinner than they see
+ * (the host's sum with the walls as particles: *host below the bottom row's). With particle
+ * walls the corner's density is what the device sums, within 1% of the bottom row's. */
+static void test_tank_particle_walls(void **state)
+{
+    (void)state;
+    double mean, max, rms, p99, vmax;
+    corners c, t;
+    tank_run("simulation.iterations=8", "domain.boundary.type=particles", &mean, &max, &rms, &p99,
+             &vmax, &c);
+    print_message("PBF tank with particle walls (4 substeps x 8 iterations): density error "
+                  "mean %.2f%%, max %.2f%%; over the last 0.5 s RMS speed at most %.3g m/s, "
+                  "99th percentile %.3g m/s, fastest %.3g m/s\n", 100 * mean, 100 * max, rms, p99,
+                  vmax);
+    double dummy[5];
+    tank_run("simulation.iterations=8", NULL, &dummy[0], &dummy[1], &dummy[2], &dummy[3],
+             &dummy[4], &t);
+    print_message("  corners: rho/rho0 %.4f (device %.4f), bottom row %.4f; with the table "
+                  "walls %.4f (device %.4f), bottom row %.4f\n", c.host, c.device, c.row, t.host,
+                  t.device, t.row);
+    assert_true(mean < 0.01);
+    assert_true(max < 0.05);
+    assert_true(rms < 0.02);
+    assert_true(p99 < 0.1);
+    /* the device summed at the last iteration's positions, the host at the final ones */
+    assert_true(fabs(c.device - c.host) < 0.005);
+    assert_true(fabs(c.host / c.row - 1) < 0.01);
 }
 
 /* The surge front against Martin & Moyce (1952), with the best time shift |dT| <= 0.3 (the
@@ -153,20 +310,33 @@ static void test_dam_break(void **state)
  * x) within 5% on average with a release shift of at most 0.1, as test_sph.c and test_flip.c
  * check theirs. With s_corr added as a fixed displacement in every iteration it ran 12.3%
  * ahead. */
-static void test_flume_3d(void **state)
+static void flume_3d(const char *walls)
 {
-    (void)state;
     world w;
-    world_open_file(&w, "scenes/pbf_flume_3d.json", NULL, 0);
+    world_open_file(&w, "scenes/pbf_flume_3d.json", &walls, walls ? 1 : 0);
     double mean, shift;
     int points = flume_front_error(&w, 0.1, &mean, &shift);
-    print_message("3D flume (pbf, %zu particles): front within %.1f%% of Martin & Moyce on "
-                  "average at %d points with dT = %+.3f\n", w.parts.n, 100 * mean, points,
-                  shift);
+    print_message("3D flume (pbf, %zu particles, %s walls): front within %.1f%% of Martin & "
+                  "Moyce on average at %d points with dT = %+.3f\n", w.parts.n,
+                  walls ? "particle" : "clamp", 100 * mean, points, shift);
     assert_true(points >= 15);
     assert_true(mean < 0.05);
     assert_true(fabs(shift) <= 0.1 + 1e-9);
     world_close(&w);
+}
+
+static void test_flume_3d(void **state)
+{
+    (void)state;
+    flume_3d(NULL);
+}
+
+/* The same flume with particle walls (the wall function still acting on the particles within
+ * a spacing of a domain wall): within 5% too. */
+static void test_flume_3d_particle_walls(void **state)
+{
+    (void)state;
+    flume_3d("domain.boundary.type=particles");
 }
 
 /* The artificial pressure s_corr against a host evaluation: two fluid particles 0.3 h apart
@@ -516,15 +686,62 @@ static void test_deterministic(void **state)
     free(first);
 }
 
+/* Particle walls with a moving collider (a piston, its boundary particles placed and sorted
+ * again every substep), 0.3 s, run twice on the same device: bit-identical; nothing leaves the
+ * domain, and the fluid stays out of the piston (its face within half a spacing). */
+static void test_deterministic_particle_walls(void **state)
+{
+    (void)state;
+    static const char piston[] =
+        "{\"mizu_scene\": 1, \"simulation\": {\"fps\": 50, \"frames\": 15, \"substeps\": 8,"
+        " \"iterations\": 4, \"dimensions\": 2}, \"domain\": {\"min\": [0, 0, 0], \"max\":"
+        " [0.6, 0.3, 0], \"boundary\": {\"type\": \"particles\"}}, \"fluids\": [{\"solver\":"
+        " \"pbf\", \"box\": {\"min\": [0.1, 0, 0], \"max\": [0.6, 0.1, 0]}, \"spacing\": 0.005}],"
+        " \"colliders\": [{\"name\": \"piston\", \"box\": {\"min\": [0, 0, 0], \"max\":"
+        " [0.08, 0.3, 0]}, \"motion\": {\"type\": \"translation\", \"direction\": [1, 0, 0],"
+        " \"amplitude\": 0.02, \"period\": 0.5, \"ramp\": 0.25}}]}";
+    float *first = NULL;
+    for (int run = 0; run < 2; run++) {
+        world w;
+        world_open(&w, piston, NULL, 0);
+        frames(&w, 15);
+        world_read(&w);
+        check_sane(&w, 15);
+        double s_now[3];
+        motion_eval(&w.scene.colliders[0].motion, w.sim.time, s_now);
+        double face = 0.08 + s_now[0], least = 1;
+        for (size_t i = 0; i < w.parts.n; i++)
+            least = fmin(least, w.pos[4 * i] - face);
+        if (run == 0)
+            print_message("PBF, particle walls and a piston (%zu particles): the fluid's nearest "
+                          "to the piston's face %.4f m (spacing 0.005)\n", w.parts.n, least);
+        assert_true(least > -0.0025);
+        if (!first) {
+            first = malloc(16 * w.parts.n);
+            memcpy(first, w.pos, 16 * w.parts.n);
+        } else {
+            assert_memory_equal(first, w.pos, 16 * w.parts.n);
+        }
+        world_close(&w);
+    }
+    free(first);
+}
+
 int main(void)
 {
+    const char *filter = getenv("PBF_TEST"); /* e.g. PBF_TEST='*particle*' */
+    if (filter && *filter)
+        cmocka_set_test_filter(filter);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_tank_at_rest), cmocka_unit_test(test_dam_break),
-        cmocka_unit_test(test_flume_3d),     cmocka_unit_test(test_artificial_pressure),
+        cmocka_unit_test(test_tank_at_rest), cmocka_unit_test(test_wall_particles_density),
+        cmocka_unit_test(test_tank_particle_walls), cmocka_unit_test(test_dam_break),
+        cmocka_unit_test(test_flume_3d),     cmocka_unit_test(test_flume_3d_particle_walls),
+        cmocka_unit_test(test_artificial_pressure),
         cmocka_unit_test(test_wall_function),
         cmocka_unit_test(test_buoyancy),     cmocka_unit_test(test_rigid_drop),
         cmocka_unit_test(test_rigid_spin),   cmocka_unit_test(test_coupled),
         cmocka_unit_test(test_deterministic),
+        cmocka_unit_test(test_deterministic_particle_walls),
     };
     return cmocka_run_group_tests(tests, open_device, close_device);
 }

@@ -205,6 +205,23 @@ int pbf_init(mz_sim *sim, pbd_state *st)
     return 0;
 }
 
+int pbf_boundary_init(mz_sim *sim, pbd_state *st)
+{
+    pbd_fluid *fl = &st->fluid;
+    const mz_scene *s = sim->scene;
+    /* 1: the walls alone (a particle further than h from them has no boundary neighbour and
+     * skips the walk), 2: colliders too */
+    fl->bparts = !scene_boundary_particles(s) ? 0 : s->n_colliders ? 2 : 1;
+    float mass = (float)build_particle_mass(s, &s->fluids[0]);
+    return boundary_init(&fl->bound, sim, mass, fl->P.h,
+                         st->grid.desc.hashed ? MZ_GRID_HASHED : MZ_GRID_DENSE);
+}
+
+int pbf_boundary_move(mz_sim *sim, pbd_state *st, double t)
+{
+    return boundary_move(&st->fluid.bound, sim, t);
+}
+
 /* Every kernel that reads the grid: its tables and the slot buffer of the last build. */
 bool pbf_bind_grid(mz_sim *sim, pbd_state *st)
 {
@@ -213,6 +230,7 @@ bool pbf_bind_grid(mz_sim *sim, pbd_state *st)
     cl_mem slot = g->vals;
     cl_float4 lo = sim_float4(sim->scene->domain.min), hi = sim_float4(sim->scene->domain.max);
     cl_float none = 0.0f; /* the warm start's pass: no s_corr (each iteration takes its share) */
+    boundary_args b = boundary_of(&fl->bound, g->desc); /* stand-ins when not particles */
     bool ok = KARGS(fl->sort_attr, "sort_positions", A(sim->n_u), A(slot), A(fl->attr),
                     A(fl->attr_sorted)) &&
               KARGS(fl->warm, "pbf_warm", A(sim->n_u), A(fl->warm_start), A(fl->attr_sorted), A(slot),
@@ -220,12 +238,14 @@ bool pbf_bind_grid(mz_sim *sim, pbd_state *st)
               KARGS(fl->solve, "pbf_lambda", A(sim->n_u), A(fl->P), A(g->desc), A(g->cell_start),
                     A(g->cell_end), A(st->sorted), A(fl->attr_sorted), A(slot), A(lo), A(hi),
                     A(fl->walls), A(st->n_colliders), A(st->solids), A(st->now), A(fl->solid),
-                    A(fl->lambda), A(fl->lambda_s), A(fl->density)) &&
+                    A(fl->lambda), A(fl->lambda_s), A(fl->density), A(fl->bparts), A(b.desc),
+                    A(b.start), A(b.end), A(b.pos)) &&
               KARGS(fl->delta, "pbf_delta", A(sim->n_u), A(fl->P), A(g->desc), A(g->cell_start),
                     A(g->cell_end), A(st->sorted), A(fl->attr_sorted), A(slot), A(lo), A(hi),
                     A(fl->walls), A(st->n_colliders), A(st->solids), A(st->now), A(fl->solid),
                     A(fl->lambda_s), A(sim->pred), A(st->loads.keep), A(st->loads.wall_corr),
-                    A(st->loads.touch), A(none));
+                    A(st->loads.touch), A(none), A(fl->bparts), A(b.desc), A(b.start),
+                    A(b.end), A(b.pos));
     if (ok && fl->velocity) {
         cl_float dt = 0.0f; /* set per substep */
         ok = KARGS(fl->sort_x, "sort_positions", A(sim->n_u), A(slot), A(sim->pos),
@@ -276,6 +296,7 @@ void pbf_release(pbd_fluid *fl)
     mz_cl_release_mems(ms, sizeof ms / sizeof *ms);
     if (fl->program)
         clReleaseProgram(fl->program);
+    boundary_release(&fl->bound);
 }
 
 /* s_corr is an artificial pressure, a force: a substep moves the fluid by dt² times its

@@ -161,6 +161,8 @@ static int pbd_init(mz_sim *sim)
         sim->grid = &st->grid;
         sim->grid_by_vals = true;
     }
+    if (pbf && pbf_boundary_init(sim, st) != 0)
+        return -1;
 
     mz_walls_arg walls = sim_walls(s);
     mz_frame_arg frame = sim_frame(s, sim->time); /* set per substep */
@@ -245,8 +247,10 @@ static int pbd_substep(mz_sim *sim, double dt_seconds)
     if (ok && st->rigid.nb)
         ok = rigid_predict(sim, st, dt, keep, &frame);
     if (ok && st->grid_made) {
-        /* the build may swap the grid's slot buffer: every kernel that reads it follows */
-        ok = grid_build(&st->grid, sim->pred) == 0 &&
+        /* the build may swap the grid's slot buffer: every kernel that reads it follows (and
+         * moving boundary particles are placed and sorted first, at the colliders' time) */
+        ok = (!st->fluid.on || pbf_boundary_move(sim, st, sim->time + dt_seconds) == 0) &&
+             grid_build(&st->grid, sim->pred) == 0 &&
              KARGS(st->sort, "sort_positions", A(sim->n_u), A(st->grid.vals), A(sim->pred),
                    A(st->sorted)) &&
              (!st->contacts ||
@@ -334,7 +338,7 @@ static size_t pbd_device_bytes(const mz_scene *s, size_t n)
     size_t bytes = n * (16 + 4 + 4 + 16) + pbd_loads_bytes(s, n);
     bytes += bodies_constraint_count(s) * (8 + 16 + 4 + 16 + 8 + 8);
     if (pbf)
-        bytes += n * (16 + 16 + 4 + 4 + 16 + 16 + 16);
+        bytes += n * (16 + 16 + 4 + 4 + 16 + 16 + 16) + boundary_bytes(s);
     /* cells of the support radius for the fluid, else of 1.5 contact distances (the thinnest
      * body's: the most cells) */
     double cell = pbf ? scene_support_radius(s) : 0.0;

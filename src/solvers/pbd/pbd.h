@@ -3,6 +3,7 @@
 #ifndef MZ_SOLVER_PBD_H
 #define MZ_SOLVER_PBD_H
 #include "device/grid.h"
+#include "solvers/boundary.h"
 #include "solvers/colliders.h"
 #include "solvers/pbd/loads.h"
 #include "solvers/sim.h"
@@ -30,6 +31,10 @@ typedef struct pbd_fluid {
     cl_program program;
     cl_kernel warm, solve, delta, curl, confine, sort_attr, sort_x, sort_v;
     cl_mem attr, attr_sorted, lambda, lambda_s, density, vs, omega, dv, walls, solid;
+    /* domain.boundary.type "particles": the walls and colliders as boundary particles
+     * (SPH's, solvers/boundary.h) in place of the walls' and colliders' tables */
+    boundary_set bound;
+    cl_int bparts;
 } pbd_fluid;
 
 typedef struct pbd_rigid {
@@ -60,6 +65,12 @@ typedef struct pbd_state {
  * arguments after every build (its slot buffer moves); one density iteration; the velocity
  * passes after the update. */
 int pbf_init(mz_sim *sim, pbd_state *st);
+/* After the neighbour grid exists: the boundary particles, when the scene's walls are particles
+ * (their grid in the fluid grid's mode). 0, or -1 after reporting. */
+int pbf_boundary_init(mz_sim *sim, pbd_state *st);
+/* Before a substep's grid build: moving colliders' boundary particles placed at time t (the
+ * substep's end, where the colliders kernel meets them). 0, or -1 after reporting. */
+int pbf_boundary_move(mz_sim *sim, pbd_state *st, double t);
 bool pbf_bind_grid(mz_sim *sim, pbd_state *st);
 bool pbf_iterate(mz_sim *sim, pbd_state *st);
 void pbf_substep(pbd_state *st, int iterations, double dt);

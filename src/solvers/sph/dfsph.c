@@ -12,7 +12,7 @@
 #include "build/build.h"
 #include "device/grid.h"
 #include "solvers/sim.h"
-#include "solvers/sph/boundary.h"
+#include "solvers/boundary.h"
 #include "solvers/sph/dfsph.h"
 #include "solvers/sph/loads.h"
 #include "solvers/sph/neighbour_list.h"
@@ -40,7 +40,7 @@ typedef struct dfsph_state {
     cl_kernel k_density, k_forces, k_predict, k_error, k_sum, k_apply, k_advect, k_max;
     mz_grid grid;
     bool grid_made;
-    sph_boundary bound;
+    boundary_set bound;
     sph_loads loads; /* forces on walls and colliders, when the scene measures them */
     cl_mem S;        /* with loads: the step's Σ scale k per particle (dfsph_apply) */
     bool s_first;    /* the next apply is the step's first */
@@ -59,16 +59,16 @@ static cl_mem dfsph_buffer(mz_sim *sim, size_t bytes, const char *what)
     return mz_cl_buffer(sim->cl, CL_MEM_READ_WRITE, bytes, NULL, what);
 }
 
-static sph_boundary_args bound_of(const dfsph_state *st)
+static boundary_args bound_of(const dfsph_state *st)
 {
-    return sph_boundary_of(&st->bound, st->grid.desc);
+    return boundary_of(&st->bound, st->grid.desc);
 }
 
 /* ρ and α at the current positions (after a grid build), and the neighbour lists the step's
  * other passes read: built again, longer, when a particle has more neighbours than they hold. */
 static bool density_alpha(mz_sim *sim, dfsph_state *st)
 {
-    sph_boundary_args b = bound_of(st);
+    boundary_args b = bound_of(st);
     sph_lists *l = &st->lists;
     for (;;) {
         if (sph_lists_before_build(l, sim) != 0 ||
@@ -91,7 +91,7 @@ static bool density_alpha(mz_sim *sim, dfsph_state *st)
 static bool error_pass(mz_sim *sim, dfsph_state *st, int density, double dt, int warm,
                        cl_mem K, int stage, double *avg)
 {
-    sph_boundary_args b = bound_of(st);
+    boundary_args b = bound_of(st);
     size_t local = st->step_size.local; /* the error sums' groups: the step size's */
     size_t groups = (sim->n + local - 1) / local;
     if (groups == 0)
@@ -130,7 +130,7 @@ static bool error_pass(mz_sim *sim, dfsph_state *st, int density, double dt, int
 static bool apply_pass(mz_sim *sim, dfsph_state *st, double scale, int first, cl_mem K,
                        int stage, double weight)
 {
-    sph_boundary_args b = bound_of(st);
+    boundary_args b = bound_of(st);
     cl_float scale_f = (cl_float)scale;
     const sph_lists *l = &st->lists;
     cl_int keep_s = st->loads.on, s_first = st->s_first;
@@ -222,7 +222,7 @@ static void warn_capped(mz_sim *sim, dfsph_state *st, const char *what, double e
 static bool gather_loads(mz_sim *sim, dfsph_state *st, cl_int pass, double dt)
 {
     mz_load_elems *e = &sim->loads;
-    sph_boundary_args b = bound_of(st);
+    boundary_args b = bound_of(st);
     cl_uint n = (cl_uint)e->n;
     cl_float dt_f = (cl_float)dt;
     return KARGS(st->loads.k, "dfsph_wall_loads", A(n), A(pass), A(dt_f), A(st->P),
@@ -239,7 +239,7 @@ static int dfsph_step(mz_sim *sim, dfsph_state *st, double frame_dt)
     const mz_fluid *f = &sim->scene->fluids[0];
     double rho0 = st->P.rest_density, left;
     st->frame = sim_frame(sim->scene, sim->time);
-    if (sph_boundary_move(&st->bound, sim, sim->time) != 0 || grid_build(&st->grid, sim->pos) != 0)
+    if (boundary_move(&st->bound, sim, sim->time) != 0 || grid_build(&st->grid, sim->pos) != 0)
         return -1;
     sim_profile_grid(sim, &st->grid, STAGE_GRID);
     if (!density_alpha(sim, st))
@@ -252,7 +252,7 @@ static int dfsph_step(mz_sim *sim, dfsph_state *st, double frame_dt)
     st->stats.divergence_iterations += it;
     if (it == MAX_ITERATIONS && left > f->divergence_tolerance * rho0)
         warn_capped(sim, st, "divergence", left, f->divergence_tolerance * rho0);
-    sph_boundary_args b = bound_of(st);
+    boundary_args b = bound_of(st);
     cl_float dt_last = (cl_float)st->dt_last;
     const sph_lists *l = &st->lists;
     if (!KARGS(st->k_forces, "dfsph_forces", A(sim->n_u), A(dt_last), A(st->P), A(st->frame),
@@ -366,8 +366,8 @@ static int dfsph_init(mz_sim *sim)
     for (size_t i = 0; i < sizeof moved4 / sizeof *moved4; i++)
         if (grid_register(&st->grid, moved4[i], 4))
             return -1;
-    if (sph_boundary_init(&st->bound, sim, st->P.mass, st->P.h,
-                          st->grid.desc.hashed ? MZ_GRID_HASHED : MZ_GRID_DENSE) != 0 ||
+    if (boundary_init(&st->bound, sim, st->P.mass, st->P.h,
+                      st->grid.desc.hashed ? MZ_GRID_HASHED : MZ_GRID_DENSE) != 0 ||
         sph_loads_init(&st->loads, sim, &st->bound, st->program, "dfsph_wall_loads") != 0)
         return -1;
     if (st->loads.on && !(st->S = dfsph_buffer(sim, 4 * (n ? n : 1), "clCreateBuffer(DFSPH)")))
@@ -395,7 +395,7 @@ static void dfsph_release(mz_sim *sim)
     if (st->grid_made)
         grid_release(&st->grid);
     sph_loads_release(&st->loads);
-    sph_boundary_release(&st->bound);
+    boundary_release(&st->bound);
     sph_lists_release(&st->lists);
     cl_kernel ks[] = {st->k_density, st->k_forces, st->k_predict, st->k_error,
                       st->k_sum,     st->k_apply,  st->k_advect,  st->k_max};
@@ -429,7 +429,7 @@ static size_t dfsph_state_parts(mz_sim *sim, mz_state_part *parts, size_t max)
  * mass, id, body, K and K_v; the boundary particles; the cell tables. */
 static size_t dfsph_device_bytes(const mz_scene *s, size_t n)
 {
-    return n * (7 * 4 + sph_lists_bytes(s) + 16 + (16 + 16 + 4 * 5)) + sph_boundary_bytes(s) +
+    return n * (7 * 4 + sph_lists_bytes(s) + 16 + (16 + 16 + 4 * 5)) + boundary_bytes(s) +
            (scene_load_count(s) ? 4 * n : 0) + sph_loads_bytes(s, n) +
            sim_grid_bytes(s, n, scene_support_radius(s));
 }

@@ -6,7 +6,7 @@
 
 /* The measured solids' boundary particles (their owners as the builder made them), bucketed by
  * load in scene_load_ref order, each bucket in the builder's order. */
-static int make_elements(sph_loads *l, mz_sim *sim, const sph_boundary *b)
+static int make_elements(sph_loads *l, mz_sim *sim, const boundary_set *b)
 {
     const mz_scene *s = sim->scene;
     size_t nb = b->nb, n_loads = scene_load_count(s);
@@ -51,7 +51,7 @@ static int make_elements(sph_loads *l, mz_sim *sim, const sph_boundary *b)
     return l->elem && e->first && e->count && e->at && e->force ? 0 : -1;
 }
 
-int sph_loads_init(sph_loads *l, mz_sim *sim, sph_boundary *b, cl_program program,
+int sph_loads_init(sph_loads *l, mz_sim *sim, boundary_set *b, cl_program program,
                    const char *kernel)
 {
     const mz_scene *s = sim->scene;
@@ -63,7 +63,7 @@ int sph_loads_init(sph_loads *l, mz_sim *sim, sph_boundary *b, cl_program progra
     l->k = clCreateKernel(program, kernel, &err);
     if (!cl_ok(err, "clCreateKernel(the forces on walls)"))
         return -1;
-    if (make_elements(l, sim, b) != 0 || sph_boundary_track(b, sim) != 0)
+    if (make_elements(l, sim, b) != 0 || boundary_track(b, sim) != 0)
         return -1;
     l->rest_on = s->domain.boundary.friction != MZ_FRICTION_NO_SLIP;
     l->rest = mz_cl_buffer(sim->cl, CL_MEM_READ_WRITE, l->rest_on ? 16 * sim->cap : 16, NULL,
@@ -71,7 +71,7 @@ int sph_loads_init(sph_loads *l, mz_sim *sim, sph_boundary *b, cl_program progra
     return l->rest ? 0 : -1;
 }
 
-bool sph_loads_gather(sph_loads *l, mz_sim *sim, const mz_grid *fluid, const sph_boundary *b,
+bool sph_loads_gather(sph_loads *l, mz_sim *sim, const mz_grid *fluid, const boundary_set *b,
                       const sph_params *P, mz_frame_arg frame, cl_int collapsed, cl_float lag,
                       cl_mem rho, cl_mem drho, cl_mem p, cl_mem kgc)
 {
@@ -79,7 +79,7 @@ bool sph_loads_gather(sph_loads *l, mz_sim *sim, const mz_grid *fluid, const sph
     cl_uint n = (cl_uint)e->n;
     if (n == 0)
         return true;
-    sph_boundary_args ba = sph_boundary_of(b, fluid->desc);
+    boundary_args ba = boundary_of(b, fluid->desc);
     return KARGS(l->k, "sph_wall_loads", A(n), A(*P), A(frame), A(collapsed), A(lag),
                  A(fluid->desc), A(fluid->cell_start), A(fluid->cell_end), A(sim->pos),
                  A(sim->vel), A(rho), A(drho), A(p), A(b->pos), A(b->mass), A(ba.moving),

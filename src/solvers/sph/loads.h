@@ -5,7 +5,7 @@
 #ifndef MZ_SPH_LOADS_H
 #define MZ_SPH_LOADS_H
 #include "solvers/sim.h"
-#include "solvers/sph/boundary.h"
+#include "solvers/boundary.h"
 #include "solvers/sph/sph.h"
 
 typedef struct sph_loads {
@@ -20,10 +20,10 @@ typedef struct sph_loads {
  * particles, solid by solid in scene_load_ref order) into sim->loads, the rest buffer for cap
  * fluid particles, and the gather kernel `kernel` of program (sph_wall_loads, or DFSPH's).
  * Nothing when the scene measures no forces. 0, or -1 after reporting. */
-int sph_loads_init(sph_loads *l, mz_sim *sim, sph_boundary *b, cl_program program,
+int sph_loads_init(sph_loads *l, mz_sim *sim, boundary_set *b, cl_program program,
                    const char *kernel);
 /* The gather (after the step's forces pass; see sph_wall_loads for the arguments). */
-bool sph_loads_gather(sph_loads *l, mz_sim *sim, const mz_grid *fluid, const sph_boundary *b,
+bool sph_loads_gather(sph_loads *l, mz_sim *sim, const mz_grid *fluid, const boundary_set *b,
                       const sph_params *P, mz_frame_arg frame, cl_int collapsed, cl_float lag,
                       cl_mem rho, cl_mem drho, cl_mem p, cl_mem kgc);
 /* Device memory the scene's loads take beyond the boundary: n fluid particles. */

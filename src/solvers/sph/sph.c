@@ -23,7 +23,7 @@
 #include "dist/dist.h"
 #include "dist/slabs.h"
 #include "solvers/sim.h"
-#include "solvers/sph/boundary.h"
+#include "solvers/boundary.h"
 #include "solvers/sph/loads.h"
 #include "solvers/sph/neighbour_list.h"
 #include "solvers/sph/sph.h"
@@ -47,7 +47,7 @@ typedef struct sph_state {
     cl_kernel k_density, k_forces, k_collapsed, k_max;
     mz_grid grid;
     bool grid_made;
-    sph_boundary bound; /* wall and collider particles */
+    boundary_set bound; /* wall and collider particles */
     sph_loads loads;    /* forces on walls and colliders, when the scene measures them */
     mz_slabs slabs; /* a distributed run's (sim->slabs) */
     bool slabs_made;
@@ -272,8 +272,8 @@ static int sph_init(mz_sim *sim)
                    "clEnqueueFillBuffer(density)"))
             return -1;
     }
-    if (sph_boundary_init(&st->bound, sim, st->P.mass, st->P.h,
-                          st->grid.desc.hashed ? MZ_GRID_HASHED : MZ_GRID_DENSE) != 0 ||
+    if (boundary_init(&st->bound, sim, st->P.mass, st->P.h,
+                      st->grid.desc.hashed ? MZ_GRID_HASHED : MZ_GRID_DENSE) != 0 ||
         sph_loads_init(&st->loads, sim, &st->bound, st->program, "sph_wall_loads") != 0)
         return -1;
     /* WCSPH in one process: the density pass's lists for the forces pass. */
@@ -324,7 +324,7 @@ static int sph_init(mz_sim *sim)
  * it writes into *scratch and the handles are swapped; summation writes in place. */
 static bool run_density(mz_sim *sim, sph_state *st, cl_mem *rho, cl_mem *scratch, double lag)
 {
-    sph_boundary_args b = sph_boundary_of(&st->bound, st->grid.desc);
+    boundary_args b = boundary_of(&st->bound, st->grid.desc);
     cl_float lag_f = (cl_float)lag;
     cl_mem out = st->P.continuity ? *scratch : *rho;
     /* Distributed: the owned particles and the halo layer next to them, whose densities the
@@ -359,12 +359,12 @@ static int sph_step(mz_sim *sim, sph_state *st, double dt_seconds)
         sim_set_count(sim, st->grid.n);
     }
     st->frame = sim_frame(sim->scene, sim->time);
-    if (sph_boundary_move(&st->bound, sim, sim->time) != 0 ||
+    if (boundary_move(&st->bound, sim, sim->time) != 0 ||
         grid_build(&st->grid, sim->pos) != 0 ||
         (st->slabs_made && slabs_after_build(&st->slabs) != 0))
         return -1;
     sim_profile_grid(sim, &st->grid, STAGE_GRID);
-    sph_boundary_args b = sph_boundary_of(&st->bound, st->grid.desc);
+    boundary_args b = boundary_of(&st->bound, st->grid.desc);
     size_t begin, end;
     sim_owned(sim, &begin, &end);
     cl_uint end_u = (cl_uint)end;
@@ -532,7 +532,7 @@ static void sph_release(mz_sim *sim)
     if (st->grid_made)
         grid_release(&st->grid);
     sph_loads_release(&st->loads);
-    sph_boundary_release(&st->bound);
+    boundary_release(&st->bound);
     if (st->slabs_made)
         slabs_release(&st->slabs);
     sim->slabs = NULL;
@@ -577,7 +577,7 @@ static size_t sph_device_bytes(const mz_scene *s, size_t n)
 {
     size_t bytes = n * (16 + 4 * 6 + 16 + (16 + 16 + 4 * 5) +
                         (sph_params_for(s).kgc ? kgc_bytes(s) : 0));
-    return bytes + sph_boundary_bytes(s) + sph_loads_bytes(s, n) +
+    return bytes + boundary_bytes(s) + sph_loads_bytes(s, n) +
            sim_grid_bytes(s, n, scene_support_radius(s));
 }
 

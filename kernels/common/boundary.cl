@@ -1,4 +1,4 @@
-/* SPH boundary particles that move (src/solvers/sph/boundary.c): each step, every boundary
+/* Boundary particles that move (src/solvers/boundary.c): each step, every boundary
  * particle is put where its collider's law has it, in the builder's order, before the boundary
  * grid sorts them; and after a sort, where each one went. */
 #include "common/common.clh"

@@ -1,7 +1,7 @@
 /* The walls as boundary particles: the fluid lattice continued beyond them, as many layers as
  * the support radius reaches, each weighing a fluid particle's mass; sorted once on a grid of
- * their own, or before every step when colliders move (kernels/sph/boundary.cl). */
-#include "solvers/sph/boundary.h"
+ * their own, or before every step when colliders move (kernels/common/boundary.cl). */
+#include "solvers/boundary.h"
 
 #include "build/build.h"
 #include "util/err.h"
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* kernels/sph/boundary.cl's mz_mover. */
+/* kernels/common/boundary.cl's mz_mover. */
 typedef struct mover_arg {
     cl_float4 unit, center;
     cl_int slot, type, pad0, pad1;
@@ -26,12 +26,12 @@ static cl_mem buffer_of(mz_sim *sim, size_t bytes, const void *host, const char 
 }
 
 /* The moving colliders' kernels and buffers; pos and mass as built are the rest state. */
-static int init_motion(sph_boundary *b, mz_sim *sim)
+static int init_motion(boundary_set *b, mz_sim *sim)
 {
     const mz_scene *s = sim->scene;
     static const char *const names[] = {"boundary_pose", "boundary_slots", NULL};
     cl_kernel *const kernels[] = {&b->k_pose, &b->k_slots};
-    b->program = sim_build_kernels(sim, "sph/boundary.cl", names, kernels);
+    b->program = sim_build_kernels(sim, "common/boundary.cl", names, kernels);
     if (!b->program)
         return -1;
     size_t nc = s->n_colliders ? s->n_colliders : 1;
@@ -77,14 +77,14 @@ static int init_motion(sph_boundary *b, mz_sim *sim)
                                                                                           : 0;
 }
 
-int sph_boundary_init(sph_boundary *b, mz_sim *sim, float particle_mass, double h,
+int boundary_init(boundary_set *b, mz_sim *sim, float particle_mass, double h,
                       mz_grid_mode mode)
 {
     const mz_scene *s = sim->scene;
     b->dummy = mz_cl_buffer(sim->cl, CL_MEM_READ_WRITE, 16, NULL, "clCreateBuffer(no boundary)");
     if (!b->dummy)
         return -1;
-    if (s->domain.boundary.type != MZ_BOUNDARY_PARTICLES)
+    if (!scene_boundary_particles(s))
         return 0;
     double spacing = s->fluids[0].spacing;
     int layers = scene_wall_layers(s);
@@ -127,7 +127,7 @@ int sph_boundary_init(sph_boundary *b, mz_sim *sim, float particle_mass, double 
 
 /* slot_of from id: on the device when the boundary moves (after every sort), else once on the
  * host. */
-static int update_slots(sph_boundary *b, mz_sim *sim)
+static int update_slots(boundary_set *b, mz_sim *sim)
 {
     if (b->moving) {
         return KARGS(b->k_slots, "boundary_slots", A(b->nb), A(b->id), A(b->slot_of)) &&
@@ -153,7 +153,7 @@ static int update_slots(sph_boundary *b, mz_sim *sim)
     return rc;
 }
 
-int sph_boundary_track(sph_boundary *b, mz_sim *sim)
+int boundary_track(boundary_set *b, mz_sim *sim)
 {
     if (!b->made || b->slot_of)
         return 0;
@@ -161,7 +161,7 @@ int sph_boundary_track(sph_boundary *b, mz_sim *sim)
     return b->slot_of ? update_slots(b, sim) : -1;
 }
 
-int sph_boundary_move(sph_boundary *b, mz_sim *sim, double t)
+int boundary_move(boundary_set *b, mz_sim *sim, double t)
 {
     if (!b->moving)
         return 0;
@@ -183,12 +183,12 @@ int sph_boundary_move(sph_boundary *b, mz_sim *sim, double t)
     return b->slot_of ? update_slots(b, sim) : 0;
 }
 
-sph_boundary_args sph_boundary_of(const sph_boundary *b, mz_grid_desc fluid)
+boundary_args boundary_of(const boundary_set *b, mz_grid_desc fluid)
 {
     if (!b->made)
-        return (sph_boundary_args){fluid, b->dummy, b->dummy, b->dummy, b->dummy, 0, 0,
+        return (boundary_args){fluid, b->dummy, b->dummy, b->dummy, b->dummy, 0, 0,
                                    b->dummy, b->dummy};
-    return (sph_boundary_args){b->grid.desc,
+    return (boundary_args){b->grid.desc,
                                b->grid.cell_start,
                                b->grid.cell_end,
                                b->pos,
@@ -201,9 +201,9 @@ sph_boundary_args sph_boundary_of(const sph_boundary *b, mz_grid_desc fluid)
 
 /* Position, mass, id, their grid's keys, values, copies and reorder copies; moving: the rest
  * state, velocities and accelerations with their reorder copies. */
-size_t sph_boundary_bytes(const mz_scene *s)
+size_t boundary_bytes(const mz_scene *s)
 {
-    if (s->domain.boundary.type != MZ_BOUNDARY_PARTICLES)
+    if (!scene_boundary_particles(s))
         return 0;
     size_t per = 16 + 4 + 4 + 16 + 16 + 4 + 4 + 4;
     if (scene_moving_count(s) > 0)
@@ -211,7 +211,7 @@ size_t sph_boundary_bytes(const mz_scene *s)
     return scene_boundary_count(s) * per;
 }
 
-void sph_boundary_release(sph_boundary *b)
+void boundary_release(boundary_set *b)
 {
     if (b->made)
         grid_release(&b->grid);
@@ -223,5 +223,5 @@ void sph_boundary_release(sph_boundary *b)
                    b->rest_mass, b->vel, b->acc, b->movers};
     mz_cl_release_mems(ms, sizeof ms / sizeof *ms);
     free(b->owner);
-    *b = (sph_boundary){0};
+    *b = (boundary_set){0};
 }

@@ -1,13 +1,14 @@
-/* SPH boundary particles: the domain's walls and the colliders as a particle set with a
- * neighbour grid of its own, shared by the SPH solvers (sph.c, dfsph.c). Static, sorted once;
+/* Boundary particles: the domain's walls and the colliders as a particle set with a neighbour
+ * grid of its own, shared by the SPH solvers (sph/sph.c, sph/dfsph.c) and PBF (pbd/fluid.c),
+ * whichever runs with domain.boundary.type "particles". Static, sorted once;
  * with moving colliders (colliders[].motion), put where their laws have them and sorted again
- * before every step (sph_boundary_move). */
-#ifndef MZ_SPH_BOUNDARY_H
-#define MZ_SPH_BOUNDARY_H
+ * before every step (boundary_move). */
+#ifndef MZ_SOLVER_BOUNDARY_H
+#define MZ_SOLVER_BOUNDARY_H
 #include "device/grid.h"
 #include "solvers/sim.h"
 
-typedef struct sph_boundary {
+typedef struct boundary_set {
     mz_grid grid;
     bool made; /* the scene has particle walls: grid, pos and mass exist */
     cl_mem pos, mass;
@@ -15,7 +16,7 @@ typedef struct sph_boundary {
     cl_uint nb;
     int *owner;   /* per particle in the builder's order: its wall or MZ_OWNER_COLLIDER + c */
     /* Where each particle (builder's order) sits in the grid's order: for the forces on
-     * solids (loads.c); made by sph_boundary_track. */
+     * solids (loads.c); made by boundary_track. */
     cl_mem id, slot_of;
     /* Moving colliders: the particles at rest in the builder's order, their velocities and
      * accelerations (grid order), the colliders' motions, and which collider each law value of
@@ -27,30 +28,30 @@ typedef struct sph_boundary {
     cl_mem rest, rest_mass, vel, acc, movers;
     int mover_collider[MZ_MAX_MOVING];
     int n_movers;
-} sph_boundary;
+} boundary_set;
 
 /* What the kernels take: the boundary set, or a harmless stand-in (nb 0) when there is none;
  * moving 0 and stand-ins for vel and acc when it does not move. */
-typedef struct sph_boundary_args {
+typedef struct boundary_args {
     mz_grid_desc desc;
     cl_mem start, end, pos, mass;
     cl_int nb;
     cl_int moving;
     cl_mem vel, acc;
-} sph_boundary_args;
+} boundary_args;
 
 /* The walls and colliders of the scene at the fluid's spacing, each particle of `mass`, on a
  * grid of cells h in the mode of the fluid's; only the stand-in when the scene's boundary is not
  * particles. 0, or -1 after reporting. */
-int sph_boundary_init(sph_boundary *b, mz_sim *sim, float mass, double h, mz_grid_mode mode);
+int boundary_init(boundary_set *b, mz_sim *sim, float mass, double h, mz_grid_mode mode);
 /* Keep slot_of current (the forces on solids need it): made now, and after every sort. */
-int sph_boundary_track(sph_boundary *b, mz_sim *sim);
+int boundary_track(boundary_set *b, mz_sim *sim);
 /* Moving colliders at time t (the step's start) and the grid sorted again; nothing when none
  * move. 0, or -1 after reporting. */
-int sph_boundary_move(sph_boundary *b, mz_sim *sim, double t);
-sph_boundary_args sph_boundary_of(const sph_boundary *b, mz_grid_desc fluid);
+int boundary_move(boundary_set *b, mz_sim *sim, double t);
+boundary_args boundary_of(const boundary_set *b, mz_grid_desc fluid);
 /* Device memory of the boundary particles of the scene, in bytes. */
-size_t sph_boundary_bytes(const mz_scene *s);
-void sph_boundary_release(sph_boundary *b);
+size_t boundary_bytes(const mz_scene *s);
+void boundary_release(boundary_set *b);
 
 #endif
