@@ -694,6 +694,26 @@ inline void g2p_move(uint i, const flip_grid *g, float dt, float4 x, float4 v, f
     vel[i] = v;
 }
 
+/* What both G2Ps end with: a turning domain's Euler, centrifugal and Coriolis terms on the new
+ * velocity v (gravity and the frame's linear acceleration are the faces', prepare_faces), the
+ * output's density and pressure at the step's start x, and the move (g2p_move). */
+inline void g2p_finish(uint i, const flip_grid *g, float dt, float rest_density, float4 x,
+                       float4 v, float4 d, float4 dmin, float4 dmax, int colliders,
+                       global const float *sdf, global const float4 *face_adv,
+                       global const uchar *type, global const float *density,
+                       global const float2 *pressure, global float4 *pos, global float4 *vel,
+                       global float *out_density, global float *out_pressure, int moving,
+                       global const float4 *solid_vel, const mz_frame *frame)
+{
+#ifdef MZ_SPIN
+    v = mz_vec(v + dt * (mz_frame_accel(frame, x, v) - frame->g));
+#endif
+    out_density[i] = rest_density * sample_cells(density, g, d);
+    out_pressure[i] = sample_pressure(pressure, type, g, d);
+    g2p_move(i, g, dt, x, v, d, dmin, dmax, colliders, sdf, face_adv, moving, solid_vel, pos,
+             vel);
+}
+
 /* Per particle: the new velocity, FLIP (old velocity + the grid's change) blended with PIC (the
  * grid velocity) by flip_ratio; then g2p_move. Density and pressure are sampled for output at
  * the position the step started from. */
@@ -714,16 +734,8 @@ kernel void g2p(uint n, flip_grid g, float dt, float flip_ratio, float rest_dens
     float4 u = sample_faces(face_vel, &g, d);
     float4 v_flip = v + sample_faces(face_du, &g, d);
     v = mz_vec(flip_ratio * v_flip + (1.0f - flip_ratio) * u);
-#ifdef MZ_SPIN
-    /* A turning domain's Euler, centrifugal and Coriolis terms (gravity and the frame's linear
-     * acceleration are the faces', prepare_faces): on the particle, for the next step's
-     * transfer and projection. */
-    v = mz_vec(v + dt * (mz_frame_accel(&frame, x, v) - frame.g));
-#endif
-    out_density[i] = rest_density * sample_cells(density, &g, d);
-    out_pressure[i] = sample_pressure(pressure, type, &g, d);
-    g2p_move(i, &g, dt, x, v, d, dmin, dmax, colliders, sdf, face_adv, moving, solid_vel, pos,
-             vel);
+    g2p_finish(i, &g, dt, rest_density, x, v, d, dmin, dmax, colliders, sdf, face_adv, type,
+               density, pressure, pos, vel, out_density, out_pressure, moving, solid_vel, &frame);
 }
 
 /* APIC's G2P (fluids[].transfer "apic"): the particle takes the grid velocity (PIC's) and, per
@@ -750,11 +762,6 @@ kernel void g2p_apic(uint n, flip_grid g, float dt, float rest_density, float4 d
 #if MZ_DIM == 3
     cz[i] = gz;
 #endif
-#ifdef MZ_SPIN
-    v = mz_vec(v + dt * (mz_frame_accel(&frame, x, v) - frame.g));
-#endif
-    out_density[i] = rest_density * sample_cells(density, &g, d);
-    out_pressure[i] = sample_pressure(pressure, type, &g, d);
-    g2p_move(i, &g, dt, x, v, d, dmin, dmax, colliders, sdf, face_adv, moving, solid_vel, pos,
-             vel);
+    g2p_finish(i, &g, dt, rest_density, x, v, d, dmin, dmax, colliders, sdf, face_adv, type,
+               density, pressure, pos, vel, out_density, out_pressure, moving, solid_vel, &frame);
 }
