@@ -9,6 +9,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#define CKPT_FORMAT "mizu checkpoint"
+/* 2: run id, input digests, checksums of the record and the state; 3: the progress into the
+ * frame (a run stopped between two steps) */
+#define CKPT_VERSION 3
+
 /* "checkpoint PATH: WHAT failed". */
 void ckpt_fail(const char *path, const char *what);
 /* "checkpoint PATH damaged: WHAT; it cannot be resumed ...". */
@@ -21,6 +26,15 @@ int ckpt_bytes_at(hid_t d, size_t at, size_t n, void *buf, bool write);
 int ckpt_get_attr(hid_t obj, const char *name, hid_t mtype, void *v);
 /* The state digest's step for a part's name. */
 uint64_t ckpt_digest_text(uint64_t h, const char *t);
+/* The record's digest: every value in a fixed order, so a damaged one shows. */
+uint64_t ckpt_record_digest(const mz_ckpt *c);
+/* Bytes of dataset NAME, malloc'd with a NUL after them, *bytes set; NULL if missing,
+ * unreadable or longer than max (then *bytes says how long). */
+char *ckpt_get_bytes(hid_t file, const char *name, size_t max, size_t *bytes);
+/* A text attribute, malloc'd; NULL if missing or not text. */
+char *ckpt_get_text_attr(hid_t obj, const char *name);
+/* A device buffer's size in bytes. */
+size_t ckpt_mem_size(cl_mem m);
 
 /* Distributed (checkpoint_ranks.c). Ranks other than 0: their owned stretch of every
  * per-particle part, in part order, to rank 0. */
