@@ -1,0 +1,198 @@
+/* FLIP's pressure projection (src/solvers/flip/flip.c runs the rest of the step): the cell
+ * types' divergence and the volume correction's target into a Poisson system, solved by
+ * red-black SOR (or damped Jacobi) over the fluid cells only, from the last step's pressure;
+ * then the pressure gradient subtracted. Kernels: kernels/flip/flip_pressure.cl. */
+#include "solvers/flip/flip_state.h"
+#include "util/err.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+/* Damped Jacobi: ω = 1 leaves the checkerboard mode of a closed region (eigenvalue 2 of D⁻¹A)
+ * undamped forever; 0.8 damps it by 0.6 a sweep and slows the smooth modes by only 20%. */
+#define JACOBI_OMEGA 0.8
+
+/* The largest |residual| and |rhs| over the fluid cells, and how many there are. */
+static bool residual(mz_sim *sim, flip_state *st, float *r, float *b, long *fluid)
+{
+    cl_uint n_fluid = st->n_fluid[0] + st->n_fluid[1];
+    bool ok = KARGS(st->k_residual, "pressure_residual", A(n_fluid), A(st->g), A(st->fluid_list),
+                    A(st->type), A(st->rhs), A(st->diag), A(st->pressure), A(st->partial)) &&
+              cl_ok(clSetKernelArg(st->k_residual, 8, 12 * st->local, NULL),
+                    "clSetKernelArg(pressure_residual, scratch)") &&
+              sim_launch_local(sim, st->k_residual, 0, st->groups * st->local, st->local,
+                               STAGE_PROJECTION, "pressure_residual") &&
+              cl_ok(clEnqueueReadBuffer(sim->cl->queue, st->partial, CL_TRUE, 0,
+                                        12 * st->groups, st->partial_host, 0, NULL, NULL),
+                    "clEnqueueReadBuffer(pressure residual)");
+    if (!ok)
+        return false;
+    *r = *b = 0.0f;
+    double count = 0;
+    for (size_t g = 0; g < st->groups; g++) {
+        *r = fmaxf(*r, st->partial_host[3 * g]);
+        *b = fmaxf(*b, st->partial_host[3 * g + 1]);
+        count += st->partial_host[3 * g + 2];
+    }
+    *fluid = (long)count;
+    return true;
+}
+
+/* Successive over-relaxation's best ω for a Poisson problem n cells across:
+ * 2 / (1 + sin(π/n)). The slowest mode of a body of fluid with a free surface spans about
+ * twice its size (p = 0 on one side, ∂p/∂n = 0 on the other); its size from its cell count. */
+static double sor_omega(long fluid_cells, int dim)
+{
+    double n = 2.0 * pow((double)(fluid_cells > 1 ? fluid_cells : 1), 1.0 / dim);
+    return 2.0 / (1.0 + sin(acos(-1.0) / fmax(n, 2.0)));
+}
+
+static bool sweep(mz_sim *sim, flip_state *st, float omega)
+{
+    if (sim->scene->sim.pressure_solver == MZ_PRESSURE_JACOBI) {
+        bool ok = KARGS(st->k_jacobi, "pressure_jacobi", A(st->nodes_u), A(st->g), A(omega),
+                        A(st->type), A(st->rhs), A(st->diag), A(st->pressure),
+                        A(st->pressure_tmp)) &&
+                  sim_launch(sim, st->k_jacobi, st->nodes, STAGE_PROJECTION, "pressure_jacobi");
+        swap_mem(&st->pressure, &st->pressure_tmp);
+        return ok;
+    }
+    for (int colour = 0; colour < 2; colour++) {
+        cl_uint items = st->n_fluid[colour], first = colour ? st->n_fluid[0] : 0;
+        if (items && (!KARGS(st->k_rbgs, "pressure_rbgs", A(items), A(first), A(st->g),
+                             A(st->fluid_list), A(omega), A(st->type), A(st->rhs), A(st->diag),
+                             A(st->pressure)) ||
+                      !sim_launch(sim, st->k_rbgs, items, STAGE_PROJECTION, "pressure_rbgs")))
+            return false;
+    }
+    return true;
+}
+
+/* The fluid cells of each colour into fluid_list (see flip_state), in node order: the sweeps'
+ * sums are the same as over every node, so the results are too. */
+static bool list_fluid_cells(mz_sim *sim, flip_state *st)
+{
+    size_t w = st->listers;
+    cl_uint chunk = (cl_uint)((st->nodes + w - 1) / w);
+    if (!KARGS(st->k_fluid_count, "fluid_count", A(st->nodes_u), A(chunk), A(st->g),
+               A(st->type), A(st->fluid_counts)) ||
+        !sim_launch(sim, st->k_fluid_count, w, STAGE_PROJECTION, "fluid_count") ||
+        !cl_ok(clEnqueueReadBuffer(sim->cl->queue, st->fluid_counts, CL_TRUE, 0, 8 * w,
+                                   st->lister_counts, 0, NULL, NULL),
+               "clEnqueueReadBuffer(fluid counts)"))
+        return false;
+    cl_uint total[2] = {0, 0};
+    for (size_t k = 0; k < w; k++)
+        for (int c = 0; c < 2; c++) {
+            cl_uint n = st->lister_counts[2 * k + c];
+            st->lister_counts[2 * k + c] = total[c];
+            total[c] += n;
+        }
+    for (size_t k = 0; k < w; k++)
+        st->lister_counts[2 * k + 1] += total[0];
+    st->n_fluid[0] = total[0];
+    st->n_fluid[1] = total[1];
+    return cl_ok(clEnqueueWriteBuffer(sim->cl->queue, st->fluid_offsets, CL_FALSE, 0, 8 * w,
+                                      st->lister_counts, 0, NULL, NULL),
+                 "clEnqueueWriteBuffer(fluid offsets)") &&
+           KARGS(st->k_fluid_list, "fluid_list", A(st->nodes_u), A(chunk), A(st->g),
+                 A(st->type), A(st->fluid_offsets), A(st->fluid_list)) &&
+           sim_launch(sim, st->k_fluid_list, w, STAGE_PROJECTION, "fluid_list");
+}
+
+/* Sweeps until the divergence left is below pressure_tolerance × the largest before, checked
+ * after sweeps 1, 2, 3, 4, 5, 6, 7, 8, 10, 12, ... (each check reads back; at most a quarter
+ * more sweeps, and at most 16, than needed). */
+static int solve_pressure(mz_sim *sim, flip_state *st)
+{
+    const mz_simulation *S = &sim->scene->sim;
+    float r, b;
+    long fluid;
+    if (!residual(sim, st, &r, &b, &fluid))
+        return -1;
+    int it = 0, next = 1;
+    if (b == 0.0f) { /* nothing to correct: the answer is p = 0 */
+        cl_float zero = 0.0f;
+        if (!cl_ok(clEnqueueFillBuffer(sim->cl->queue, st->pressure, &zero, sizeof zero, 0,
+                                       8 * st->nodes, 0, NULL, NULL),
+                   "clEnqueueFillBuffer(pressure)"))
+            return -1;
+        r = 0.0f;
+    }
+    float omega = (float)(S->pressure_solver == MZ_PRESSURE_JACOBI
+                              ? JACOBI_OMEGA
+                              : sor_omega(fluid, S->dimensions));
+    while (r > S->pressure_tolerance * b && it < S->pressure_iterations) {
+        if (!sweep(sim, st, omega))
+            return -1;
+        it++;
+        if (it == next || it == S->pressure_iterations) {
+            if (!residual(sim, st, &r, &b, &fluid))
+                return -1;
+            next = it + (it / 4 < 1 ? 1 : it / 4 > 16 ? 16 : it / 4);
+        }
+    }
+    flip_stats *stat = &st->stats;
+    if (stat->projections == 0)
+        stat->first_iterations = it;
+    stat->projections++;
+    stat->iterations += it;
+    stat->capped += r > S->pressure_tolerance * b;
+    stat->last_iterations = it;
+    stat->last_residual = b > 0 ? r / b : 0;
+    stat->fluid_cells = fluid;
+    return 0;
+}
+
+int flip_project(mz_sim *sim, double dt)
+{
+    flip_state *st = sim->state;
+    const mz_fluid *f = &sim->scene->fluids[0];
+    cl_float rho_over_dt = (cl_float)(f->rest_density / dt), inv_dt = (cl_float)(1.0 / dt);
+    cl_float dt_over_rho = (cl_float)(dt / f->rest_density);
+    cl_float correction = (cl_float)f->volume_correction;
+    if (!KARGS(st->k_setup, "pressure_setup", A(st->nodes_u), A(st->g), A(rho_over_dt),
+               A(correction), A(inv_dt), A(st->type), A(st->density), A(st->face_vel),
+               A(st->rhs), A(st->diag), A(st->pressure)) ||
+        !sim_launch(sim, st->k_setup, st->nodes, STAGE_PROJECTION, "pressure_setup") ||
+        !list_fluid_cells(sim, st) || solve_pressure(sim, st) != 0)
+        return -1;
+    return KARGS(st->k_gradient, "pressure_gradient", A(st->nodes_u), A(st->g), A(dt_over_rho),
+                 A(st->type), A(st->density), A(st->pressure), A(st->face_vel),
+                 A(st->face_old), A(st->face_adv), A(st->valid)) &&
+                   sim_launch(sim, st->k_gradient, st->nodes, STAGE_PROJECTION,
+                              "pressure_gradient")
+               ? 0
+               : -1;
+}
+
+int flip_pressure_init(mz_sim *sim, flip_state *st)
+{
+    static const char *const names[] = {"pressure_setup", "pressure_jacobi",   "pressure_rbgs",
+                                        "pressure_residual", "pressure_gradient", "fluid_count",
+                                        "fluid_list",      NULL};
+    cl_kernel *const kernels[] = {&st->k_setup,    &st->k_jacobi,      &st->k_rbgs,
+                                  &st->k_residual, &st->k_gradient,    &st->k_fluid_count,
+                                  &st->k_fluid_list};
+    st->pressure_program = sim_build_kernels(sim, "flip/flip_pressure.cl", names, kernels);
+    if (!st->pressure_program)
+        return -1;
+    st->local = (sim->cl->type & CL_DEVICE_TYPE_GPU) ? 256 : 64;
+    while (st->local > sim->cl->max_wg)
+        st->local /= 2;
+    st->groups = (sim->cl->type & CL_DEVICE_TYPE_GPU) ? 512 : 16;
+    st->partial = flip_buffer(sim, 12 * st->groups, "clCreateBuffer(pressure residual)");
+    st->partial_host = xcalloc(3 * st->groups, sizeof(float));
+    if (!st->partial)
+        return -1;
+    /* Listers: on a GPU a few thousand chunks, each a few thousand nodes walked in order; on a
+     * CPU one chunk per work-item of a group or two. */
+    st->listers = (sim->cl->type & CL_DEVICE_TYPE_GPU) ? 4096 : 2 * st->local;
+    st->lister_counts = xcalloc(2 * st->listers, sizeof *st->lister_counts);
+    return (st->fluid_counts = flip_buffer(sim, 8 * st->listers, "clCreateBuffer(fluid counts)")) &&
+                   (st->fluid_offsets =
+                        flip_buffer(sim, 8 * st->listers, "clCreateBuffer(fluid offsets)")) &&
+                   (st->fluid_list = flip_buffer(sim, 4 * st->nodes, "clCreateBuffer(fluid cells)"))
+               ? 0
+               : -1;
+}
