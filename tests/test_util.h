@@ -141,4 +141,11 @@ static inline int exit_status(pid_t pid)
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+/* qsort's comparison of two doubles, ascending. */
+static inline int compare_doubles(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
 #endif

@@ -1039,12 +1039,6 @@ static void inside_cells(world *w, host_grid *h, double **d, size_t *n, size_t *
     }
 }
 
-static int by_value(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* The 3D dam break (scenes/flip_dam_break_3d.json, jittered): every particle inside and
  * finite, the volume within 5% at every frame, the water spreading along the tank; no lattice
  * in the water at any frame (lattice_order at most 2 on every axis, where the same scene
@@ -1095,7 +1089,7 @@ static void test_dam_break_3d(void **state)
     for (size_t i = 0; i < w.parts.n; i++)
         far = fmax(far, w.pos[4 * i]);
     assert_true(n_cells > 1000);
-    qsort(cells, n_cells, sizeof *cells, by_value);
+    qsort(cells, n_cells, sizeof *cells, compare_doubles);
     double p1 = cells[n_cells / 100], p99 = cells[n_cells - 1 - n_cells / 100];
     print_message("3D dam break: %zu particles, %d frames, volume within %.2f%% (%s), water "
                   "reached x = %.3f m; lattice order away from walls at most %.2f %.2f %.2f "

@@ -60,12 +60,6 @@ static double host_density(const world *w, size_t i, const float *bpos, size_t n
     return V * poly6 * sum;
 }
 
-static int by_value(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* The corner particles (within a spacing of the floor and a side wall) after a tank run: their
  * mean ρ/ρ0 as the device has it (*device) and as the host sums it with the walls as boundary
  * particles (*host), against the bottom row's particles away from the side walls (*row, host). */
@@ -130,7 +124,7 @@ static void tank_run(const char *iterations, const char *walls, double *mean, do
             sum += speed[i] * speed[i];
             *vmax = fmax(*vmax, speed[i]);
         }
-        qsort(speed, n, sizeof *speed, by_value);
+        qsort(speed, n, sizeof *speed, compare_doubles);
         *rms = fmax(*rms, sqrt(sum / (double)n));
         *p99 = fmax(*p99, speed[n - 1 - n / 100]);
         free(speed);
