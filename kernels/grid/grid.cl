@@ -219,6 +219,39 @@ kernel void slab_keys(uint begin, uint n, mz_grid_desc g, global const float4 *p
     vals[i] = begin + i;
 }
 
+/* The exchange's keys: keys[i] = the segment of pos[begin + i]'s slab-axis cell, from a table
+ * of every layer's segment (the layers between two window edges of any rank: a window is then a
+ * run of whole segments), vals[i] = its slot. */
+kernel void slab_segments(uint begin, uint n, mz_grid_desc g, global const float4 *pos,
+                          global const uint *segment_of_layer, global uint *keys,
+                          global uint *vals)
+{
+    uint i = get_global_id(0);
+    if (i >= n)
+        return;
+    int4 c = mz_cell_coord(&g, pos[begin + i]);
+    keys[i] = segment_of_layer[MZ_SLAB_AXIS(c)];
+    vals[i] = begin + i;
+}
+
+/* dst[at + i] = src[vals[from + i]], i < n, at counted in uints (the exchange packs 4- and
+ * 16-byte fields one after another, so a 16-byte field may start at any 4-byte offset). */
+kernel void gather4_at(uint n, global const uint *vals, uint from, global const uint *src,
+                       global uint *dst, ulong at)
+{
+    uint i = get_global_id(0);
+    if (i < n)
+        dst[at + i] = src[vals[from + i]];
+}
+
+kernel void gather16_at(uint n, global const uint *vals, uint from, global const uint4 *src,
+                        global uint *dst, ulong at)
+{
+    uint i = get_global_id(0);
+    if (i < n)
+        vstore4(src[vals[from + i]], i, dst + at);
+}
+
 /* out[t] = the first i < n with keys[i] >= targets[t] in ascending keys (n if none). */
 kernel void key_bounds(uint n, global const uint *keys, uint m, global const uint *targets,
                        global uint *out)

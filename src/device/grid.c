@@ -328,7 +328,9 @@ static int create(mz_grid *g, mz_cl *cl, size_t n, double h, int dim, const doub
               {&g->k_scan, "radix_scan"},    {&g->k_scatter, "radix_scatter"},
               {&g->k_clear, "clear_uint"},   {&g->k_ranges, "cell_ranges"},
               {&g->k_gather4, "gather4"},    {&g->k_gather16, "gather16"},
-              {&g->k_slab_keys, "slab_keys"}, {&g->k_bounds, "key_bounds"}};
+              {&g->k_slab_keys, "slab_keys"}, {&g->k_bounds, "key_bounds"},
+              {&g->k_slab_segments, "slab_segments"}, {&g->k_gather4_at, "gather4_at"},
+              {&g->k_gather16_at, "gather16_at"}};
     for (size_t i = 0; i < sizeof ks / sizeof *ks; i++)
         if (!(*ks[i].k = cl_prog_kernel(g->program, ks[i].name)))
             return -1;
@@ -493,6 +495,33 @@ int grid_slab_keys(mz_grid *g, cl_mem pos, size_t begin, size_t n, cl_mem keys, 
                : -1;
 }
 
+int grid_slab_segments(mz_grid *g, cl_mem pos, size_t begin, size_t n, cl_mem table,
+                       cl_mem keys, cl_mem vals)
+{
+    cl_uint begin_u = (cl_uint)begin, n_u = (cl_uint)n;
+    return KARGS(g->k_slab_segments, "slab_segments", A(begin_u), A(n_u), A(g->desc), A(pos),
+                 A(table), A(keys), A(vals)) &&
+                   launch_n(g, g->k_slab_segments, n, "slab_segments")
+               ? 0
+               : -1;
+}
+
+int grid_gather_at(mz_grid *g, cl_mem src, size_t elem, cl_mem vals, size_t from, size_t n,
+                   cl_mem dst, size_t at_bytes)
+{
+    if (n == 0)
+        return 0;
+    bool wide = elem == 16;
+    cl_kernel k = wide ? g->k_gather16_at : g->k_gather4_at;
+    const char *name = wide ? "gather16_at" : "gather4_at";
+    cl_uint n_u = (cl_uint)n, from_u = (cl_uint)from;
+    cl_ulong at = (cl_ulong)(at_bytes / 4);
+    return KARGS(k, name, A(n_u), A(vals), A(from_u), A(src), A(dst), A(at)) &&
+                   launch_n(g, k, n, name)
+               ? 0
+               : -1;
+}
+
 int grid_bounds(mz_grid *g, cl_mem keys, size_t n, cl_mem targets, size_t m, cl_mem out)
 {
     cl_uint n_u = (cl_uint)n, m_u = (cl_uint)m;
@@ -549,7 +578,8 @@ void grid_release(mz_grid *g)
     free(g->event_kernels);
     cl_kernel ks[] = {g->k_keys,    g->k_count,  g->k_scan,      g->k_scatter,
                       g->k_clear,   g->k_ranges, g->k_gather4,   g->k_gather16,
-                      g->k_slab_keys, g->k_bounds};
+                      g->k_slab_keys, g->k_bounds, g->k_slab_segments, g->k_gather4_at,
+                      g->k_gather16_at};
     mz_cl_release_kernels(ks, sizeof ks / sizeof *ks);
     if (g->program)
         clReleaseProgram(g->program);

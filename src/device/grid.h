@@ -61,7 +61,7 @@ typedef struct mz_grid {
     int radix_bits;    /* key bits per sort pass */
     cl_program program;
     cl_kernel k_keys, k_count, k_scan, k_scatter, k_clear, k_ranges, k_gather4, k_gather16;
-    cl_kernel k_slab_keys, k_bounds;
+    cl_kernel k_slab_keys, k_bounds, k_slab_segments, k_gather4_at, k_gather16_at;
     struct {
         cl_mem *buf;   /* the owner's handle: swapped with scratch after each build */
         cl_mem scratch;
@@ -109,10 +109,17 @@ int grid_sort(mz_grid *g, cl_mem keys, cl_mem vals, size_t n, int bits);
  * grid_bounds: out[t] = the first index i < n with keys[i] >= targets[t] (keys ascending), or
  *   n; m targets.
  * grid_gather: every registered buffer permuted by vals (n elements: dst[i] = src[vals[i]]),
- *   the handles swapped with their scratch buffers, as a build does. */
+ *   the handles swapped with their scratch buffers, as a build does.
+ * grid_slab_segments: as grid_slab_keys, the key being table[layer] (uint per layer).
+ * grid_gather_at: dst[at_bytes + i·elem] = src[vals[from + i]] for i < n, elem 4 or 16 bytes
+ *   (at_bytes a multiple of 4): one buffer's range, packed anywhere in dst. */
 int grid_set_count(mz_grid *g, size_t n);
 int grid_slab_keys(mz_grid *g, cl_mem pos, size_t begin, size_t n, cl_mem keys, cl_mem vals);
 int grid_bounds(mz_grid *g, cl_mem keys, size_t n, cl_mem targets, size_t m, cl_mem out);
 int grid_gather(mz_grid *g, cl_mem vals, size_t n);
+int grid_slab_segments(mz_grid *g, cl_mem pos, size_t begin, size_t n, cl_mem table,
+                       cl_mem keys, cl_mem vals);
+int grid_gather_at(mz_grid *g, cl_mem src, size_t elem, cl_mem vals, size_t from, size_t n,
+                   cl_mem dst, size_t at_bytes);
 
 #endif

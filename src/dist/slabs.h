@@ -13,7 +13,8 @@
  * whose window holds its new layer, as whole records (every buffer registered with the grid),
  * in its current order; each rank lays out what it receives by source rank, which is the
  * order one process would have had. Packing runs on the device (a stable sort of the owned
- * particles by layer, then contiguous ranges per destination); the host only copies ranges. */
+ * particles by segment of the layer axis, then each destination's range gathered into one
+ * buffer); the host copies that buffer and the received one, through pinned memory. */
 #ifndef MZ_SLABS_H
 #define MZ_SLABS_H
 #include "build/build.h"
@@ -59,11 +60,20 @@ typedef struct mz_slabs {
      * per-particle buffer room for cap (grid_reserve for the registered ones). 0, or -1. */
     int (*grow)(void *ctx, size_t cap);
     void *grow_ctx;
+    /* The layer axis cut at every window's edges: each layer's segment (host and device). */
+    cl_uint *segment_of_layer;
+    cl_mem segments;
+    /* The records to send, packed on the device, and the host's pinned copies of what goes
+     * and comes (mz_cl_pinned: a holder, or NULL for plain memory). */
+    cl_mem pack;
+    size_t pack_cap;
     unsigned char *send, *recv;
+    cl_mem send_pin, recv_pin;
     size_t send_cap, recv_cap;
-    /* Measured: seconds in exchanges (device packing, transfers, MPI), particles sent to other
+    /* Measured: seconds in exchanges (device packing, transfers, MPI), of them in MPI's
+     * all-to-all of records (waiting for the other ranks included), particles sent to other
      * ranks, exchanges, repartitions, times the buffers grew. */
-    double exchange_s;
+    double exchange_s, mpi_s;
     uint64_t sent, exchanges, repartitions, grows;
 } mz_slabs;
 

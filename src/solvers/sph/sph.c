@@ -529,13 +529,13 @@ static void sph_release(mz_sim *sim)
     sph_state *st = sim->state;
     if (!st)
         return;
+    if (st->slabs_made) /* before the grid: its pinned buffers go through the grid's queue */
+        slabs_release(&st->slabs);
+    sim->slabs = NULL;
     if (st->grid_made)
         grid_release(&st->grid);
     sph_loads_release(&st->loads);
     boundary_release(&st->bound);
-    if (st->slabs_made)
-        slabs_release(&st->slabs);
-    sim->slabs = NULL;
     cl_kernel ks[] = {st->k_density, st->k_forces, st->k_collapsed, st->k_max};
     mz_cl_release_kernels(ks, sizeof ks / sizeof *ks);
     cl_mem ms[] = {st->vel_out, st->rho,     st->rho_next, st->p,     st->rho_prev, st->drho,
