@@ -121,12 +121,13 @@ static void print_summary(const run_ctx *r, long frames_written, double setup_s,
                 sim->scene->domain.has_motion ? ", the domain's pose" : "", sim->obs->samples);
     if (dist_active() && sim->slabs)
         fprintf(stderr, "  %d ranks (%s); slabs repartitioned %llu times; rank 0 sent %llu "
-                        "particle records in %llu exchanges taking %.3f s (%.3f s of it in MPI), its "
-                        "buffers grew %llu times (room for %zu particles)\n",
+                        "particle records in %llu exchanges taking %.3f s (%.3f s of it in MPI) and "
+                        "%.3f s sharing halo values, its buffers grew %llu times (room for %zu "
+                        "particles)\n",
                 dist_size(), r->devices, (unsigned long long)sim->slabs->repartitions,
                 (unsigned long long)sim->slabs->sent, (unsigned long long)sim->slabs->exchanges,
-                sim->slabs->exchange_s, sim->slabs->mpi_s, (unsigned long long)sim->slabs->grows,
-                sim->cap);
+                sim->slabs->exchange_s, sim->slabs->mpi_s, sim->slabs->share_s,
+                (unsigned long long)sim->slabs->grows, sim->cap);
     if (r->o->profile) {
         double total = 0;
         for (int i = 0; sim->solver->stages[i]; i++)

@@ -330,6 +330,17 @@ void mz_cl_unpin(mz_cl *cl, cl_mem holder, void *p)
     clReleaseMemObject(holder);
 }
 
+void *mz_cl_pinned_room(mz_cl *cl, void **p, cl_mem *holder, size_t *cap, size_t need)
+{
+    if (need > *cap || !*p) {
+        if (*p)
+            mz_cl_unpin(cl, *holder, *p);
+        *cap = need + need / 4;
+        *p = mz_cl_pinned(cl, *cap, holder);
+    }
+    return *p;
+}
+
 void mz_cl_release_kernels(const cl_kernel *k, size_t n)
 {
     for (size_t i = 0; i < n; i++)

@@ -66,5 +66,8 @@ void mz_cl_release_mems(const cl_mem *m, size_t n);
  * NULL then). Freed by mz_cl_unpin. */
 void *mz_cl_pinned(mz_cl *cl, size_t bytes, cl_mem *holder);
 void mz_cl_unpin(mz_cl *cl, cl_mem holder, void *p);
+/* *p: pinned memory of at least `need` bytes, renewed (contents not kept) with a quarter more
+ * when *cap is short. *p, or NULL when none could be had. */
+void *mz_cl_pinned_room(mz_cl *cl, void **p, cl_mem *holder, size_t *cap, size_t need);
 
 #endif

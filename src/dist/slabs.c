@@ -173,10 +173,12 @@ int slabs_create(mz_slabs *s, mz_grid *grid, const mz_slab_plan *plan, cl_mem po
     s->keys_cap = grid->cap ? grid->cap : 1;
     s->keys = mz_cl_buffer(cl, CL_MEM_READ_WRITE, 4 * s->keys_cap, NULL, "clCreateBuffer(slab keys)");
     s->vals = mz_cl_buffer(cl, CL_MEM_READ_WRITE, 4 * s->keys_cap, NULL, "clCreateBuffer(slab slots)");
-    size_t nt = 2 * (size_t)s->ranks + 2 * (MZ_SLABS_MAX_HALO + 1) + (size_t)s->layers + 1;
+    size_t nt = 4 * (size_t)s->ranks + 2 * (MZ_SLABS_MAX_HALO + 1) + (size_t)s->layers + 4;
     s->targets = mz_cl_buffer(cl, CL_MEM_READ_WRITE, 4 * nt, NULL, "clCreateBuffer(slab targets)");
     s->bounds = mz_cl_buffer(cl, CL_MEM_READ_WRITE, 4 * nt, NULL, "clCreateBuffer(slab bounds)");
     s->segment_of_layer = xcalloc((size_t)s->layers, sizeof *s->segment_of_layer);
+    s->give = xcalloc(2 * (size_t)s->ranks, sizeof *s->give);
+    s->take = xcalloc(2 * (size_t)s->ranks, sizeof *s->take);
     s->segments = mz_cl_buffer(cl, CL_MEM_READ_ONLY, 4 * (size_t)s->layers, NULL,
                                "clCreateBuffer(slab segments)");
     if (!s->keys || !s->vals || !s->targets || !s->bounds || !s->segments)
@@ -218,6 +220,12 @@ void slabs_release(mz_slabs *s)
     free(s->lo);
     free(s->hi);
     free(s->segment_of_layer);
+    free(s->give);
+    free(s->take);
+    if (s->share_out)
+        mz_cl_unpin(s->grid->cl, s->share_out_pin, s->share_out);
+    if (s->share_in)
+        mz_cl_unpin(s->grid->cl, s->share_in_pin, s->share_in);
     memset(s, 0, sizeof *s);
 }
 
@@ -235,39 +243,58 @@ static int query_bounds(mz_slabs *s, cl_mem keys, size_t n, const cl_uint *targe
     return ok ? 0 : -1;
 }
 
-int slabs_after_build(mz_slabs *s)
+/* Slots (in the sorted window) of the layers [a, b) are out[i], out[i + 1]: their targets. */
+static int layer_targets(const mz_slabs *s, int a, int b, cl_uint *t)
 {
-    int wlo, whi;
-    slabs_window(s, s->rank, &wlo, &whi);
-    cl_uint t[2 * (MZ_SLABS_MAX_HALO + 1)], out[2 * (MZ_SLABS_MAX_HALO + 1)];
-    int m = 0;
-    for (int k = 0; k <= s->halo; k++) {
-        int a = s->lo[s->rank] - k, b = s->hi[s->rank] + k;
-        a = a < wlo ? wlo : a;
-        b = b > whi ? whi : b;
-        t[m++] = (cl_uint)(a - s->grid->desc.slab_lo) * s->layer_cells;
-        t[m++] = (cl_uint)(b - s->grid->desc.slab_lo) * s->layer_cells;
-    }
-    if (query_bounds(s, s->grid->keys, s->grid->n, t, (size_t)m, out) != 0)
-        return -1;
-    for (int k = 0; k <= s->halo; k++) {
-        s->ring_begin[k] = out[2 * k];
-        s->ring_end[k] = out[2 * k + 1];
-    }
-    return 0;
+    if (b < a)
+        b = a;
+    t[0] = (cl_uint)(a - s->grid->desc.slab_lo) * s->layer_cells;
+    t[1] = (cl_uint)(b - s->grid->desc.slab_lo) * s->layer_cells;
+    return 2;
 }
 
-/* Pinned host memory for at least `need` bytes (the old block's contents are not kept). */
-static unsigned char *grow_pinned(mz_cl *cl, unsigned char **buf, cl_mem *holder, size_t *cap,
-                                  size_t need)
+static int max_int(int a, int b) { return a > b ? a : b; }
+static int min_int(int a, int b) { return a < b ? a : b; }
+
+int slabs_after_build(mz_slabs *s)
 {
-    if (need > *cap || !*buf) {
-        if (*buf)
-            mz_cl_unpin(cl, *holder, *buf);
-        *cap = need + need / 4;
-        *buf = mz_cl_pinned(cl, *cap, holder);
+    int P = s->ranks, me = s->rank, wlo, whi, lo = s->lo[me], hi = s->hi[me];
+    slabs_window(s, me, &wlo, &whi);
+    size_t most = 2 * (MZ_SLABS_MAX_HALO + 1) + 4 * (size_t)P + 2;
+    cl_uint *t = xmalloc(most * sizeof *t), *out = xmalloc(most * sizeof *out);
+    int m = 0;
+    for (int k = 0; k <= s->halo; k++)
+        m += layer_targets(s, max_int(lo - k, wlo), min_int(hi + k, whi), t + m);
+    /* What slabs_share sends rank r (this rank's owned layers in r's window) and takes from
+     * it (r's owned layers in this window). */
+    for (int r = 0; r < P; r++) {
+        int rlo, rhi;
+        slabs_window(s, r, &rlo, &rhi);
+        m += layer_targets(s, max_int(lo, rlo), min_int(hi, rhi), t + m);
+        m += layer_targets(s, max_int(s->lo[r], wlo), min_int(s->hi[r], whi), t + m);
     }
-    return *buf;
+    /* The owned particles with no halo layer within reach (one layer): the inner ones. */
+    m += layer_targets(s, lo + (wlo < lo), hi - (whi > hi), t + m);
+    int rc = query_bounds(s, s->grid->keys, s->grid->n, t, (size_t)m, out);
+    if (rc == 0) {
+        int i = 0;
+        for (int k = 0; k <= s->halo; k++, i += 2) {
+            s->ring_begin[k] = out[i];
+            s->ring_end[k] = out[i + 1];
+        }
+        for (int r = 0; r < P; r++, i += 4) {
+            bool self = r == me;
+            s->give[2 * r] = out[i];
+            s->give[2 * r + 1] = self ? out[i] : out[i + 1];
+            s->take[2 * r] = out[i + 2];
+            s->take[2 * r + 1] = self ? out[i + 2] : out[i + 3];
+        }
+        s->inner_begin = out[i];
+        s->inner_end = out[i + 1];
+    }
+    free(t);
+    free(out);
+    return rc;
 }
 
 /* The device's pack buffer for at least `need` bytes (contents not kept). */
@@ -408,7 +435,7 @@ static bool pack_sends(mz_slabs *s, const cl_uint *at, const uint64_t *sn, const
     mz_grid *g = s->grid;
     size_t bytes = sd[s->ranks];
     if (!grow_pack(s, bytes + 16) ||
-        !grow_pinned(g->cl, &s->send, &s->send_pin, &s->send_cap, bytes + 16))
+        !mz_cl_pinned_room(g->cl, (void **)&s->send, &s->send_pin, &s->send_cap, bytes + 16))
         return false;
     for (int r = 0; r < s->ranks; r++)
         for (int k = 0; k < g->n_reg && sn[r] > 0; k++)
@@ -497,7 +524,7 @@ int slabs_exchange(mz_slabs *s, cl_mem pos)
     }
     size_t *rd = block_offsets(rn, P, rec);
     if ((total > g->cap && grow_room(s, (size_t)total) != 0) ||
-        !grow_pinned(g->cl, &s->recv, &s->recv_pin, &s->recv_cap, rd[P] + 16) ||
+        !mz_cl_pinned_room(g->cl, (void **)&s->recv, &s->recv_pin, &s->recv_cap, rd[P] + 16) ||
         !lay_out(s, at, rcount, rd, true) ||
         !cl_ok(clWaitForEvents(1, &read_done), "clWaitForEvents(exchange)"))
         dist_abort(MZ_EXIT_RUNTIME);

@@ -54,6 +54,12 @@ typedef struct mz_slabs {
     /* After each build: slots of the layers [lo − k, hi + k) in the sorted window, k ≤ halo
      * (k = 0: the owned particles). */
     size_t ring_begin[MZ_SLABS_MAX_HALO + 1], ring_end[MZ_SLABS_MAX_HALO + 1];
+    /* After each build, for each rank r: the slots [give[2r], give[2r + 1]) of this rank's
+     * owned layers that r's window holds, and [take[2r], take[2r + 1]) of r's owned layers this
+     * window holds (empty for r itself); the owned slots [inner_begin, inner_end) of the layers
+     * no halo layer touches. */
+    size_t *give, *take;
+    size_t inner_begin, inner_end;
     cl_mem keys, vals, targets, bounds; /* the exchange's sort and its range queries */
     size_t keys_cap;
     /* Called when an exchange brings more particles than the grid has room for: give every
@@ -70,6 +76,12 @@ typedef struct mz_slabs {
     unsigned char *send, *recv;
     cl_mem send_pin, recv_pin;
     size_t send_cap, recv_cap;
+    /* slabs_share's pinned buffers, and the event of its copy to the host. */
+    unsigned char *share_out, *share_in;
+    cl_mem share_out_pin, share_in_pin;
+    size_t share_out_cap, share_in_cap;
+    cl_event share_read;
+    double share_s;  /* seconds in slabs_share (host side, MPI included) */
     /* Measured: seconds in exchanges (device packing, transfers, MPI), of them in MPI's
      * all-to-all of records (waiting for the other ranks included), particles sent to other
      * ranks, exchanges, repartitions, times the buffers grew. */
@@ -92,6 +104,16 @@ int slabs_after_build(mz_slabs *s);
  * grid's count is its size. When the window outgrows the room, grow() first gives a quarter
  * more than it needs. Collective. 0, or -1 after reporting. */
 int slabs_exchange(mz_slabs *s, cl_mem pos);
+/* Values a pass computed on the owned particles that other windows hold as halo (the density
+ * pass's densities and pressures, which the forces of the particles beside them read): each
+ * rank sends the slots `give` of its buffers and writes what it receives into the slots `take`
+ * — the same particles in the same order on both sides, since each window sorts a layer's
+ * particles into the single process's order. _begin starts the copy to the host after the
+ * passes enqueued so far, without waiting; _end waits for it, exchanges the values through MPI
+ * and enqueues their writes. Between the two the device may go on with the inner particles.
+ * n buffers of elem[i] bytes a particle (multiples of 4). Collective. 0, or -1 after reporting. */
+int slabs_share_begin(mz_slabs *s, const cl_mem *bufs, const size_t *elem, int n);
+int slabs_share_end(mz_slabs *s, const cl_mem *bufs, const size_t *elem, int n);
 /* Room for need particles (grow, as an exchange does when it needs more). 0, or -1. */
 int slabs_reserve(mz_slabs *s, size_t need);
 /* After a resume wrote a stretch of n particles into the buffers: all of them are this rank's

@@ -327,10 +327,10 @@ static bool run_density(mz_sim *sim, sph_state *st, cl_mem *rho, cl_mem *scratch
     boundary_args b = boundary_of(&st->bound, st->grid.desc);
     cl_float lag_f = (cl_float)lag;
     cl_mem out = st->P.continuity ? *scratch : *rho;
-    /* Distributed: the owned particles and the halo layer next to them, whose densities the
-     * forces of the owned ones read. */
+    /* Distributed: the owned particles; the halo's densities come from their owners
+     * (share_density_begin). */
     size_t begin, end;
-    sim_ring(sim, st->slabs_made ? 1 : 0, &begin, &end);
+    sim_owned(sim, &begin, &end);
     cl_uint end_u = (cl_uint)end;
     bool ok = KARGS(st->k_density, "sph_density", A(end_u), A(lag_f), A(st->P),
                     A(st->frame), A(st->grid.desc), A(st->grid.cell_start),
@@ -348,6 +348,50 @@ static bool run_density(mz_sim *sim, sph_state *st, cl_mem *rho, cl_mem *scratch
 static cl_mem *rest_arg(sph_state *st)
 {
     return st->loads.rest ? &st->loads.rest : &st->a2;
+}
+
+/* Distributed: what the density pass computed and the forces of the particles beside the halo
+ * read of it — densities, pressures and gradient corrections — from the halo's owners. */
+static int share_density(mz_sim *sim, sph_state *st, bool begin)
+{
+    cl_mem bufs[] = {st->rho, st->p, st->kgc};
+    size_t elem[] = {4, 4, kgc_bytes(sim->scene)};
+    int n = st->P.kgc ? 3 : 2;
+    return begin ? slabs_share_begin(&st->slabs, bufs, elem, n)
+                 : slabs_share_end(&st->slabs, bufs, elem, n);
+}
+
+/* WCSPH's forces pass on the owned slots [begin, end). */
+static bool run_forces(mz_sim *sim, sph_state *st, size_t begin, size_t end, cl_float dt,
+                       cl_int rest_out)
+{
+    if (end <= begin)
+        return true;
+    boundary_args b = boundary_of(&st->bound, st->grid.desc);
+    cl_uint end_u = (cl_uint)end;
+    return KARGS(st->k_forces, "sph_forces", A(end_u), A(dt), A(st->P), A(st->frame),
+                 A(st->walls), A(st->penalty), A(st->grid.desc), A(st->grid.cell_start),
+                 A(st->grid.cell_end), A(sim->pos), A(sim->vel), A(st->rho), A(st->p),
+                 A(b.desc), A(b.start), A(b.end), A(b.pos), A(b.mass), A(b.nb), A(b.moving),
+                 A(b.vel), A(b.acc), A(sim->pred), A(st->vel_out), A(st->a2), A(rest_out),
+                 A(*rest_arg(st)), A(st->kgc), LIST_ARGS_IN(st)) &&
+           sim_launch_range(sim, st->k_forces, begin, end, STAGE_FORCES, "sph_forces");
+}
+
+/* Density, then forces. Distributed, the halo's densities travel while the device computes
+ * the forces of the owned particles no halo particle touches; then those beside the halo. */
+static bool density_and_forces(mz_sim *sim, sph_state *st, cl_float dt, cl_int rest_out)
+{
+    size_t begin, end;
+    sim_owned(sim, &begin, &end);
+    if (!run_density(sim, st, &st->rho, &st->rho_next, st->lag))
+        return false;
+    if (!st->slabs_made)
+        return run_forces(sim, st, begin, end, dt, rest_out);
+    size_t ib = st->slabs.inner_begin, ie = st->slabs.inner_end;
+    return share_density(sim, st, true) == 0 && run_forces(sim, st, ib, ie, dt, rest_out) &&
+           share_density(sim, st, false) == 0 && run_forces(sim, st, begin, ib, dt, rest_out) &&
+           run_forces(sim, st, ie, end, dt, rest_out);
 }
 
 static int sph_step(mz_sim *sim, sph_state *st, double dt_seconds)
@@ -373,15 +417,7 @@ static int sph_step(mz_sim *sim, sph_state *st, double dt_seconds)
     cl_int rest_out = loads && st->loads.rest_on;
     bool ok;
     if (!st->collapsed) {
-        ok = run_density(sim, st, &st->rho, &st->rho_next, st->lag) &&
-             KARGS(st->k_forces, "sph_forces", A(end_u), A(dt), A(st->P), A(st->frame),
-                   A(st->walls), A(st->penalty), A(st->grid.desc), A(st->grid.cell_start),
-                   A(st->grid.cell_end), A(sim->pos), A(sim->vel), A(st->rho), A(st->p),
-                   A(b.desc), A(b.start), A(b.end), A(b.pos), A(b.mass), A(b.nb), A(b.moving),
-                   A(b.vel), A(b.acc), A(sim->pred), A(st->vel_out), A(st->a2), A(rest_out),
-                   A(*rest_arg(st)), A(st->kgc),
-                   LIST_ARGS_IN(st)) &&
-             sim_launch_range(sim, st->k_forces, begin, end, STAGE_FORCES, "sph_forces") &&
+        ok = density_and_forces(sim, st, dt, rest_out) &&
              (!loads || sph_loads_gather(&st->loads, sim, &st->grid, &st->bound, &st->P,
                                          st->frame, 0, 0.0f, st->rho, st->rho, st->p,
                                          st->kgc));
@@ -586,7 +622,7 @@ static void sph_slab_geometry(const mz_scene *s, double *h, int *halo)
     *h = sph_params_for(s).h; /* the grid's cell, as sph_init makes it */
     /* WCSPH's forces read densities of the layer next to the owned ones, which read one layer
      * further; collapsed SPH's one pass reads one layer. */
-    *halo = scene_solver(s) == MZ_SOLVER_COLLAPSED_SPH ? 1 : 2;
+    *halo = 1;
 }
 
 int sph_list_stats(const mz_sim *sim, unsigned *cap, long *grown)
