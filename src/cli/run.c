@@ -396,7 +396,7 @@ static int set_up(run_ctx *r)
         return MZ_EXIT_RUNTIME;
     r->fields = r->scene.output.fields;
     /* Under mpirun the ranks go on writing it together (parallel HDF5), agreed. */
-    if (dist_max_int(open_output(r) != 0) || h5_out_collective(&r->out, r->path) != 0)
+    if (dist_max_int(open_output(r) != 0) || h5_out_collective(&r->out, r->path, &r->scene) != 0)
         return MZ_EXIT_RUNTIME;
     r->collective = h5_out_is_collective(r->out);
     if (frames_start(&r->frames, &r->cl, &r->sim, r->fields, r->parts.n_total, r->out) != 0)
@@ -646,9 +646,6 @@ static int refuse_distributed(const run_ctx *r)
         why = "DFSPH is not distributed yet (its pressure solves would exchange halos every "
               "iteration): run DFSPH scenes without mpirun; WCSPH and collapsed SPH scenes run "
               "under mpirun";
-    else if (r->scene.n_probes + r->scene.n_gauges + scene_load_count(&r->scene) > 0)
-        why = "probes, gauges and forces on solids are not sampled in distributed runs yet: "
-              "run this scene without mpirun, or without probes[], gauges[] and forces";
     else if (scene_pose_count(&r->scene) > 0)
         why = "moving colliders and a moving domain (colliders[].motion, domain.motion) do not "
               "run distributed yet: run this scene without mpirun";
