@@ -18,6 +18,7 @@ typedef struct mz_obs_dist {
     cl_kernel k_finish, k_layers;
     float *row;      /* the sample row, read back; on rank 0 completed and written again */
     float *gsums;    /* the gauges' points' sums (8 floats each), the same way */
+    float *cells;    /* the cells' sums of the points this rank shares, as parts holds them */
     float *fin;      /* rank 0: the cells of the points to finish, group × 8 floats each */
     cl_uint *which;  /* rank 0: those points */
     size_t *fin_at;  /* rank 0: per point, its place among them */
@@ -38,15 +39,24 @@ static point_role role_of(const mz_slabs *s, int r, int L)
     return b < s->lo[r] || a >= s->hi[r] ? ROLE_NONE : ROLE_PART;
 }
 
+/* The sums that travel for point i: a probe's first 6 (weight, pressure, density, velocity),
+ * a gauge's point's weight alone; the kernel leaves the others 0, and so does the assembly. */
+static size_t sums_of(const mz_observers *o, size_t i) { return i < o->n_probes ? 6 : 1; }
+
+/* Floats a rank sends for point i as it does role k: a finished point's row (a probe's 6
+ * values) or weight (a gauge's point), or its cells' sums. */
+static size_t floats_for(const mz_observers *o, point_role k, size_t i)
+{
+    return k == ROLE_WHOLE ? sums_of(o, i) : k == ROLE_PART ? sums_of(o, i) * o->dist->group : 0;
+}
+
 /* Floats rank r sends for a sample of points [from, to) and n_loads loads. */
-static size_t floats_of(const mz_obs_dist *d, const mz_slabs *s, int r, size_t from, size_t to,
+static size_t floats_of(const mz_observers *o, const mz_slabs *s, int r, size_t from, size_t to,
                         size_t n_loads)
 {
     size_t n = 6 * n_loads;
-    for (size_t i = from; i < to; i++) {
-        point_role k = role_of(s, r, d->layer[i]);
-        n += k == ROLE_WHOLE ? 8 : k == ROLE_PART ? 8 * d->group : 0;
-    }
+    for (size_t i = from; i < to; i++)
+        n += floats_for(o, role_of(s, r, o->dist->layer[i]), i);
     return n;
 }
 
@@ -78,6 +88,7 @@ int observe_dist_create(mz_observers *o, mz_sim *sim)
     d->row = xcalloc(o->row, sizeof *d->row);
     d->gsums = xcalloc(8 * (o->n_gauge_pts ? o->n_gauge_pts : 1), sizeof *d->gsums);
     d->fin = xmalloc(cells);
+    d->cells = xmalloc(cells);
     d->which = xcalloc(np, sizeof *d->which);
     d->fin_at = xcalloc(np, sizeof *d->fin_at);
     cl_int err;
@@ -121,16 +132,15 @@ void observe_dist_args(const mz_observers *o, const mz_sim *sim, cl_int *own_lo,
     *parts = o->dist->parts;
 }
 
-/* This rank's part of the sample into d->send, in point order: a finished point's 8 floats
- * (a probe's row and two zeros, or a gauge's point's sums), a shared point's cells' sums, then
- * the loads' 6 floats each. Waits for the device. The floats. */
+/* This rank's part of the sample into d->send, in point order (floats_for), then the loads' 6
+ * floats each. Waits for the device. The floats. */
 static size_t pack(mz_observers *o, mz_sim *sim, size_t slot, size_t from, size_t to,
                    bool gauges, size_t n_loads)
 {
     mz_obs_dist *d = o->dist;
     const mz_slabs *s = sim->slabs;
     cl_command_queue q = sim->cl->queue;
-    float *send = room(&d->send, &d->send_cap, floats_of(d, s, s->rank, from, to, n_loads) + 1);
+    float *send = room(&d->send, &d->send_cap, floats_of(o, s, s->rank, from, to, n_loads) + 1);
     bool ok = cl_ok(clEnqueueReadBuffer(q, o->rows, CL_FALSE, 4 * slot * o->row, 4 * o->row,
                                         d->row, 0, NULL, NULL),
                     "clEnqueueReadBuffer(sample row)");
@@ -138,37 +148,36 @@ static size_t pack(mz_observers *o, mz_sim *sim, size_t slot, size_t from, size_
         ok = cl_ok(clEnqueueReadBuffer(q, o->gauge_sums, CL_FALSE, 0, 32 * o->n_gauge_pts,
                                        d->gsums, 0, NULL, NULL),
                    "clEnqueueReadBuffer(gauge sums)");
-    /* The shared points' cells straight into place, a run of consecutive points a read. */
-    size_t at = 0, run = 0, run_at = 0, cell_floats = 8 * d->group;
+    /* The shared points' cells into d->cells as the device lays them out, a run of consecutive
+     * points a read. */
+    size_t run = 0, cell_floats = 8 * d->group;
     for (size_t i = from; ok && i <= to; i++) {
-        point_role k = i < to ? role_of(s, s->rank, d->layer[i]) : ROLE_NONE;
-        if (k != ROLE_PART && run > 0) {
+        bool part = i < to && role_of(s, s->rank, d->layer[i]) == ROLE_PART;
+        if (!part && run > 0) {
             size_t first = i - run;
             ok = cl_ok(clEnqueueReadBuffer(q, d->parts, CL_FALSE, 4 * cell_floats * first,
-                                           4 * cell_floats * run, send + run_at, 0, NULL,
-                                           NULL),
+                                           4 * cell_floats * run, d->cells + cell_floats * first,
+                                           0, NULL, NULL),
                        "clEnqueueReadBuffer(probe cells)");
             run = 0;
         }
-        if (k == ROLE_PART && run++ == 0)
-            run_at = at;
-        at += k == ROLE_WHOLE ? 8 : k == ROLE_PART ? cell_floats : 0;
+        run += part;
     }
     check(ok && cl_ok(clFinish(q), "clFinish(samples)"));
-    at = 0;
+    float *at = send;
     for (size_t i = from; i < to; i++) {
         point_role k = role_of(s, s->rank, d->layer[i]);
-        if (k == ROLE_WHOLE) {
-            memset(send + at, 0, 8 * sizeof *send);
-            if (i < o->n_probes)
-                memcpy(send + at, d->row + 6 * i, 6 * sizeof *send);
-            else
-                memcpy(send + at, d->gsums + 8 * (i - o->n_probes), 8 * sizeof *send);
-        }
-        at += k == ROLE_WHOLE ? 8 : k == ROLE_PART ? cell_floats : 0;
+        size_t m = sums_of(o, i);
+        if (k == ROLE_WHOLE && i < o->n_probes)
+            memcpy(at, d->row + 6 * i, 6 * sizeof *at);
+        else if (k == ROLE_WHOLE)
+            at[0] = d->gsums[8 * (i - o->n_probes)];
+        for (size_t c = 0; k == ROLE_PART && c < d->group; c++)
+            memcpy(at + m * c, d->cells + cell_floats * i + 8 * c, m * sizeof *at);
+        at += floats_for(o, k, i);
     }
-    memcpy(send + at, d->row + 6 * o->n_probes + o->n_gauges, 6 * n_loads * sizeof *send);
-    return at + 6 * n_loads;
+    memcpy(at, d->row + 6 * o->n_probes + o->n_gauges, 6 * n_loads * sizeof *at);
+    return (size_t)(at - send) + 6 * n_loads;
 }
 
 /* Rank 0: every rank's part (recv, in rank order) into d->row, d->gsums and the points to
@@ -193,14 +202,20 @@ static size_t unpack(mz_observers *o, const mz_slabs *s, size_t from, size_t to,
     for (int r = 0; r < s->ranks; r++) {
         for (size_t i = from; i < to; i++) {
             point_role k = role_of(s, r, d->layer[i]);
-            if (k == ROLE_WHOLE && i < o->n_probes)
+            size_t m = sums_of(o, i);
+            if (k == ROLE_WHOLE && i < o->n_probes) {
                 memcpy(d->row + 6 * i, p, 6 * sizeof *p);
-            else if (k == ROLE_WHOLE)
-                memcpy(d->gsums + 8 * (i - o->n_probes), p, 8 * sizeof *p);
+            } else if (k == ROLE_WHOLE) {
+                float *g = d->gsums + 8 * (i - o->n_probes);
+                memset(g, 0, 8 * sizeof *g);
+                g[0] = p[0];
+            }
             /* Each cell is one rank's, zero in the others': the sum is that rank's, exactly. */
-            for (size_t c = 0; k == ROLE_PART && c < cell_floats; c++)
-                d->fin[d->fin_at[i] * cell_floats + c] += p[c];
-            p += k == ROLE_WHOLE ? 8 : k == ROLE_PART ? cell_floats : 0;
+            float *cells = d->fin + d->fin_at[i] * cell_floats;
+            for (size_t c = 0; k == ROLE_PART && c < d->group; c++)
+                for (size_t q = 0; q < m; q++)
+                    cells[8 * c + q] += p[m * c + q];
+            p += floats_for(o, k, i);
         }
         /* The ranks' forces, added in rank order: the same ranks give the same bits. */
         for (size_t c = 0; c < 6 * n_loads; c++)
@@ -223,7 +238,7 @@ void observe_dist_assemble(mz_observers *o, mz_sim *sim, size_t slot, bool probe
     size_t total = 0;
     if (s->rank == 0)
         for (int r = 0; r < s->ranks; r++)
-            total += floats_of(d, s, r, from, to, n_loads);
+            total += floats_of(o, s, r, from, to, n_loads);
     room(&d->recv, &d->recv_cap, total + 1);
     dist_gather_bytes(d->send, 4 * mine, d->recv);
     if (s->rank != 0)
@@ -271,6 +286,7 @@ void observe_dist_release(mz_observers *o, mz_cl *cl)
     free(d->row);
     free(d->gsums);
     free(d->fin);
+    free(d->cells);
     free(d->which);
     free(d->fin_at);
     free(d->send);
