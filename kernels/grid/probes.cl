@@ -33,24 +33,63 @@ inline float mz_probe_weight(float r2, float kh)
     return a * a * (1.0f + 4.0f * q);
 }
 
+/* The tree over a point's per-cell sums (part[], one per work-item c) and the point's result:
+ * a probe's row (fraction, pressure, density, velocity; where the fraction is below 0.05 the
+ * point is in air or a solid and the fields read 0, no fluid, rather than a ratio of a few
+ * stray weights or NaN), or a gauge's point's sums into gauge_sums for gauge_level. A fixed
+ * tree: the same order every run, and the same in probe_sums and probe_finish. Every
+ * work-item calls it. */
+inline void mz_probe_total(local float8 *part, uint c, uint pt, uint n_probes, float inv_rest,
+                           global float *rows, uint row_base, global float8 *gauge_sums)
+{
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint stride = MZ_PROBE_GROUP / 2; stride > 0; stride >>= 1) {
+        if (c < stride)
+            part[c] += part[c + stride];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (c != 0)
+        return;
+    const float8 s = part[0];
+    if (pt >= n_probes) {
+        gauge_sums[pt - n_probes] = s;
+        return;
+    }
+    float fraction = s.s0 * inv_rest;
+    float inv = fraction >= 0.05f ? 1.0f / s.s0 : 0.0f;
+    global float *row = rows + row_base + 6 * pt;
+    row[0] = fraction;
+    row[1] = s.s1 * inv;
+    row[2] = s.s2 * inv;
+    row[3] = s.s3 * inv;
+    row[4] = s.s4 * inv;
+    row[5] = s.s5 * inv;
+}
+
 /* One work-group per point: each work-item sums one cell of the point's 5 × 5 (× 5) (a
- * point's hundred-odd cells walked by one work-item were a latency chain on GPUs), then a fixed
- * tree adds the cells' sums: the same order every run. The sums over the fluid's particles
- * (body < fluid_bodies) within kh of the point are (Σ w, Σ w p, Σ w rho, Σ w v). Slot k of a
- * cell is particle k, or with by_vals particle vals[k] (a solver that sorts a copy).
+ * point's hundred-odd cells walked by one work-item were a latency chain on GPUs), then
+ * mz_probe_total adds the cells' sums. The sums over the fluid's particles (body <
+ * fluid_bodies) within kh of the point are (Σ w, Σ w p, Σ w rho, Σ w v). Slot k of a cell is
+ * particle k, or with by_vals particle vals[k] (a solver that sorts a copy).
  *
- * Points 0 .. n_probes − 1 are the probes: each writes its row of the sample (fraction,
- * pressure, density, velocity; where the fraction is below 0.05 the point is in air or a solid
- * and the fields read 0, no fluid, rather than a ratio of a few stray weights or NaN). The
- * gauges' points follow: their sums go to gauge_sums for gauge_level. A launch may cover the
- * probes, the gauges' points or both (its global offset says where it starts). */
+ * Points 0 .. n_probes − 1 are the probes, each writing its row of the sample; the gauges'
+ * points follow, their sums going to gauge_sums for gauge_level. A launch may cover the
+ * probes, the gauges' points or both (its global offset says where it starts).
+ *
+ * A rank of a distributed run (MZ_SLABS) sums only the cells of its own layers [own_lo,
+ * own_hi): its halo copies were not stepped, their state is the step's start. A point whose
+ * five layers (those in the grid) are all its own is finished here, exactly as in one process
+ * (the same particles in the same order); any other point's per-cell sums, zero where the
+ * layer is another rank's, go to parts (MZ_PROBE_GROUP per point), for the ranks to assemble
+ * and probe_finish to add (src/solvers/observe_dist.c). */
 kernel __attribute__((reqd_work_group_size(MZ_PROBE_GROUP, 1, 1)))
 void probe_sums(mz_grid_desc g, global const uint *cs, global const uint *ce,
                 global const uint *vals, int by_vals, global const float4 *pos,
                 global const float4 *vel, global const float *rho, int has_rho,
                 global const float *p, int has_p, global const uint *body, uint fluid_bodies,
                 float kh, float inv_rest, global const float4 *points, uint n_probes,
-                global float *rows, uint row_base, global float8 *gauge_sums)
+                global float *rows, uint row_base, global float8 *gauge_sums, int own_lo,
+                int own_hi, global float8 *parts)
 {
     local uint keys[MZ_PROBE_GROUP];
     local float8 part[MZ_PROBE_GROUP];
@@ -66,7 +105,16 @@ void probe_sums(mz_grid_desc g, global const uint *cs, global const uint *ce,
             key = mz_cell_key(&g, cell + d);
         else if (!mz_grid_visit_cell_(&g, cell + d, none, &nnone, &key))
             key = 0xffffffffu;
+#if MZ_SLABS
+        const int layer = MZ_SLAB_AXIS(cell + d);
+        if (layer < own_lo || layer >= own_hi)
+            key = 0xffffffffu;
+#endif
     }
+#if MZ_SLABS
+    const int at = MZ_SLAB_AXIS(cell), layers = MZ_SLAB_AXIS(g.dims);
+    const bool whole = max(at - 2, 0) >= own_lo && min(at + 2, layers - 1) < own_hi;
+#endif
     keys[c] = key;
     barrier(CLK_LOCAL_MEM_FENCE);
     /* Hashed: cells that share a bucket scan it once, the first of them. */
@@ -102,29 +150,40 @@ void probe_sums(mz_grid_desc g, global const uint *cs, global const uint *ce,
             s.s5 += w * v.z;
         }
     }
+#if MZ_SLABS
+    if (!whole) { /* the whole work-group alike */
+        parts[pt * MZ_PROBE_GROUP + c] = s;
+        return;
+    }
+#endif
     part[c] = s;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (uint stride = MZ_PROBE_GROUP / 2; stride > 0; stride >>= 1) {
-        if (c < stride)
-            part[c] += part[c + stride];
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    if (c != 0)
+    mz_probe_total(part, c, pt, n_probes, inv_rest, rows, row_base, gauge_sums);
+}
+
+/* Distributed: the points probe_sums left to the ranks, which[k] for k of the launch, their
+ * cells' sums assembled from every rank in parts (MZ_PROBE_GROUP each): the same tree and
+ * result as a point finished in probe_sums. */
+kernel __attribute__((reqd_work_group_size(MZ_PROBE_GROUP, 1, 1)))
+void probe_finish(global const float8 *parts, global const uint *which, uint n_probes,
+                  float inv_rest, global float *rows, uint row_base,
+                  global float8 *gauge_sums)
+{
+    local float8 part[MZ_PROBE_GROUP];
+    const uint k = get_group_id(0), c = get_local_id(0);
+    part[c] = parts[k * MZ_PROBE_GROUP + c];
+    mz_probe_total(part, c, which[k], n_probes, inv_rest, rows, row_base, gauge_sums);
+}
+
+/* The layer of each point along the slab axis, as probe_sums finds it (mz_cell_coord): the
+ * host's plan of which rank sums which cell (observe_dist.c), once. */
+kernel void probe_layers(mz_grid_desc g, global const float4 *points, uint n,
+                         global int *layer)
+{
+    const uint i = get_global_id(0);
+    if (i >= n)
         return;
-    s = part[0];
-    if (pt >= n_probes) {
-        gauge_sums[pt - n_probes] = s;
-        return;
-    }
-    float fraction = s.s0 * inv_rest;
-    float inv = fraction >= 0.05f ? 1.0f / s.s0 : 0.0f;
-    global float *row = rows + row_base + 6 * pt;
-    row[0] = fraction;
-    row[1] = s.s1 * inv;
-    row[2] = s.s2 * inv;
-    row[3] = s.s3 * inv;
-    row[4] = s.s4 * inv;
-    row[5] = s.s5 * inv;
+    const int4 c = mz_cell_coord(&g, points[i]);
+    layer[i] = MZ_SLAB_AXIS(c);
 }
 
 #define MZ_GAUGE_GROUP 256

@@ -378,7 +378,11 @@ kernel void sph_sums(uint n, mz_sph P, mz_grid_desc g, global const uint *cs,
  * no-slip, b's share by the viscous Laplacian of what mz_sph_wall_accel made of i's pairs beyond
  * their sum (rest_i, lap_i in its w; rest_on 0: no-slip, none). So the forces on all solids sum
  * to minus what the walls gave the fluid. Run after the step's forces pass, on the state it
- * read (x, v, and ρ, p; collapsed SPH: ρ carried forward by lag as its pass did). */
+ * read (x, v, and ρ, p; collapsed SPH: ρ carried forward by lag as its pass did).
+ *
+ * A rank of a distributed run (MZ_SLABS) takes only the pairs of the fluid particles it owns
+ * (slots own_begin .. own_end − 1): every pair is then counted by one rank, whose particle's
+ * rest is its own, and the ranks' sums add up to the force (src/solvers/observe_dist.c). */
 kernel void sph_wall_loads(uint n_elems, mz_sph P, mz_frame frame, int collapsed, float lag,
                            mz_grid_desc g, global const uint *cs, global const uint *ce,
                            global const float4 *x, global const float4 *v,
@@ -386,7 +390,8 @@ kernel void sph_wall_loads(uint n_elems, mz_sph P, mz_frame frame, int collapsed
                            global const float *p, global const float4 *bx,
                            global const float *bm, MZ_WALL_MOTION, global const uint *elem,
                            global const uint *slot_of, int rest_on, global const float4 *rest,
-                           global const mz_kgc *kgc, global float4 *at, global float4 *force)
+                           global const mz_kgc *kgc, global float4 *at, global float4 *force,
+                           uint own_begin, uint own_end)
 {
     uint e = get_global_id(0);
     if (e >= n_elems)
@@ -396,6 +401,10 @@ kernel void sph_wall_loads(uint n_elems, mz_sph P, mz_frame frame, int collapsed
     float m_b = bm[b];
     float4 f = (float4)(0.0f);
     MZ_NEIGHBOURS_BEGIN(g, cs, ce, x, xb, i, r2)
+#if MZ_SLABS
+        if (i < own_begin || i >= own_end)
+            continue;
+#endif
         float r = sqrt(r2);
         if (r > P.r_min) {
             float rho_i = collapsed ? mz_csph_density_now(rho[i], drho[i], lag) : rho[i];

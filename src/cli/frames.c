@@ -166,6 +166,11 @@ static int write_readback(void *ctx, void *job)
     signals_writing(true);
     if (dist_active()) {
         rc = write_blocks(r, rb);
+        /* The samples are rank 0's rows (solvers/observe_dist.h); when the file is collective
+         * every rank joins the writes with the same steps and times. */
+        if (rc == 0 && r->out)
+            rc = h5_out_write_samples(r->out, &rb->samples, rb->samples.count, rb->sample_row);
+        rb->samples.count = 0;
     } else {
         const float *data[MZ_FIELD_COUNT] = {0};
         for (int f = 0; f < MZ_FIELD_COUNT; f++) {
@@ -216,14 +221,15 @@ int frames_take_samples(mz_frames *fr, mz_sim *sim, int k, long upto)
 int frames_write_samples(mz_frames *fr, mz_sim *sim, long upto)
 {
     mz_observers *ob = sim->obs;
-    if (!ob || !fr->out)
+    if (!ob)
         return 0;
-    if (observe_collect(ob, sim) != 0)
-        return -1;
-    if (h5_out_write_samples(fr->out, &ob->taken, observe_upto(ob, upto), ob->row) != 0)
-        return -1;
+    /* Under mpirun every rank keeps the samples' steps and times (rank 0 the rows): each
+     * forgets them here, and writes them when it holds the file. Agreed. */
+    int rc = observe_collect(ob, sim);
+    if (rc == 0 && fr->out)
+        rc = h5_out_write_samples(fr->out, &ob->taken, observe_upto(ob, upto), ob->row);
     observe_forget(ob, upto);
-    return 0;
+    return dist_max_int(rc != 0) ? -1 : 0;
 }
 
 int frames_start(mz_frames *fr, mz_cl *cl, const mz_sim *sim, unsigned fields, size_t n_total,

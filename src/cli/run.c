@@ -330,19 +330,6 @@ static int pending_signal(void)
 
 static bool stop_requested(void) { return pending_signal() != 0; }
 
-/* Whether "0: name; 1: name; ..." names one device kind throughout. */
-static bool devices_match(const char *list)
-{
-    const char *first = strchr(list, ' ');
-    size_t len = strcspn(first + 1, ";");
-    for (const char *p = strstr(list, "; "); p; p = strstr(p + 1, "; ")) {
-        const char *name = strchr(p + 2, ' ') + 1;
-        if (strcspn(name, ";") != len || strncmp(name, first + 1, len) != 0)
-            return false;
-    }
-    return true;
-}
-
 /* Device, memory check, particles, solver, blow-up check, state from a checkpoint, output.
  * 0, or an exit code after reporting. */
 static int set_up(run_ctx *r)
@@ -361,7 +348,7 @@ static int set_up(run_ctx *r)
     if (dist_active() && r->cl.wg == 0)
         r->cl.wg = 64;
     r->devices = dist_gather_strings(r->cl.device_name);
-    if (dist_active() && dist_rank() == 0 && !devices_match(r->devices)) {
+    if (dist_active() && dist_rank() == 0 && !run_devices_match(r->devices)) {
         mz_error("the ranks opened different kinds of device (%s): their outputs would differ "
                  "from one rank's; give every rank the same kind (--device)", r->devices);
         worst = 1;
@@ -398,7 +385,7 @@ static int set_up(run_ctx *r)
         return MZ_EXIT_RUNTIME;
     r->fields = r->scene.output.fields;
     /* Under mpirun the ranks go on writing it together (parallel HDF5), agreed. */
-    if (dist_max_int(open_output(r) != 0) || h5_out_collective(&r->out, r->path) != 0)
+    if (dist_max_int(open_output(r) != 0) || h5_out_collective(&r->out, r->path, &r->scene) != 0)
         return MZ_EXIT_RUNTIME;
     r->collective = h5_out_is_collective(r->out);
     if (frames_start(&r->frames, &r->cl, &r->sim, r->fields, r->parts.n_total, r->out) != 0)
@@ -635,36 +622,6 @@ static int finish_run(run_ctx *r, loop_end end, long last_frame, const char *why
     return close_rc == 0 ? MZ_EXIT_OK : MZ_EXIT_RUNTIME;
 }
 
-/* What mpirun does not run yet: a clear error from rank 0 at the start, the same exit code
- * from every rank. */
-static int refuse_distributed(const run_ctx *r)
-{
-    const char *why = NULL;
-    mz_solver_kind k = scene_solver(&r->scene);
-    if (k == MZ_SOLVER_FLIP)
-        why = "FLIP is not distributed yet (its pressure projection needs a distributed linear "
-              "solver): run FLIP scenes without mpirun";
-    else if (k == MZ_SOLVER_DFSPH)
-        why = "DFSPH is not distributed yet (its pressure solves would exchange halos every "
-              "iteration): run DFSPH scenes without mpirun; WCSPH and collapsed SPH scenes run "
-              "under mpirun";
-    else if (r->scene.n_probes + r->scene.n_gauges + scene_load_count(&r->scene) > 0)
-        why = "probes, gauges and forces on solids are not sampled in distributed runs yet: "
-              "run this scene without mpirun, or without probes[], gauges[] and forces";
-    else if (scene_pose_count(&r->scene) > 0)
-        why = "moving colliders and a moving domain (colliders[].motion, domain.motion) do not "
-              "run distributed yet: run this scene without mpirun";
-    else if (!scene_is_sph(&r->scene))
-        why = "the position-based solvers (PBF, cloth, soft and rigid bodies) are not "
-              "distributed yet: run this scene without mpirun; WCSPH and collapsed SPH scenes "
-              "run under mpirun";
-    if (!why)
-        return 0;
-    if (dist_rank() == 0)
-        mz_error("mpirun with %d ranks: %s", dist_size(), why);
-    return MZ_EXIT_USAGE;
-}
-
 int run_preview(const mz_run_opts *o, const mz_scene *s, const char *out, FILE *msg)
 {
     char *path = preview_path(out);
@@ -682,7 +639,7 @@ int cmd_run(const mz_run_opts *o)
         release_run(&r);
         return rc;
     }
-    if (dist_active() && (rc = refuse_distributed(&r)) != 0) {
+    if (dist_active() && (rc = run_refuse_distributed(&r.scene)) != 0) {
         release_run(&r);
         return rc;
     }

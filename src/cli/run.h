@@ -1,4 +1,5 @@
-/* cli/: the mizu command: arguments (main.c), `mizu run` with its frame loop (run.c), the
+/* cli/: the mizu command: arguments (main.c), `mizu run` with its frame loop (run.c; what it
+ * settles first: run_plan.c, and under mpirun run_dist.c), the
  * frames' way to the file (frames.c) and its writer thread (writer.c), `mizu check` (check.c), `mizu info` (info.c), `mizu compare`
  * (compare.c), progress lines and signals. May include every layer below: io/, solvers/,
  * dist/, build/, device/, scene/, util/.
@@ -48,6 +49,12 @@ char *run_output_path(const mz_run_opts *o, const struct mz_scene *s);
 /* --preview: the scene's set-up drawn beside the output OUT, saying where on msg. The exit
  * code. */
 int run_preview(const mz_run_opts *o, const struct mz_scene *s, const char *out, FILE *msg);
+
+/* Under mpirun (run_dist.c): what a distributed run cannot run yet refused, with one message
+ * from rank 0 and the same exit code on every rank (0 or MZ_EXIT_USAGE); and whether the
+ * ranks' devices, "0: name; 1: name; ...", are one kind. */
+int run_refuse_distributed(const struct mz_scene *s);
+bool run_devices_match(const char *list);
 
 /* Each returns the process exit code: 0, 1 (runtime failure) or 2 (usage or scene error). */
 int cmd_run(const mz_run_opts *o);

@@ -23,10 +23,11 @@
 bool h5_out_is_collective(const mz_h5_out *o) { return o && o->par; }
 
 #ifndef MZ_PHDF5
-int h5_out_collective(mz_h5_out **out, const char *path)
+int h5_out_collective(mz_h5_out **out, const char *path, const struct mz_scene *s)
 {
     (void)out;
     (void)path;
+    (void)s;
     return 0;
 }
 #else
@@ -86,7 +87,7 @@ static void placed_by_rank0(const void *ctx, double t, float *out)
     (void)out;
 }
 
-int h5_out_collective(mz_h5_out **out, const char *path)
+int h5_out_collective(mz_h5_out **out, const char *path, const struct mz_scene *s)
 {
     if (!dist_active())
         return 0;
@@ -96,7 +97,7 @@ int h5_out_collective(mz_h5_out **out, const char *path)
     uint64_t lay[7] = {0};
     if (zero && o) {
         const char *env = getenv("MIZU_COLLECTIVE_OUTPUT");
-        lay[0] = !(env && !strcmp(env, "0")) && !o->obs && collective_ready(o);
+        lay[0] = !(env && !strcmp(env, "0")) && collective_ready(o) && h5_obs_early(o->obs);
         lay[1] = (uint64_t)o->frames;
         lay[2] = o->n;
         lay[3] = o->fields;
@@ -117,6 +118,8 @@ int h5_out_collective(mz_h5_out **out, const char *path)
             h5_close_id(*ids[i]);
             *ids[i] = -1;
         }
+        h5_obs_free(o->obs); /* reopened below, on every rank */
+        o->obs = NULL;
         if (H5Fclose(o->file) < 0) {
             h5_fail(path, "closing the file to reopen it on every rank");
             rc = -1;
@@ -150,6 +153,8 @@ int h5_out_collective(mz_h5_out **out, const char *path)
                 h5_fail(path, "opening %s on every rank", names[i]);
                 rc = -1;
             }
+        if (rc == 0 && h5_obs_open(o, s) != 0)
+            rc = -1;
     } else {
         rc = -1;
     }

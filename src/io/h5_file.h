@@ -91,6 +91,12 @@ hid_t h5_series_create(const mz_h5_out *o, const char *name, hid_t ftype, int ra
 /* The probes' and gauges' series (h5_observables.c): closed and freed. */
 struct h5_obs;
 void h5_obs_free(struct h5_obs *obs);
+/* The scene's observables' series opened as they are (h5_out_collective: on every rank once
+ * the file is open with the mpio driver). 0, or -1 after reporting. */
+int h5_obs_open(mz_h5_out *o, const struct mz_scene *s);
+/* Whether every one of them was made with HDF5's early allocation (collective writes need it);
+ * true without any. */
+bool h5_obs_early(const struct h5_obs *obs);
 
 /* A handle with nothing open yet (every id -1); of st (may be NULL) the rigid bodies' count
  * and the boundary particles' count and motion. */

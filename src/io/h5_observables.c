@@ -377,7 +377,9 @@ int h5_out_reopen_observables(mz_h5_out *o, const mz_scene *s, long step)
     return 0;
 }
 
-/* Append c rows (cols values each, 0: one) from v to series d. */
+/* Append c rows (cols values each, 0: one) from v to series d. When the file is collective
+ * every rank makes the same calls (the series grows by c on all, HDF5 requires it) and rank 0
+ * writes the rows, the others selecting none in the same collective write. */
 static int append(const mz_h5_out *o, hid_t d, hid_t mtype, size_t c, size_t cols,
                   const void *v)
 {
@@ -388,10 +390,12 @@ static int append(const mz_h5_out *o, hid_t d, hid_t mtype, size_t c, size_t col
     fs = -1;
     start[0] = dims[0];
     dims[0] += c;
+    bool none = !h5_rank0(o);
     int ok = rank >= 1 && H5Dset_extent(d, dims) >= 0 && (fs = H5Dget_space(d)) >= 0 &&
-             H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, cnt, NULL) >= 0 &&
              (ms = H5Screate_simple(rank, cnt, NULL)) >= 0 &&
-             H5Dwrite(d, mtype, ms, fs, H5P_DEFAULT, v) >= 0;
+             (none ? H5Sselect_none(fs) >= 0 && H5Sselect_none(ms) >= 0
+                   : H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, cnt, NULL) >= 0) &&
+             H5Dwrite(d, mtype, ms, fs, o->dxpl, v) >= 0;
     h5_close_id(ms);
     h5_close_id(fs);
     if (!ok)
@@ -443,12 +447,65 @@ int h5_out_write_samples(mz_h5_out *o, const mz_samples *t, size_t count, size_t
         return -1;
     void *buf = xmalloc(count * (8 + 8 + 12));
     int rc = 0;
-    for (size_t i = 0; rc == 0 && i < m; i++)
-        rc = write_observer(o, t, count, i, row, buf);
+    /* Collective: every rank goes through every series even after a failure of its own. */
+    for (size_t i = 0; (rc == 0 || o->par) && i < m; i++)
+        if (write_observer(o, t, count, i, row, buf) != 0)
+            rc = -1;
     free(buf);
-    if (rc == 0 && H5Fflush(o->file, H5F_SCOPE_GLOBAL) < 0) {
+    if ((rc == 0 || o->par) && H5Fflush(o->file, H5F_SCOPE_GLOBAL) < 0) {
         h5_fail(o->path, "flushing");
         rc = -1;
     }
-    return rc;
+    return h5_agree(o, rc);
+}
+
+int h5_obs_open(mz_h5_out *o, const mz_scene *s)
+{
+    if (obs_count(s) == 0)
+        return 0;
+    o->obs = obs_new(s);
+    char group[256], elem[320], name[400];
+    for (size_t i = 0; i < obs_count(s); i++) {
+        h5_series *se = &o->obs->s[i];
+        names_of(s, i, first_field(se->fields), group, elem, sizeof group);
+        snprintf(name, sizeof name, "%s/step", elem);
+        se->step = H5Dopen2(o->file, name, H5P_DEFAULT);
+        snprintf(name, sizeof name, "%s/time", elem);
+        se->time = se->step < 0 ? -1 : H5Dopen2(o->file, name, H5P_DEFAULT);
+        if (se->time < 0) {
+            h5_fail(o->path, "opening %s", name);
+            return -1;
+        }
+        for (int f = 0; f < MZ_PROBE_FIELD_COUNT; f++) {
+            if (!(se->fields & (1u << f)))
+                continue;
+            names_of(s, i, f, group, elem, sizeof group);
+            snprintf(name, sizeof name, "%s/value", elem);
+            if ((se->value[f] = H5Dopen2(o->file, name, H5P_DEFAULT)) < 0) {
+                h5_fail(o->path, "opening %s", name);
+                return -1;
+            }
+        }
+    }
+    return 0;
+}
+
+bool h5_obs_early(const struct h5_obs *obs)
+{
+    size_t m = obs ? obs->n_probes + obs->n_gauges + obs->n_loads + obs->n_motion : 0;
+    for (size_t i = 0; i < m; i++) {
+        const h5_series *se = &obs->s[i];
+        for (int f = -2; f < MZ_PROBE_FIELD_COUNT; f++) {
+            hid_t d = f == -2 ? se->step : f == -1 ? se->time : se->value[f];
+            if (f >= 0 && !(se->fields & (1u << f)))
+                continue;
+            hid_t p = d < 0 ? -1 : H5Dget_create_plist(d);
+            H5D_alloc_time_t t = H5D_ALLOC_TIME_ERROR;
+            bool ok = p >= 0 && H5Pget_alloc_time(p, &t) >= 0 && t == H5D_ALLOC_TIME_EARLY;
+            h5_close_id(p);
+            if (!ok)
+                return false;
+        }
+    }
+    return true;
 }

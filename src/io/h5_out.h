@@ -144,9 +144,13 @@ void h5_out_abort_frame(mz_h5_out *o);
  * every rank opens the file with the mpio driver: *out is then set on every rank (the layout
  * from rank 0's), and from here on every rank makes every call on it (begin, write_rows with its
  * own id block's rows, commit, abort, close: each agreed among the ranks). Otherwise *out stays
- * rank 0's alone, as before. 0; or -1 on every rank after reporting, *out closed (and a file
- * this run created removed). A build without parallel HDF5: nothing, 0. */
-int h5_out_collective(mz_h5_out **out, const char *path);
+ * rank 0's alone, as before. The scene's observables (h5_out_add_observables, or cut back by
+ * h5_out_reopen_observables) go along: every rank then appends the samples
+ * (h5_out_write_samples), rank 0 writing the rows. 0; or -1 on every rank after reporting,
+ * *out closed (and a file this run created removed). A build without parallel HDF5: nothing,
+ * 0. */
+struct mz_scene;
+int h5_out_collective(mz_h5_out **out, const char *path, const struct mz_scene *s);
 /* Whether o is written collectively (every rank holds it). */
 bool h5_out_is_collective(const mz_h5_out *o);
 
@@ -154,12 +158,13 @@ bool h5_out_is_collective(const mz_h5_out *o);
  * /observables/colliders, /observables/walls: h5_observables.c), after h5_out_create; on a resumed output (after h5_out_reopen) opened
  * and cut back to the samples of steps up to `step`, the checkpoint's. Nothing without any.
  * 0, or -1 after reporting. */
-struct mz_scene;
 struct mz_samples;
 int h5_out_add_observables(mz_h5_out *o, const struct mz_scene *s);
 int h5_out_reopen_observables(mz_h5_out *o, const struct mz_scene *s, long step);
 /* Append the first `count` samples of t (rows of `row` floats, as solvers/observe.h lays them
- * out): each observer's due ones, then flush. 0, or -1 after reporting. */
+ * out): each observer's due ones, then flush. When the file is collective every rank calls it
+ * with the same samples (their rows only rank 0's are written). 0, or -1 after reporting
+ * (agreed when collective). */
 int h5_out_write_samples(mz_h5_out *o, const struct mz_samples *t, size_t count, size_t row);
 
 long h5_out_frames(const mz_h5_out *o);

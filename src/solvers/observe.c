@@ -1,6 +1,8 @@
 /* Probes, gauges and loads on the device (observe.h; the kernels in kernels/grid/probes.cl). */
 #include "solvers/observe.h"
 #include "device/grid.h"
+#include "dist/dist.h"
+#include "solvers/observe_dist.h"
 #include "util/err.h"
 
 #include <math.h>
@@ -175,7 +177,7 @@ int observe_create(mz_observers *o, mz_sim *sim)
     o->program = sim_build_kernels(sim, "grid/probes.cl", names, kernels);
     if (!o->program)
         return -1;
-    if (make_points(o, sim) != 0 || make_abouts(o, sim) != 0)
+    if (make_points(o, sim) != 0 || make_abouts(o, sim) != 0 || observe_dist_create(o, sim) != 0)
         return -1;
     o->cap_rows = ROWS_BYTES / (4 * o->row);
     o->cap_rows = o->cap_rows < 1 ? 1 : o->cap_rows > MAX_ROWS ? MAX_ROWS : o->cap_rows;
@@ -238,10 +240,9 @@ static bool sample_motion(mz_observers *o, mz_sim *sim, size_t slot)
            sim_launch(sim, o->k_motion, o->n_motion, MZ_STAGE_OBSERVE, "motion_rows");
 }
 
-/* The launches of one sample into device row `slot`: probe_sums over the probes, the gauges'
- * points or both (the points buffer holds the probes, then the gauges' points), and the
- * gauges' levels. */
-static bool sample(mz_observers *o, mz_sim *sim, size_t slot, bool probes, bool gauges)
+/* probe_sums over the probes, the gauges' points or both (the points buffer holds the probes,
+ * then the gauges' points) for device row `slot`. */
+static bool sample_sums(mz_observers *o, mz_sim *sim, size_t slot, bool probes, bool gauges)
 {
     if (!probes && !gauges)
         return true;
@@ -251,23 +252,31 @@ static bool sample(mz_observers *o, mz_sim *sim, size_t slot, bool probes, bool 
     cl_int has_rho = rho != NULL, has_p = p != NULL;
     cl_mem rho_m = rho ? *rho : sim->pos, p_m = p ? *p : sim->pos;
     cl_uint base = (cl_uint)(slot * o->row), np = (cl_uint)o->n_probes;
-    cl_uint gbase = base + (cl_uint)(6 * o->n_probes);
     size_t group = sim->scene->sim.dimensions == 3 ? 128 : 32; /* MZ_PROBE_GROUP */
     size_t from = probes ? 0 : o->n_probes, to = gauges ? o->n_probes + o->n_gauge_pts
                                                         : o->n_probes;
-    cl_mem gsums = o->gauge_sums ? o->gauge_sums : o->rows;
+    cl_mem gsums = o->gauge_sums ? o->gauge_sums : o->rows, parts;
+    cl_int own_lo, own_hi;
+    observe_dist_args(o, sim, &own_lo, &own_hi, &parts);
     return KARGS(o->k_sums, "probe_sums", A(g->desc), A(g->cell_start), A(g->cell_end),
                  A(g->vals), A(by_vals), A(sim->pos), A(sim->vel), A(rho_m), A(has_rho), A(p_m),
                  A(has_p), A(sim->body), A(o->fluid_bodies), A(o->kh), A(o->inv_rest),
-                 A(o->points), A(np), A(o->rows), A(base), A(gsums)) &&
+                 A(o->points), A(np), A(o->rows), A(base), A(gsums), A(own_lo), A(own_hi),
+                 A(parts)) &&
            sim_launch_local(sim, o->k_sums, from * group, (to - from) * group, group,
-                            MZ_STAGE_OBSERVE, "probe_sums") &&
-           (!gauges ||
-            (KARGS(o->k_level, "gauge_level", A(o->gauge_first), A(o->gauge_count),
-                   A(o->gauge_ds), A(o->gauge_sums), A(o->inv_rest), A(o->points), A(np),
-                   A(o->lo), A(o->hi), A(o->kh), A(o->wall_table), A(o->rows), A(gbase)) &&
-             sim_launch_local(sim, o->k_level, 0, 256 * o->n_gauges, 256, MZ_STAGE_OBSERVE,
-                              "gauge_level")));
+                            MZ_STAGE_OBSERVE, "probe_sums");
+}
+
+/* The gauges' levels into device row `slot` from their points' sums. */
+static bool sample_levels(mz_observers *o, mz_sim *sim, size_t slot)
+{
+    cl_uint np = (cl_uint)o->n_probes;
+    cl_uint gbase = (cl_uint)(slot * o->row + 6 * o->n_probes);
+    return KARGS(o->k_level, "gauge_level", A(o->gauge_first), A(o->gauge_count),
+                 A(o->gauge_ds), A(o->gauge_sums), A(o->inv_rest), A(o->points), A(np),
+                 A(o->lo), A(o->hi), A(o->kh), A(o->wall_table), A(o->rows), A(gbase)) &&
+           sim_launch_local(sim, o->k_level, 0, 256 * o->n_gauges, 256, MZ_STAGE_OBSERVE,
+                            "gauge_level");
 }
 
 /* Whether an observer of rate r is due after a step from t0 to t1. 1e-9 of a sample period:
@@ -304,8 +313,16 @@ void observe_step(mz_observers *o, mz_sim *sim, double t0)
         return;
     mz_samples *t = &o->taken;
     grow_taken(t, o->row, m);
-    if (!sample(o, sim, o->used, probes, gauges) || (loads && !sample_loads(o, sim, o->used)) ||
+    /* Under mpirun rank 0's row is the sample, assembled from every rank's part before the
+     * gauges' levels are found from their points. */
+    bool ok = sample_sums(o, sim, o->used, probes, gauges) &&
+              (!loads || sample_loads(o, sim, o->used));
+    if (ok && o->dist)
+        observe_dist_assemble(o, sim, o->used, probes, gauges, loads);
+    if (!ok || (gauges && (!o->dist || dist_rank() == 0) && !sample_levels(o, sim, o->used)) ||
         (motion && !sample_motion(o, sim, o->used))) {
+        if (o->dist) /* the other ranks would wait for this one in the next sample */
+            dist_abort(MZ_EXIT_RUNTIME);
         o->failed = true;
         return;
     }
@@ -408,6 +425,7 @@ void observe_release(mz_observers *o, mz_cl *cl)
         clWaitForEvents(1, &o->staged_done);
         clReleaseEvent(o->staged_done);
     }
+    observe_dist_release(o, cl);
     if (o->stage)
         mz_cl_unpin(cl, o->stage_pin, o->stage);
     cl_kernel ks[] = {o->k_sums, o->k_level, o->k_loads, o->k_motion};

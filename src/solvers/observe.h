@@ -61,6 +61,7 @@ typedef struct mz_observers {
     float *stage;
     cl_mem stage_pin;
     cl_event staged_done;
+    struct mz_obs_dist *dist; /* under mpirun: the samples' assembly (observe_dist.h) */
     long samples;       /* taken in this process (the run's summary) */
     bool failed;        /* a launch or a read-back failed (reported); observe_collect says so */
 } mz_observers;

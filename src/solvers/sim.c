@@ -80,9 +80,11 @@ cl_program sim_build_kernels(mz_sim *sim, const char *file, const char *const *n
                              cl_kernel *const *out)
 {
     char defines[64];
-    /* A distributed rank's grid holds a window of layers: its solver kernels query it so. */
+    /* A distributed rank's grid holds a window of layers: its solver kernels query it so, and
+     * so do the probes' (built after the solver's init, when the slabs are made). */
     snprintf(defines, sizeof defines, "-DMZ_DIM=%d -DMZ_SLABS=%d%s", sim->scene->sim.dimensions,
-             sim->plan != NULL, sim_frame_spins(sim->scene) ? " -DMZ_SPIN" : "");
+             sim->plan != NULL || sim->slabs != NULL,
+             sim_frame_spins(sim->scene) ? " -DMZ_SPIN" : "");
     cl_program p = cl_prog_build(sim->cl, file, defines);
     bool ok = p != NULL;
     for (size_t i = 0; ok && names[i]; i++)
