@@ -36,16 +36,12 @@ static void partition(int ranks, int layers, int *lo, int *hi, const uint64_t *p
     hi[ranks - 1] = layers;
 }
 
-/* This rank's window into the grid's description: its table keys cells from the layer below
- * the window, so that the layers either side of the window have cells in the table, empty
- * ones (no particle of the window lies there): a neighbour query then needs no check of the
- * window's edges, only of the grid's, and runs as fast as a single process's. The table (the
- * whole grid's size) holds the window and those two layers. */
+/* This rank's window into the grid's description: the layers its table holds. */
 static void set_window(mz_slabs *s)
 {
     int wlo, whi;
     slabs_window(s, s->rank, &wlo, &whi);
-    s->grid->desc.slab_lo = wlo > 0 ? wlo - 1 : 0;
+    s->grid->desc.slab_lo = wlo;
     s->grid->desc.slab_hi = whi;
 }
 
@@ -553,11 +549,12 @@ int slabs_exchange(mz_slabs *s, cl_mem pos)
 bool slabs_rebalance(mz_slabs *s)
 {
     /* Per-layer counts of the owned particles, from the sorted keys of the last build. */
-    int lo = s->lo[s->rank], hi = s->hi[s->rank];
+    int lo = s->lo[s->rank], hi = s->hi[s->rank], wlo, whi;
+    slabs_window(s, s->rank, &wlo, &whi);
     size_t m = (size_t)(hi - lo) + 1;
     cl_uint *t = xmalloc(m * sizeof *t), *out = xmalloc(m * sizeof *out);
     for (size_t i = 0; i < m; i++)
-        t[i] = (cl_uint)(lo + (int)i - s->grid->desc.slab_lo) * s->layer_cells;
+        t[i] = (cl_uint)(lo + (int)i - wlo) * s->layer_cells;
     if (query_bounds(s, s->grid->keys, s->grid->n, t, m, out) != 0)
         dist_abort(MZ_EXIT_RUNTIME);
     uint64_t *per_layer = xcalloc((size_t)s->layers, sizeof *per_layer);
