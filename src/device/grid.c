@@ -430,7 +430,16 @@ int grid_register(mz_grid *g, cl_mem *buf, size_t elem)
     g->reg[g->n_reg].buf = buf;
     g->reg[g->n_reg].scratch = scratch;
     g->reg[g->n_reg].elem = elem;
+    g->reg[g->n_reg].owner_only = false;
     g->n_reg++;
+    return 0;
+}
+
+int grid_register_owned(mz_grid *g, cl_mem *buf, size_t elem)
+{
+    if (grid_register(g, buf, elem) != 0)
+        return -1;
+    g->reg[g->n_reg - 1].owner_only = true;
     return 0;
 }
 

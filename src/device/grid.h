@@ -66,6 +66,7 @@ typedef struct mz_grid {
         cl_mem *buf;   /* the owner's handle: swapped with scratch after each build */
         cl_mem scratch;
         size_t elem;   /* 4 or 16 bytes */
+        bool owner_only; /* grid_register_owned */
     } reg[MZ_GRID_MAX_REGISTERED];
     int n_reg;
     double last_build_ms; /* device time of the last build when the queue profiles, else 0 */
@@ -91,6 +92,9 @@ int grid_describe(size_t n, double h, int dim, const double dmin[3], const doubl
 int grid_reserve(mz_grid *g, size_t cap);
 /* Permute *buf (n elements of elem = 4 or 16 bytes) with every build. */
 int grid_register(mz_grid *g, cl_mem *buf, size_t elem);
+/* As grid_register, for a buffer no neighbour loop reads (ids, bodies): a distributed run's
+ * halo copies do not carry it (their values there are stale), only its owned particles. */
+int grid_register_owned(mz_grid *g, cl_mem *buf, size_t elem);
 /* Keys from key_source, sort, ranges, reorder. Enqueued on the device's queue, not waited for. */
 int grid_build(mz_grid *g, cl_mem key_source);
 void grid_release(mz_grid *g);

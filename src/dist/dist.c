@@ -120,13 +120,15 @@ void dist_sum_u64(uint64_t *v, size_t n)
         MPI_Allreduce(MPI_IN_PLACE, v, (int)n, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
 }
 
-void dist_alltoall_u64(const uint64_t *send, uint64_t *recv)
+void dist_alltoall_u64(const uint64_t *send, uint64_t *recv) { dist_alltoall_u64s(send, recv, 1); }
+
+void dist_alltoall_u64s(const uint64_t *send, uint64_t *recv, int k)
 {
     if (world_size == 1) {
-        recv[0] = send[0];
+        memcpy(recv, send, (size_t)k * sizeof *recv);
         return;
     }
-    MPI_Alltoall(send, 1, MPI_UINT64_T, recv, 1, MPI_UINT64_T, MPI_COMM_WORLD);
+    MPI_Alltoall(send, k, MPI_UINT64_T, recv, k, MPI_UINT64_T, MPI_COMM_WORLD);
 }
 
 /* Counts and offsets in records: MPI's int counts then reach 2^31 records, not bytes. */
@@ -248,6 +250,10 @@ void dist_sum_u64(uint64_t *v, size_t n)
     (void)n;
 }
 void dist_alltoall_u64(const uint64_t *send, uint64_t *recv) { recv[0] = send[0]; }
+void dist_alltoall_u64s(const uint64_t *send, uint64_t *recv, int k)
+{
+    memcpy(recv, send, (size_t)k * sizeof *recv);
+}
 void dist_alltoallv_records(const void *send, const uint64_t *scount, void *recv,
                             const uint64_t *rcount, size_t rec)
 {

@@ -36,6 +36,8 @@ float dist_max_float(float v);
 void dist_sum_u64(uint64_t *v, size_t n);
 /* Every rank r sends send[q] to rank q and receives recv[r'] from each rank r'. */
 void dist_alltoall_u64(const uint64_t *send, uint64_t *recv);
+/* The same with k values to and from each rank (send[k q .. k q + k) to rank q). */
+void dist_alltoall_u64s(const uint64_t *send, uint64_t *recv, int k);
 /* Records of rec bytes: scount[q] to rank q, packed in rank order in send; rcount[q] from
  * each rank q (dist_alltoall_u64 of the send counts), packed in rank order into recv. Counts
  * and offsets below 2^31 records (else every rank stops with an error). */

@@ -1,5 +1,6 @@
 /* Slabs of grid layers and the particle exchange (slabs.h). */
 #include "dist/slabs.h"
+#include "dist/slabs_internal.h"
 
 #include "dist/dist.h"
 #include "util/clock.h"
@@ -37,7 +38,7 @@ static void partition(int ranks, int layers, int *lo, int *hi, const uint64_t *p
 }
 
 /* This rank's window into the grid's description: the layers its table holds. */
-static void set_window(mz_slabs *s)
+void slabs_set_window(mz_slabs *s)
 {
     int wlo, whi;
     slabs_window(s, s->rank, &wlo, &whi);
@@ -140,8 +141,6 @@ void slabs_plan_release(mz_slab_plan *pl)
     memset(pl, 0, sizeof *pl);
 }
 
-static int query_bounds(mz_slabs *s, cl_mem keys, size_t n, const cl_uint *targets, size_t m,
-                        cl_uint *out);
 
 int slabs_create(mz_slabs *s, mz_grid *grid, const mz_slab_plan *plan, cl_mem pos)
 {
@@ -188,7 +187,7 @@ int slabs_create(mz_slabs *s, mz_grid *grid, const mz_slab_plan *plan, cl_mem po
     int wlo, whi;
     slabs_window(s, s->rank, &wlo, &whi);
     cl_uint t[2] = {(cl_uint)wlo, (cl_uint)whi}, at[2];
-    if (query_bounds(s, s->keys, n, t, 2, at) != 0)
+    if (slabs_query_bounds(s, s->keys, n, t, 2, at) != 0)
         return -1;
     size_t keep = at[1] - at[0];
     for (int k = 0; k < grid->n_reg && keep > 0; k++) {
@@ -201,7 +200,7 @@ int slabs_create(mz_slabs *s, mz_grid *grid, const mz_slab_plan *plan, cl_mem po
         *grid->reg[k].buf = grid->reg[k].scratch;
         grid->reg[k].scratch = tmp;
     }
-    set_window(s);
+    slabs_set_window(s);
     return grid_set_count(grid, keep);
 }
 
@@ -226,8 +225,8 @@ void slabs_release(mz_slabs *s)
 }
 
 /* out[t] = the first index of ascending keys[0..n) at or above targets[t], t < m (waits). */
-static int query_bounds(mz_slabs *s, cl_mem keys, size_t n, const cl_uint *targets, size_t m,
-                        cl_uint *out)
+int slabs_query_bounds(mz_slabs *s, cl_mem keys, size_t n, const cl_uint *targets, size_t m,
+                       cl_uint *out)
 {
     cl_command_queue q = s->grid->cl->queue;
     bool ok = cl_ok(clEnqueueWriteBuffer(q, s->targets, CL_FALSE, 0, 4 * m, targets, 0, NULL,
@@ -271,7 +270,7 @@ int slabs_after_build(mz_slabs *s)
     }
     /* The owned particles with no halo layer within reach (one layer): the inner ones. */
     m += layer_targets(s, lo + (wlo < lo), hi - (whi > hi), t + m);
-    int rc = query_bounds(s, s->grid->keys, s->grid->n, t, (size_t)m, out);
+    int rc = slabs_query_bounds(s, s->grid->keys, s->grid->n, t, (size_t)m, out);
     if (rc == 0) {
         int i = 0;
         for (int k = 0; k <= s->halo; k++, i += 2) {
@@ -293,19 +292,6 @@ int slabs_after_build(mz_slabs *s)
     return rc;
 }
 
-/* The device's pack buffer for at least `need` bytes (contents not kept). */
-static bool grow_pack(mz_slabs *s, size_t need)
-{
-    if (need <= s->pack_cap && s->pack)
-        return true;
-    if (s->pack)
-        clReleaseMemObject(s->pack);
-    s->pack_cap = need + need / 4;
-    s->pack = mz_cl_buffer(s->grid->cl, CL_MEM_READ_WRITE, s->pack_cap, NULL,
-                           "clCreateBuffer(exchange pack)");
-    return s->pack != NULL;
-}
-
 /* A copy of the first `bytes` of old in a new buffer of `cap` bytes (NULL after reporting). */
 static cl_mem copied_buffer(mz_cl *cl, cl_mem old, size_t cap, size_t bytes)
 {
@@ -322,7 +308,7 @@ static cl_mem copied_buffer(mz_cl *cl, cl_mem old, size_t cap, size_t bytes)
 /* Room for `need` particles and a quarter more: the solver's buffers (grow), then the
  * exchange's own sort buffers, keeping the sorted slots of an exchange under way. The
  * particles' data and the owned range stay where they are. */
-static int grow_room(mz_slabs *s, size_t need)
+int slabs_grow_room(mz_slabs *s, size_t need)
 {
     size_t cap = need + need / 4 + 256;
     if (!s->grow || s->grow(s->grow_ctx, cap) != 0)
@@ -346,7 +332,7 @@ static int grow_room(mz_slabs *s, size_t need)
 
 int slabs_reserve(mz_slabs *s, size_t need)
 {
-    return need <= s->grid->cap ? 0 : grow_room(s, need);
+    return need <= s->grid->cap ? 0 : slabs_grow_room(s, need);
 }
 
 int slabs_own_all(mz_slabs *s, size_t n)
@@ -358,194 +344,6 @@ int slabs_own_all(mz_slabs *s, size_t n)
     return grid_set_count(s->grid, n);
 }
 
-static int compare_ints(const void *a, const void *b)
-{
-    int x = *(const int *)a, y = *(const int *)b;
-    return (x > y) - (x < y);
-}
-
-/* Cut the layer axis at every rank's window edges and give each layer its segment's number:
- * a window is then a run of whole segments, so sorting the owned particles by segment (a few
- * bits: one radix pass, where sorting by layer took several) still lays every window out as
- * one range, each in the particles' order. targets[2r], targets[2r + 1]: the segments that
- * begin rank r's window and the one after it. Returns the key bits, or -1. */
-static int write_segments(mz_slabs *s, cl_uint *targets)
-{
-    int P = s->ranks, m = 0;
-    int *edges = xmalloc(2 * (size_t)P * sizeof *edges);
-    for (int r = 0; r < P; r++)
-        slabs_window(s, r, &edges[2 * r], &edges[2 * r + 1]);
-    int *sorted = xmalloc(2 * (size_t)P * sizeof *sorted);
-    memcpy(sorted, edges, 2 * (size_t)P * sizeof *sorted);
-    qsort(sorted, 2 * (size_t)P, sizeof *sorted, compare_ints);
-    for (int i = 0; i < 2 * P; i++)
-        if (m == 0 || sorted[i] != sorted[m - 1])
-            sorted[m++] = sorted[i];
-    /* segment(l) = the edges at or below l */
-    for (int l = 0, e = 0; l < s->layers; l++) {
-        while (e < m && sorted[e] <= l)
-            e++;
-        s->segment_of_layer[l] = (cl_uint)e;
-    }
-    for (int i = 0; i < 2 * P; i++) {
-        cl_uint seg = 0;
-        while ((int)seg < m && sorted[seg] <= edges[i])
-            seg++;
-        targets[i] = seg;
-    }
-    free(edges);
-    free(sorted);
-    int bits = 0;
-    while ((1 << bits) <= m)
-        bits++;
-    return cl_ok(clEnqueueWriteBuffer(s->grid->cl->queue, s->segments, CL_FALSE, 0,
-                                      4 * (size_t)s->layers, s->segment_of_layer, 0, NULL, NULL),
-                 "clEnqueueWriteBuffer(slab segments)")
-               ? bits
-               : -1;
-}
-
-/* Bytes of buffer k's range before it in a block of n records (the fields one after another). */
-static size_t field_offset(const mz_grid *g, int k, size_t n)
-{
-    size_t off = 0;
-    for (int j = 0; j < k; j++)
-        off += n * g->reg[j].elem;
-    return off;
-}
-
-/* Records of `rec` bytes, as counts per rank: the byte offsets of each rank's block. */
-static size_t *block_offsets(const uint64_t *count, int P, size_t rec)
-{
-    size_t *off = xcalloc((size_t)P + 1, sizeof *off);
-    for (int r = 0; r < P; r++)
-        off[r + 1] = off[r] + (size_t)count[r] * rec;
-    return off;
-}
-
-/* Pack on the device what goes to other ranks, per destination each registered buffer's range
- * in turn, and start its copy into the pinned send buffer (*done: that copy's event). */
-static bool pack_sends(mz_slabs *s, const cl_uint *at, const uint64_t *sn, const size_t *sd,
-                       cl_event *done)
-{
-    mz_grid *g = s->grid;
-    size_t bytes = sd[s->ranks];
-    if (!grow_pack(s, bytes + 16) ||
-        !mz_cl_pinned_room(g->cl, (void **)&s->send, &s->send_pin, &s->send_cap, bytes + 16))
-        return false;
-    for (int r = 0; r < s->ranks; r++)
-        for (int k = 0; k < g->n_reg && sn[r] > 0; k++)
-            if (grid_gather_at(g, *g->reg[k].buf, g->reg[k].elem, s->vals, at[2 * r],
-                               (size_t)sn[r], s->pack, sd[r] + field_offset(g, k, sn[r])) != 0)
-                return false;
-    return cl_ok(clEnqueueReadBuffer(g->cl->queue, s->pack, CL_FALSE, 0, bytes ? bytes : 16,
-                                     s->send, 0, NULL, done),
-                 "clEnqueueReadBuffer(exchange)") &&
-           cl_ok(clFlush(g->cl->queue), "clFlush(exchange)");
-}
-
-/* The new window into the scratch buffers, by source rank: what lower ranks sent, this rank's
- * own that stay (gathered from their sorted slots), what higher ranks sent — the single
- * process's order; then the scratch buffers become the particles' buffers. */
-static bool lay_out(mz_slabs *s, const cl_uint *at, const uint64_t *rcount, const size_t *rd,
-                    bool own_only)
-{
-    mz_grid *g = s->grid;
-    for (int k = 0; k < g->n_reg; k++) {
-        size_t e = g->reg[k].elem, dst = 0;
-        for (int r = 0; r < s->ranks; r++) {
-            size_t n = (size_t)rcount[r];
-            if (r == s->rank && own_only &&
-                grid_gather_at(g, *g->reg[k].buf, e, s->vals, at[2 * r], n, g->reg[k].scratch,
-                               dst * e) != 0)
-                return false;
-            if (r != s->rank && !own_only && n > 0 &&
-                !cl_ok(clEnqueueWriteBuffer(g->cl->queue, g->reg[k].scratch, CL_FALSE, dst * e,
-                                            n * e, s->recv + rd[r] + field_offset(g, k, n), 0,
-                                            NULL, NULL),
-                       "clEnqueueWriteBuffer(exchange)"))
-                return false;
-            dst += n;
-        }
-    }
-    if (own_only)
-        return cl_ok(clFlush(g->cl->queue), "clFlush(exchange)");
-    for (int k = 0; k < g->n_reg; k++) {
-        cl_mem t = *g->reg[k].buf;
-        *g->reg[k].buf = g->reg[k].scratch;
-        g->reg[k].scratch = t;
-    }
-    return true;
-}
-
-int slabs_exchange(mz_slabs *s, cl_mem pos)
-{
-    /* The exchange waits for the step before anyway (its first read back); waiting here keeps
-     * that compute out of exchange_s. */
-    if (!cl_ok(clFinish(s->grid->cl->queue), "clFinish(exchange)"))
-        dist_abort(MZ_EXIT_RUNTIME);
-    double t0 = now_seconds();
-    mz_grid *g = s->grid;
-    int P = s->ranks, me = s->rank;
-    size_t own = s->ring_end[0] - s->ring_begin[0];
-    /* The owned particles stably sorted by segment, and each window's range of them. */
-    cl_uint *win = xmalloc(2 * (size_t)P * sizeof *win), *at = xmalloc(2 * (size_t)P * sizeof *at);
-    int bits = write_segments(s, win);
-    if (bits < 0 ||
-        grid_slab_segments(g, pos, s->ring_begin[0], own, s->segments, s->keys, s->vals) ||
-        grid_sort(g, s->keys, s->vals, own, bits) ||
-        query_bounds(s, s->keys, own, win, 2 * (size_t)P, at))
-        dist_abort(MZ_EXIT_RUNTIME); /* the other ranks wait in the exchange */
-    free(win);
-    size_t rec = 0;
-    for (int k = 0; k < g->n_reg; k++)
-        rec += g->reg[k].elem;
-    uint64_t *scount = xcalloc((size_t)P, sizeof *scount), *rcount = xcalloc((size_t)P, 8);
-    uint64_t *sn = xcalloc((size_t)P, sizeof *sn), *rn = xcalloc((size_t)P, sizeof *rn);
-    for (int r = 0; r < P; r++) {
-        scount[r] = at[2 * r + 1] - at[2 * r];
-        sn[r] = r == me ? 0 : scount[r];
-        s->sent += sn[r];
-    }
-    size_t *sd = block_offsets(sn, P, rec);
-    cl_event read_done = NULL;
-    if (!pack_sends(s, at, sn, sd, &read_done))
-        dist_abort(MZ_EXIT_RUNTIME);
-    /* While the device packs: the counts, room for the new window, the receive buffer. */
-    dist_alltoall_u64(scount, rcount);
-    uint64_t total = 0;
-    for (int r = 0; r < P; r++) {
-        total += rcount[r];
-        rn[r] = r == me ? 0 : rcount[r];
-    }
-    size_t *rd = block_offsets(rn, P, rec);
-    if ((total > g->cap && grow_room(s, (size_t)total) != 0) ||
-        !mz_cl_pinned_room(g->cl, (void **)&s->recv, &s->recv_pin, &s->recv_cap, rd[P] + 16) ||
-        !lay_out(s, at, rcount, rd, true) ||
-        !cl_ok(clWaitForEvents(1, &read_done), "clWaitForEvents(exchange)"))
-        dist_abort(MZ_EXIT_RUNTIME);
-    clReleaseEvent(read_done);
-    /* The records travel while the device lays out this rank's own. */
-    double t1 = now_seconds();
-    dist_alltoallv_records(s->send, sn, s->recv, rn, rec);
-    s->mpi_s += now_seconds() - t1;
-    /* Not waited for: the next exchange's first step is to wait for the queue, before any of
-     * these host buffers is written again. */
-    if (!lay_out(s, at, rcount, rd, false) || grid_set_count(g, (size_t)total) != 0)
-        dist_abort(MZ_EXIT_RUNTIME);
-    free(at);
-    free(scount);
-    free(rcount);
-    free(sn);
-    free(rn);
-    free(sd);
-    free(rd);
-    set_window(s); /* after a repartition, the new one */
-    s->exchanges++;
-    s->exchange_s += now_seconds() - t0;
-    return 0;
-}
-
 bool slabs_rebalance(mz_slabs *s)
 {
     /* Per-layer counts of the owned particles, from the sorted keys of the last build. */
@@ -555,7 +353,7 @@ bool slabs_rebalance(mz_slabs *s)
     cl_uint *t = xmalloc(m * sizeof *t), *out = xmalloc(m * sizeof *out);
     for (size_t i = 0; i < m; i++)
         t[i] = (cl_uint)(lo + (int)i - wlo) * s->layer_cells;
-    if (query_bounds(s, s->grid->keys, s->grid->n, t, m, out) != 0)
+    if (slabs_query_bounds(s, s->grid->keys, s->grid->n, t, m, out) != 0)
         dist_abort(MZ_EXIT_RUNTIME);
     uint64_t *per_layer = xcalloc((size_t)s->layers, sizeof *per_layer);
     for (size_t i = 0; i + 1 < m; i++)

@@ -255,9 +255,15 @@ static int sph_init(mz_sim *sim)
     sim->grid = &st->grid;
     if (grid_set_count(&st->grid, sim->n) != 0)
         return -1;
-    cl_mem *moved4[] = {&sim->inv_mass, &sim->id, &sim->body, &st->rho_prev, &st->drho_prev};
+    /* The SPH kernels read neither masses (one per fluid, in P) nor ids nor bodies of a
+     * neighbour: those stay with the owner in a distributed run. */
+    cl_mem *owned4[] = {&sim->inv_mass, &sim->id, &sim->body}, *moved4[] = {&st->rho_prev,
+                                                                             &st->drho_prev};
     if (grid_register(&st->grid, &sim->pos, 16) || grid_register(&st->grid, &sim->vel, 16))
         return -1;
+    for (size_t i = 0; i < sizeof owned4 / sizeof *owned4; i++)
+        if (*owned4[i] && grid_register_owned(&st->grid, owned4[i], 4))
+            return -1;
     for (size_t i = 0; i < sizeof moved4 / sizeof *moved4; i++)
         if (*moved4[i] && grid_register(&st->grid, moved4[i], 4))
             return -1;
