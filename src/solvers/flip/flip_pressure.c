@@ -1,8 +1,9 @@
 /* FLIP's pressure projection (src/solvers/flip/flip.c runs the rest of the step): the cell
  * types' divergence and the volume correction's target into a Poisson system, solved by
- * red-black SOR (or damped Jacobi) over the fluid cells only, from the last step's pressure;
- * then the pressure gradient subtracted. Kernels: kernels/flip/flip_pressure.cl. */
-#include "solvers/flip/flip_state.h"
+ * red-black SOR (or damped Jacobi, or multigrid-preconditioned CG: flip_cg.c) over the fluid
+ * cells only, from the last step's pressure; then the pressure gradient subtracted. Kernels:
+ * kernels/flip/flip_pressure.cl. */
+#include "solvers/flip/flip_multigrid.h"
 #include "util/err.h"
 
 #include <math.h>
@@ -12,8 +13,7 @@
  * undamped forever; 0.8 damps it by 0.6 a sweep and slows the smooth modes by only 20%. */
 #define JACOBI_OMEGA 0.8
 
-/* The largest |residual| and |rhs| over the fluid cells, and how many there are. */
-static bool residual(mz_sim *sim, flip_state *st, float *r, float *b, long *fluid)
+bool flip_pressure_residual(mz_sim *sim, flip_state *st, float *r, float *b, long *fluid)
 {
     cl_uint n_fluid = st->n_fluid[0] + st->n_fluid[1];
     bool ok = KARGS(st->k_residual, "pressure_residual", A(n_fluid), A(st->g), A(st->fluid_list),
@@ -108,7 +108,7 @@ static int solve_pressure(mz_sim *sim, flip_state *st)
     const mz_simulation *S = &sim->scene->sim;
     float r, b;
     long fluid;
-    if (!residual(sim, st, &r, &b, &fluid))
+    if (!flip_pressure_residual(sim, st, &r, &b, &fluid))
         return -1;
     int it = 0, next = 1;
     if (b == 0.0f) { /* nothing to correct: the answer is p = 0 */
@@ -119,17 +119,24 @@ static int solve_pressure(mz_sim *sim, flip_state *st)
             return -1;
         r = 0.0f;
     }
-    float omega = (float)(S->pressure_solver == MZ_PRESSURE_JACOBI
-                              ? JACOBI_OMEGA
-                              : sor_omega(fluid, S->dimensions));
-    while (r > S->pressure_tolerance * b && it < S->pressure_iterations) {
-        if (!sweep(sim, st, omega))
+    if (S->pressure_solver == MZ_PRESSURE_MGPCG) {
+        if (r > S->pressure_tolerance * b &&
+            (it = flip_mgpcg(sim, st, S->pressure_tolerance * b, S->pressure_iterations,
+                             &r, &fluid)) < 0)
             return -1;
-        it++;
-        if (it == next || it == S->pressure_iterations) {
-            if (!residual(sim, st, &r, &b, &fluid))
+    } else {
+        float omega = (float)(S->pressure_solver == MZ_PRESSURE_JACOBI
+                                  ? JACOBI_OMEGA
+                                  : sor_omega(fluid, S->dimensions));
+        while (r > S->pressure_tolerance * b && it < S->pressure_iterations) {
+            if (!sweep(sim, st, omega))
                 return -1;
-            next = it + (it / 4 < 1 ? 1 : it / 4 > 16 ? 16 : it / 4);
+            it++;
+            if (it == next || it == S->pressure_iterations) {
+                if (!flip_pressure_residual(sim, st, &r, &b, &fluid))
+                    return -1;
+                next = it + (it / 4 < 1 ? 1 : it / 4 > 16 ? 16 : it / 4);
+            }
         }
     }
     flip_stats *stat = &st->stats;
@@ -189,6 +196,8 @@ int flip_pressure_init(mz_sim *sim, flip_state *st)
      * CPU one chunk per work-item of a group or two. */
     st->listers = (sim->cl->type & CL_DEVICE_TYPE_GPU) ? 4096 : 2 * st->local;
     st->lister_counts = xcalloc(2 * st->listers, sizeof *st->lister_counts);
+    if (sim->scene->sim.pressure_solver == MZ_PRESSURE_MGPCG && flip_mg_init(sim, st) != 0)
+        return -1;
     return (st->fluid_counts = flip_buffer(sim, 8 * st->listers, "clCreateBuffer(fluid counts)")) &&
                    (st->fluid_offsets =
                         flip_buffer(sim, 8 * st->listers, "clCreateBuffer(fluid offsets)")) &&
