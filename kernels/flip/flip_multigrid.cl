@@ -72,38 +72,39 @@ kernel void mg_coarsen(uint n_nodes, flip_grid gf, flip_grid gc, global const uc
     type_c[node] = fluid ? FLIP_FLUID : air ? FLIP_AIR : FLIP_SOLID;
 }
 
-/* Half a red-black Gauss–Seidel sweep of a coarse level, in place: every node, the fluid cells
- * of one colour act. */
-kernel void mg_smooth(uint n_nodes, int colour, flip_grid g, global const uchar *type,
-                      global const float2 *b, global float2 *z)
+/* The coarse-level kernels visit the level's fluid cells, listed by colour in node order as on
+ * level 0 (flip_pressure.cl's fluid_count and fluid_list, run on the level's grid and types). */
+
+/* Half a red-black Gauss–Seidel sweep of a coarse level, in place: the fluid cells of one
+ * colour, list[first .. first + n_items). */
+kernel void mg_smooth(uint n_items, uint first, flip_grid g, global const uint *list,
+                      global const uchar *type, global const float2 *b, global float2 *z)
 {
-    uint node = get_global_id(0);
-    if (node >= n_nodes)
+    uint item = get_global_id(0);
+    if (item >= n_items)
         return;
-    int4 c = node_coord(&g, node);
-    if (((c.x + c.y + c.z) & 1) != colour || type_at(type, &g, c) != FLIP_FLUID)
-        return;
+    uint node = list[first + item];
     float d;
-    float2 r = coarse_residual(&g, c, node, type, b, z, &d);
+    float2 r = coarse_residual(&g, node_coord(&g, node), node, type, b, z, &d);
     if (d > 0.0f)
         z[node] += r / d;
 }
 
 /* The coarsest level solved roughly in one work-group: `sweeps` red-black sweeps, then as many
- * black-red ones (mirrored, so the solve is a symmetric operator), barriers between halves. */
-kernel void mg_coarsest(uint n_nodes, uint sweeps, flip_grid g, global const uchar *type,
-                        global const float2 *b, global float2 *z)
+ * black-red ones (mirrored, so the solve is a symmetric operator), barriers between halves.
+ * n0, n1: the list's cells of each colour. */
+kernel void mg_coarsest(uint n0, uint n1, uint sweeps, flip_grid g, global const uint *list,
+                        global const uchar *type, global const float2 *b, global float2 *z)
 {
     uint lid = get_local_id(0), lsize = get_local_size(0);
     for (uint s = 0; s < 2 * sweeps; s++)
         for (int h = 0; h < 2; h++) {
             int colour = s < sweeps ? h : 1 - h;
-            for (uint node = lid; node < n_nodes; node += lsize) {
-                int4 c = node_coord(&g, node);
-                if (((c.x + c.y + c.z) & 1) != colour || type_at(type, &g, c) != FLIP_FLUID)
-                    continue;
+            uint first = colour ? n0 : 0, n = colour ? n1 : n0;
+            for (uint item = lid; item < n; item += lsize) {
+                uint node = list[first + item];
                 float d;
-                float2 r = coarse_residual(&g, c, node, type, b, z, &d);
+                float2 r = coarse_residual(&g, node_coord(&g, node), node, type, b, z, &d);
                 if (d > 0.0f)
                     z[node] += r / d;
             }
@@ -111,20 +112,20 @@ kernel void mg_coarsest(uint n_nodes, uint sweeps, flip_grid g, global const uch
         }
 }
 
-/* res = b − A z: on a coarse level over every node (0 off the fluid) ... */
-kernel void mg_residual(uint n_nodes, flip_grid g, global const uchar *type,
-                        global const float2 *b, global const float2 *z, global float2 *res)
+/* res = b − A z: on a coarse level ... */
+kernel void mg_residual(uint n_items, flip_grid g, global const uint *list,
+                        global const uchar *type, global const float2 *b,
+                        global const float2 *z, global float2 *res)
 {
-    uint node = get_global_id(0);
-    if (node >= n_nodes)
+    uint item = get_global_id(0);
+    if (item >= n_items)
         return;
-    int4 c = node_coord(&g, node);
+    uint node = list[item];
     float d;
-    res[node] = type_at(type, &g, c) == FLIP_FLUID ? coarse_residual(&g, c, node, type, b, z, &d)
-                                                   : (float2)(0.0f);
+    res[node] = coarse_residual(&g, node_coord(&g, node), node, type, b, z, &d);
 }
 
-/* ... and on level 0 over its fluid cells (the fine operator, with the surface terms). */
+/* ... and on level 0 (the fine operator, with the surface terms). */
 kernel void mg_residual0(uint n_items, flip_grid g, global const uint *list,
                          global const uchar *type, global const float2 *b,
                          global const float *diag, global const float2 *z, global float2 *res)
@@ -136,22 +137,19 @@ kernel void mg_residual0(uint n_items, flip_grid g, global const uint *list,
     res[node] = residual_at(&g, node_coord(&g, node), node, type, b, diag, z);
 }
 
-/* b_c = R res_f = Pᵀ res_f / 2^d at each coarse fluid cell C, gathered from the 4^d fine cells
+/* b_c = R res_f = Pᵀ res_f / 2^d at each coarse fluid cell C (list_c), gathered from the 4^d fine cells
  * whose interpolation reaches C; its children also carry the weights of their solid corners
  * (replaced by C in P). z_c starts at 0. */
-kernel void mg_restrict(uint n_nodes, flip_grid gf, flip_grid gc, global const uchar *type_f,
-                        global const uchar *type_c, global const float2 *res_f,
-                        global float2 *b_c, global float2 *z_c)
+kernel void mg_restrict(uint n_items, flip_grid gf, flip_grid gc, global const uint *list_c,
+                        global const uchar *type_f, global const uchar *type_c,
+                        global const float2 *res_f, global float2 *b_c, global float2 *z_c)
 {
-    uint node = get_global_id(0);
-    if (node >= n_nodes)
+    uint item = get_global_id(0);
+    if (item >= n_items)
         return;
+    uint node = list_c[item];
     int4 c = node_coord(&gc, node);
     z_c[node] = (float2)(0.0f);
-    if (type_at(type_c, &gc, c) != FLIP_FLUID) {
-        b_c[node] = (float2)(0.0f);
-        return;
-    }
     float2 sum = (float2)(0.0f);
     int zlo = MZ_DIM == 3 ? -1 : 0, zhi = MZ_DIM == 3 ? 2 : 0;
     for (int dz = zlo; dz <= zhi; dz++)
@@ -179,19 +177,15 @@ kernel void mg_restrict(uint n_nodes, flip_grid gf, flip_grid gc, global const u
     b_c[node] = sum * (1.0f / MG_CORNERS);
 }
 
-/* z_f += P z_c at the fine fluid cells: every node of a coarse level, or level 0's fluid list
- * (use_list). */
-kernel void mg_prolong(uint n_items, int use_list, global const uint *list, flip_grid gf,
-                       flip_grid gc, global const uchar *type_f, global const uchar *type_c,
-                       global const float2 *z_c, global float2 *z_f)
+/* z_f += P z_c at the fine level's fluid cells (list_f). */
+kernel void mg_prolong(uint n_items, global const uint *list_f, flip_grid gf, flip_grid gc,
+                       global const uchar *type_c, global const float2 *z_c, global float2 *z_f)
 {
     uint item = get_global_id(0);
     if (item >= n_items)
         return;
-    uint node = use_list ? list[item] : item;
+    uint node = list_f[item];
     int4 f = node_coord(&gf, node);
-    if (!use_list && type_at(type_f, &gf, f) != FLIP_FLUID)
-        return;
     float2 parent = z_c[node_index(&gc, f >> 1)], sum = (float2)(0.0f);
     for (int s = 0; s < MG_CORNERS; s++) {
         float w;

@@ -186,10 +186,7 @@ static int make_levels(level *L, const flip_view *v, int dim)
     int levels = 1;
     for (;;) {
         level *F = &L[levels - 1];
-        bool more = false;
-        for (int a = 0; a < dim; a++)
-            more |= F->cells[a] > MG_COARSEST;
-        if (!more || levels == MG_MAX_LEVELS)
+        if (!mg_coarsen_more(F->cells, dim) || levels == MG_MAX_LEVELS)
             break;
         level *C = &L[levels++];
         *C = *F;
@@ -254,23 +251,23 @@ static double uniform(void) /* in [-0.5, 0.5) */
     return (double)(rng >> 11) / 9007199254740992.0 - 0.5;
 }
 
-/* Tanks of 15 x 11 x 9 and 21 x 13 cells (odd: padded on every level): a block of water, a
- * sphere (disc) collider on the floor beside it and a box one above it, so that fluid cells
- * border air, the walls and the colliders. */
+/* Tanks of 23 x 15 x 11 and 41 x 25 cells (odd: padded on every level; three levels each): a
+ * block of water, a sphere (disc) collider on the floor beside it and a box one above it, so
+ * that fluid cells border air, the walls and the colliders. */
 static const char *tank_3d =
     "{\"mizu_scene\": 1, \"simulation\": {\"pressure_solver\": \"mgpcg\"},"
-    " \"domain\": {\"min\": [0,0,0], \"max\": [0.3,0.22,0.18]},"
-    " \"fluids\": [{\"solver\": \"flip\", \"box\": {\"min\": [0,0,0], \"max\": [0.15,0.13,0.18]},"
+    " \"domain\": {\"min\": [0,0,0], \"max\": [0.46,0.3,0.22]},"
+    " \"fluids\": [{\"solver\": \"flip\", \"box\": {\"min\": [0,0,0], \"max\": [0.2,0.15,0.22]},"
     "   \"spacing\": 0.01}],"
-    " \"colliders\": [{\"sphere\": {\"center\": [0.21,0.05,0.09], \"radius\": 0.05}},"
-    "   {\"box\": {\"min\": [0.05,0.17,0.0], \"max\": [0.2,0.2,0.1]}}]}";
+    " \"colliders\": [{\"sphere\": {\"center\": [0.27,0.05,0.11], \"radius\": 0.06}},"
+    "   {\"box\": {\"min\": [0.05,0.2,0.0], \"max\": [0.3,0.24,0.12]}}]}";
 static const char *tank_2d =
     "{\"mizu_scene\": 1, \"simulation\": {\"dimensions\": 2, \"pressure_solver\": \"mgpcg\"},"
-    " \"domain\": {\"min\": [0,0,0], \"max\": [0.42,0.26,0]},"
-    " \"fluids\": [{\"solver\": \"flip\", \"box\": {\"min\": [0,0,0], \"max\": [0.2,0.15,0]},"
+    " \"domain\": {\"min\": [0,0,0], \"max\": [0.82,0.5,0]},"
+    " \"fluids\": [{\"solver\": \"flip\", \"box\": {\"min\": [0,0,0], \"max\": [0.4,0.3,0]},"
     "   \"spacing\": 0.01}],"
-    " \"colliders\": [{\"sphere\": {\"center\": [0.27,0.05,0], \"radius\": 0.06}},"
-    "   {\"box\": {\"min\": [0.05,0.19,-1], \"max\": [0.15,0.24,1]}}]}";
+    " \"colliders\": [{\"sphere\": {\"center\": [0.5,0.08,0], \"radius\": 0.08}},"
+    "   {\"box\": {\"min\": [0.1,0.36,-1], \"max\": [0.5,0.42,1]}}]}";
 
 /* A world stepped to its first projection (the system the checks use). */
 static void open_projected(world *w, const char *json, const char *const *sets, size_t n_sets)

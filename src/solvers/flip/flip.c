@@ -72,8 +72,8 @@ static size_t flip_grid_bytes(const mz_scene *s)
      * (float4), valid flags and copy (uchar4), type, density, diagonal, pressure and correction
      * (float2) with their right-hand sides and Jacobi copy, the colliders' distances, the
      * fluid cells' list; the neighbour grid's two cell tables; mgpcg's four vectors and its
-     * coarse levels (1/7 of the nodes, 25 bytes each) */
-    size_t mg = s->sim.pressure_solver == MZ_PRESSURE_MGPCG ? 4 * 8 + 4 : 0;
+     * coarse levels (1/7 of the nodes, 29 bytes each) */
+    size_t mg = s->sim.pressure_solver == MZ_PRESSURE_MGPCG ? 4 * 8 + 5 : 0;
     return node_count(&g) * (6 * 16 + 2 * 4 + 1 + 2 * 4 + 3 * 8 + 4 + 4 + 8 + mg);
 }
 

@@ -44,10 +44,8 @@ int flip_mg_init(mz_sim *sim, flip_state *st)
     mg->levels = 1;
     for (;;) {
         const flip_grid *g = &mg->g[mg->levels - 1];
-        bool coarsen = false;
-        for (int a = 0; a < dim; a++)
-            coarsen |= g->cells.s[a] > MG_COARSEST;
-        if (!coarsen || mg->levels == MG_MAX_LEVELS)
+        int cells[3] = {g->cells.s[0], g->cells.s[1], g->cells.s[2]};
+        if (!mg_coarsen_more(cells, dim) || mg->levels == MG_MAX_LEVELS)
             break;
         int l = mg->levels++;
         mg->g[l] = coarser(g, dim);
@@ -55,7 +53,8 @@ int flip_mg_init(mz_sim *sim, flip_state *st)
         if (!(mg->type[l] = flip_buffer(sim, n, "clCreateBuffer(multigrid cell types)")) ||
             !(mg->b[l] = flip_buffer(sim, 8 * n, "clCreateBuffer(multigrid right-hand side)")) ||
             !(mg->z[l] = flip_buffer(sim, 8 * n, "clCreateBuffer(multigrid correction)")) ||
-            !(mg->res[l] = flip_buffer(sim, 8 * n, "clCreateBuffer(multigrid residual)")))
+            !(mg->res[l] = flip_buffer(sim, 8 * n, "clCreateBuffer(multigrid residual)")) ||
+            !(mg->list[l] = flip_buffer(sim, 4 * n, "clCreateBuffer(multigrid fluid cells)")))
             return -1;
     }
     return flip_cg_init(sim, st);
@@ -65,41 +64,47 @@ bool flip_mg_levels(mz_sim *sim, flip_state *st)
 {
     flip_mg *mg = st->mg;
     mg->type[0] = st->type;
+    mg->list[0] = st->fluid_list;
+    mg->n_list[0][0] = st->n_fluid[0];
+    mg->n_list[0][1] = st->n_fluid[1];
     for (int l = 1; l < mg->levels; l++) {
         cl_uint n = (cl_uint)mg->nodes[l];
         if (!KARGS(mg->k_coarsen, "mg_coarsen", A(n), A(mg->g[l - 1]), A(mg->g[l]),
                    A(mg->type[l - 1]), A(mg->type[l])) ||
-            !sim_launch(sim, mg->k_coarsen, n, STAGE_PROJECTION, "mg_coarsen"))
+            !sim_launch(sim, mg->k_coarsen, n, STAGE_PROJECTION, "mg_coarsen") ||
+            !flip_list_cells(sim, st, &mg->g[l], mg->nodes[l], mg->type[l], mg->list[l],
+                             mg->n_list[l]))
             return false;
     }
     return true;
 }
 
-/* Level 0's half-sweeps, in colour order (0, 1) or mirrored: the fluid list's colours. */
-static bool smooth0(mz_sim *sim, flip_state *st, cl_mem b, cl_mem z, bool mirrored)
+static cl_uint listed(const flip_mg *mg, int l)
 {
+    return mg->n_list[l][0] + mg->n_list[l][1];
+}
+
+/* A level's half-sweeps over its fluid list, in colour order (0, 1) or mirrored; level 0 with
+ * its own operator (pressure_rbgs at ω = 1). */
+static bool smooth(mz_sim *sim, flip_state *st, int l, bool mirrored)
+{
+    flip_mg *mg = st->mg;
     cl_float one = 1.0f;
     for (int h = 0; h < 2; h++) {
         int colour = mirrored ? 1 - h : h;
-        cl_uint items = st->n_fluid[colour], first = colour ? st->n_fluid[0] : 0;
-        if (items && (!KARGS(st->k_rbgs, "pressure_rbgs", A(items), A(first), A(st->g),
-                             A(st->fluid_list), A(one), A(st->type), A(b), A(st->diag),
-                             A(z)) ||
-                      !sim_launch(sim, st->k_rbgs, items, STAGE_PROJECTION, "pressure_rbgs")))
-            return false;
-    }
-    return true;
-}
-
-/* A coarse level's half-sweeps, every node. */
-static bool smooth(mz_sim *sim, flip_mg *mg, int l, bool mirrored)
-{
-    cl_uint n = (cl_uint)mg->nodes[l];
-    for (int h = 0; h < 2; h++) {
-        cl_int colour = mirrored ? 1 - h : h;
-        if (!KARGS(mg->k_smooth, "mg_smooth", A(n), A(colour), A(mg->g[l]), A(mg->type[l]),
-                   A(mg->b[l]), A(mg->z[l])) ||
-            !sim_launch(sim, mg->k_smooth, n, STAGE_PROJECTION, "mg_smooth"))
+        cl_uint items = mg->n_list[l][colour], first = colour ? mg->n_list[l][0] : 0;
+        if (!items)
+            continue;
+        bool ok = l == 0 ? KARGS(st->k_rbgs, "pressure_rbgs", A(items), A(first), A(st->g),
+                                 A(st->fluid_list), A(one), A(st->type), A(mg->b[0]),
+                                 A(st->diag), A(mg->z[0])) &&
+                               sim_launch(sim, st->k_rbgs, items, STAGE_PROJECTION,
+                                          "pressure_rbgs")
+                         : KARGS(mg->k_smooth, "mg_smooth", A(items), A(first), A(mg->g[l]),
+                                 A(mg->list[l]), A(mg->type[l]), A(mg->b[l]), A(mg->z[l])) &&
+                               sim_launch(sim, mg->k_smooth, items, STAGE_PROJECTION,
+                                          "mg_smooth");
+        if (!ok)
             return false;
     }
     return true;
@@ -107,9 +112,8 @@ static bool smooth(mz_sim *sim, flip_mg *mg, int l, bool mirrored)
 
 static bool smooth_level(mz_sim *sim, flip_state *st, int l, bool mirrored, int sweeps)
 {
-    flip_mg *mg = st->mg;
     for (int k = 0; k < sweeps; k++)
-        if (!(l == 0 ? smooth0(sim, st, mg->b[0], mg->z[0], mirrored) : smooth(sim, mg, l, mirrored)))
+        if (!smooth(sim, st, l, mirrored))
             return false;
     return true;
 }
@@ -119,36 +123,32 @@ static bool smooth_level(mz_sim *sim, flip_state *st, int l, bool mirrored, int 
 static bool restrict_down(mz_sim *sim, flip_state *st, int l)
 {
     flip_mg *mg = st->mg;
-    bool ok;
-    if (l == 0) {
-        cl_uint items = st->n_fluid[0] + st->n_fluid[1];
-        ok = !items || (KARGS(mg->k_residual0, "mg_residual0", A(items), A(st->g),
+    cl_uint items = listed(mg, l), coarse = listed(mg, l + 1);
+    bool ok = !items ||
+              (l == 0 ? KARGS(mg->k_residual0, "mg_residual0", A(items), A(st->g),
                               A(st->fluid_list), A(st->type), A(mg->b[0]), A(st->diag),
                               A(mg->z[0]), A(mg->res[0])) &&
-                        sim_launch(sim, mg->k_residual0, items, STAGE_PROJECTION, "mg_residual0"));
-    } else {
-        cl_uint n = (cl_uint)mg->nodes[l];
-        ok = KARGS(mg->k_residual, "mg_residual", A(n), A(mg->g[l]), A(mg->type[l]),
-                   A(mg->b[l]), A(mg->z[l]), A(mg->res[l])) &&
-             sim_launch(sim, mg->k_residual, n, STAGE_PROJECTION, "mg_residual");
-    }
-    cl_uint nc = (cl_uint)mg->nodes[l + 1];
-    return ok &&
-           KARGS(mg->k_restrict, "mg_restrict", A(nc), A(mg->g[l]), A(mg->g[l + 1]),
-                 A(mg->type[l]), A(mg->type[l + 1]), A(mg->res[l]), A(mg->b[l + 1]),
-                 A(mg->z[l + 1])) &&
-           sim_launch(sim, mg->k_restrict, nc, STAGE_PROJECTION, "mg_restrict");
+                            sim_launch(sim, mg->k_residual0, items, STAGE_PROJECTION,
+                                       "mg_residual0")
+                      : KARGS(mg->k_residual, "mg_residual", A(items), A(mg->g[l]),
+                              A(mg->list[l]), A(mg->type[l]), A(mg->b[l]), A(mg->z[l]),
+                              A(mg->res[l])) &&
+                            sim_launch(sim, mg->k_residual, items, STAGE_PROJECTION,
+                                       "mg_residual"));
+    return ok && (!coarse ||
+                  (KARGS(mg->k_restrict, "mg_restrict", A(coarse), A(mg->g[l]), A(mg->g[l + 1]),
+                         A(mg->list[l + 1]), A(mg->type[l]), A(mg->type[l + 1]),
+                         A(mg->res[l]), A(mg->b[l + 1]), A(mg->z[l + 1])) &&
+                   sim_launch(sim, mg->k_restrict, coarse, STAGE_PROJECTION, "mg_restrict")));
 }
 
 /* z[l] += P z[l + 1]. */
 static bool prolong_up(mz_sim *sim, flip_state *st, int l)
 {
     flip_mg *mg = st->mg;
-    cl_int use_list = l == 0;
-    cl_uint n = use_list ? st->n_fluid[0] + st->n_fluid[1] : (cl_uint)mg->nodes[l];
-    return !n || (KARGS(mg->k_prolong, "mg_prolong", A(n), A(use_list), A(st->fluid_list),
-                        A(mg->g[l]), A(mg->g[l + 1]), A(mg->type[l]), A(mg->type[l + 1]),
-                        A(mg->z[l + 1]), A(mg->z[l])) &&
+    cl_uint n = listed(mg, l);
+    return !n || (KARGS(mg->k_prolong, "mg_prolong", A(n), A(mg->list[l]), A(mg->g[l]),
+                        A(mg->g[l + 1]), A(mg->type[l + 1]), A(mg->z[l + 1]), A(mg->z[l])) &&
                   sim_launch(sim, mg->k_prolong, n, STAGE_PROJECTION, "mg_prolong"));
 }
 
@@ -171,9 +171,10 @@ bool flip_mg_vcycle(mz_sim *sim, flip_state *st, cl_mem b, cl_mem z)
     for (int l = 0; l < last; l++)
         if (!smooth_level(sim, st, l, false, MG_SMOOTH) || !restrict_down(sim, st, l))
             return false;
-    cl_uint n = (cl_uint)mg->nodes[last], sweeps = MG_COARSEST_SWEEPS;
-    if (!KARGS(mg->k_coarsest, "mg_coarsest", A(n), A(sweeps), A(mg->g[last]),
-               A(mg->type[last]), A(mg->b[last]), A(mg->z[last])) ||
+    cl_uint sweeps = MG_COARSEST_SWEEPS;
+    if (!KARGS(mg->k_coarsest, "mg_coarsest", A(mg->n_list[last][0]), A(mg->n_list[last][1]),
+               A(sweeps), A(mg->g[last]), A(mg->list[last]), A(mg->type[last]),
+               A(mg->b[last]), A(mg->z[last])) ||
         !sim_launch_local(sim, mg->k_coarsest, 0, st->local, st->local, STAGE_PROJECTION,
                           "mg_coarsest"))
         return false;
@@ -199,8 +200,8 @@ void flip_mg_release(flip_mg *mg)
                       mg->k_update,   mg->k_direction};
     mz_cl_release_kernels(ks, sizeof ks / sizeof *ks);
     for (int l = 1; l < mg->levels; l++) {
-        cl_mem ms[] = {mg->type[l], mg->b[l], mg->z[l], mg->res[l]};
-        mz_cl_release_mems(ms, 4);
+        cl_mem ms[] = {mg->type[l], mg->b[l], mg->z[l], mg->res[l], mg->list[l]};
+        mz_cl_release_mems(ms, sizeof ms / sizeof *ms);
     }
     cl_mem ms[] = {mg->r, mg->z0, mg->d, mg->q, mg->part, mg->scal};
     mz_cl_release_mems(ms, sizeof ms / sizeof *ms);

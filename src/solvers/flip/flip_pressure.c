@@ -68,14 +68,13 @@ static bool sweep(mz_sim *sim, flip_state *st, float omega)
     return true;
 }
 
-/* The fluid cells of each colour into fluid_list (see flip_state), in node order: the sweeps'
- * sums are the same as over every node, so the results are too. */
-static bool list_fluid_cells(mz_sim *sim, flip_state *st)
+bool flip_list_cells(mz_sim *sim, flip_state *st, const flip_grid *g, size_t nodes,
+                     cl_mem type, cl_mem list, cl_uint n_fluid[2])
 {
     size_t w = st->listers;
-    cl_uint chunk = (cl_uint)((st->nodes + w - 1) / w);
-    if (!KARGS(st->k_fluid_count, "fluid_count", A(st->nodes_u), A(chunk), A(st->g),
-               A(st->type), A(st->fluid_counts)) ||
+    cl_uint chunk = (cl_uint)((nodes + w - 1) / w), n_nodes = (cl_uint)nodes;
+    if (!KARGS(st->k_fluid_count, "fluid_count", A(n_nodes), A(chunk), A(*g), A(type),
+               A(st->fluid_counts)) ||
         !sim_launch(sim, st->k_fluid_count, w, STAGE_PROJECTION, "fluid_count") ||
         !cl_ok(clEnqueueReadBuffer(sim->cl->queue, st->fluid_counts, CL_TRUE, 0, 8 * w,
                                    st->lister_counts, 0, NULL, NULL),
@@ -90,13 +89,15 @@ static bool list_fluid_cells(mz_sim *sim, flip_state *st)
         }
     for (size_t k = 0; k < w; k++)
         st->lister_counts[2 * k + 1] += total[0];
-    st->n_fluid[0] = total[0];
-    st->n_fluid[1] = total[1];
+    n_fluid[0] = total[0];
+    n_fluid[1] = total[1];
+    /* The in-order queue writes the offsets before a later call's read-back reuses the host
+     * array. */
     return cl_ok(clEnqueueWriteBuffer(sim->cl->queue, st->fluid_offsets, CL_FALSE, 0, 8 * w,
                                       st->lister_counts, 0, NULL, NULL),
                  "clEnqueueWriteBuffer(fluid offsets)") &&
-           KARGS(st->k_fluid_list, "fluid_list", A(st->nodes_u), A(chunk), A(st->g),
-                 A(st->type), A(st->fluid_offsets), A(st->fluid_list)) &&
+           KARGS(st->k_fluid_list, "fluid_list", A(n_nodes), A(chunk), A(*g), A(type),
+                 A(st->fluid_offsets), A(list)) &&
            sim_launch(sim, st->k_fluid_list, w, STAGE_PROJECTION, "fluid_list");
 }
 
@@ -162,7 +163,8 @@ int flip_project(mz_sim *sim, double dt)
                A(correction), A(inv_dt), A(st->type), A(st->density), A(st->face_vel),
                A(st->rhs), A(st->diag), A(st->pressure)) ||
         !sim_launch(sim, st->k_setup, st->nodes, STAGE_PROJECTION, "pressure_setup") ||
-        !list_fluid_cells(sim, st) || solve_pressure(sim, st) != 0)
+        !flip_list_cells(sim, st, &st->g, st->nodes, st->type, st->fluid_list, st->n_fluid) ||
+        solve_pressure(sim, st) != 0)
         return -1;
     return KARGS(st->k_gradient, "pressure_gradient", A(st->nodes_u), A(st->g), A(dt_over_rho),
                  A(st->type), A(st->density), A(st->pressure), A(st->face_vel),
