@@ -1,5 +1,5 @@
 /* The geometric multigrid V-cycle that preconditions FLIP's pressure CG ("mgpcg"; McAdams et
- * al. 2010): levels of twice the cell width down to a few cells a side, red-black Gauss–Seidel
+ * al. 2010): levels of twice the cell width down to at most 256 cells, red-black Gauss–Seidel
  * on each, mirrored before and after the coarse correction so that the cycle is a symmetric
  * operator, as CG needs. Level 0 is the pressure grid with its own operator (the surface
  * terms); the coarse levels' rule, operators and transfers: kernels/flip/flip_multigrid.cl. */
