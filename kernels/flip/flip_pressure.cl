@@ -2,6 +2,7 @@
  * holds the rest of the step). */
 #include "common/common.clh"
 #include "flip/flip_grid.clh"
+#include "flip/flip_poisson.clh"
 
 /* ---- pressure projection ------------------------------------------------------------------- */
 /* Unknown: the pressure p (Pa) at fluid cell centres; p = 0 at air (placed at the free surface
@@ -56,25 +57,6 @@ kernel void pressure_setup(uint n_nodes, flip_grid g, float rho_over_dt, float c
     float error = surface ? fmax(rho - 1.0f, 0.0f) : rho - 1.0f;
     rhs[node] = (float2)(-div, correction * error * inv_dt) * rho_over_dt;
     diag[node] = d;
-}
-
-/* The residual of fluid cell c (see above), for both right-hand sides. */
-inline float2 residual_at(const flip_grid *g, int4 c, uint node, global const uchar *type,
-                          global const float2 *rhs, global const float *diag,
-                          global const float2 *p)
-{
-    float2 pc = p[node], s = rhs[node];
-    float w_fluid = 0.0f;
-    for (int a = 0; a < MZ_DIM; a++)
-        for (int k = -1; k <= 1; k += 2) {
-            int4 n = c + k * unit(a);
-            if (type_at(type, g, n) == FLIP_FLUID) {
-                float w = comp(g->inv_cell2, a);
-                s += w * (p[node_index(g, n)] - pc);
-                w_fluid += w;
-            }
-        }
-    return s - (diag[node] - w_fluid) * pc;
 }
 
 /* One damped Jacobi sweep, p_in → p_out. */

@@ -13,7 +13,7 @@ const char *const mz_solver_names[MZ_SOLVER_COUNT + 1] = {"ballistic", "wcsph", 
 static const char *const boundary_names[] = {"penalty", "clamp", "particles", 0};
 const char *const mz_wall_friction_names[] = {"no_slip", "wall_function", "free_slip", 0};
 const char *const mz_density_method_names[] = {"summation", "continuity", 0};
-const char *const mz_pressure_solver_names[] = {"rbgs", "jacobi", 0};
+const char *const mz_pressure_solver_names[] = {"rbgs", "jacobi", "mgpcg", 0};
 static const char *const compression_names[] = {"none", "gzip", 0};
 const char *const mz_flip_walls_names[] = {"no_slip", "free_slip", "wall_function", 0};
 const char *const mz_seeding_names[] = {"auto", "lattice", "jittered", 0};
@@ -70,7 +70,8 @@ static const mz_key simulation_keys[] = {
     {.name = "pressure_solver", .type = K_ENUM, .offset = OFF(mz_simulation, pressure_solver),
      .def = "\"rbgs\"", .names = mz_pressure_solver_names,
      .doc = "flip: how the pressure Poisson equation is solved: rbgs, red-black Gauss-Seidel "
-            "with over-relaxation (SOR); jacobi, damped Jacobi (the slow baseline); both start "
+            "with over-relaxation (SOR); jacobi, damped Jacobi (the slow baseline); mgpcg, "
+            "conjugate gradients preconditioned by a geometric multigrid V-cycle; all start "
             "from the last step's pressure"},
     {.name = "pressure_iterations", .type = K_INT,
      .offset = OFF(mz_simulation, pressure_iterations), .def = "1000", .flags = K_MIN | K_MAX,

@@ -34,7 +34,11 @@ typedef enum mz_solver_kind {
 typedef enum mz_density_method { MZ_DENSITY_SUMMATION, MZ_DENSITY_CONTINUITY } mz_density_method;
 
 /* FLIP: how the pressure Poisson equation is solved. */
-typedef enum mz_pressure_solver { MZ_PRESSURE_RBGS, MZ_PRESSURE_JACOBI } mz_pressure_solver;
+typedef enum mz_pressure_solver {
+    MZ_PRESSURE_RBGS,
+    MZ_PRESSURE_JACOBI,
+    MZ_PRESSURE_MGPCG
+} mz_pressure_solver;
 
 typedef enum mz_boundary_kind {
     MZ_BOUNDARY_PENALTY, /* spring-damper walls (stiffness, damping, acceleration limit) */

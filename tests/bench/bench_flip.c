@@ -1,11 +1,13 @@
 /* make bench: FLIP throughput. A 3D dam break: a cube of n^3 water particles (spacing 1 cm)
  * against the wall of a tank 4n x 2n x n spacings, cells of 2 spacings (as many grid cells as
  * particles), steps short enough that the fastest particle crosses half a cell. For each size,
- * the default pressure solver (red-black SOR) and the Jacobi baseline, both to the default
- * tolerance: time per step, split into grid (sort), P2G, projection and G2P (device time), and
- * the projection's sweeps: the first step's (from zero pressure) and the mean over the timed
- * steps (warm-started). n^3 ~ 10^5 on the CPU, 10^6 and 10^7 on a GPU; BENCH_FLIP_MAX overrides
- * the largest count, BENCH_FLIP_STEPS the timed steps. Not a test: prints a table, exits 0. */
+ * red-black SOR (the default), multigrid-preconditioned CG and the Jacobi baseline
+ * (BENCH_FLIP_SOLVERS=rbgs,mgpcg picks and orders them), each to the default tolerance: time
+ * per step, split into grid (sort), P2G, projection and G2P (device time), and the
+ * projection's sweeps (CG iterations for mgpcg): the first step's (from zero pressure) and the
+ * mean over the timed steps (warm-started). n^3 ~ 10^5 on the CPU, 10^6 and 10^7 on a GPU;
+ * BENCH_FLIP_MAX overrides the largest count, BENCH_FLIP_STEPS the timed steps. Not a test:
+ * prints a table, exits 0. */
 #include "bench/bench_frames.h"
 #include "build/build.h"
 #include "util/clock.h"
@@ -76,6 +78,9 @@ int main(void)
         return 1;
     bool gpu = (cl.type & CL_DEVICE_TYPE_GPU) != 0;
     const char *env = getenv("BENCH_FLIP_MAX"), *env_steps = getenv("BENCH_FLIP_STEPS");
+    const char *solvers = getenv("BENCH_FLIP_SOLVERS");
+    if (!solvers || !*solvers)
+        solvers = "rbgs,mgpcg,jacobi";
     double max_n = env ? atof(env) : gpu ? 1.1e7 : 1.1e5;
     printf("FLIP dam break: n^3 particles, 2 spacings a cell, pressure tolerance 1e-4; device %s\n",
            cl.device_name);
@@ -93,10 +98,16 @@ int main(void)
             break;
         int steps = env_steps ? atoi(env_steps) : gpu ? 20 : k == 0 ? 10 : 2;
         /* Jacobi needs sweeps in proportion to the square of the size: capped, or a 10^6 CPU
-         * row would take an hour. */
-        if (bench(&cl, res[k], "rbgs", 4, steps, 10000) ||
-            bench(&cl, res[k], "jacobi", 4, steps, gpu ? 20000 : 5000))
-            return 1;
+         * row would take an hour. The others' cap: the scene's default 10,000. */
+        for (const char *at = solvers; *at;) {
+            size_t len = strcspn(at, ",");
+            char name[16];
+            snprintf(name, sizeof name, "%.*s", (int)len, at);
+            at += len + (at[len] == ',');
+            int cap = strcmp(name, "jacobi") ? 10000 : gpu ? 20000 : 5000;
+            if (bench(&cl, res[k], name, 4, steps, cap))
+                return 1;
+        }
     }
     mz_cl_close(&cl);
     return 0;

@@ -20,6 +20,7 @@
 #include "device/grid.h"
 #include "solvers/colliders.h"
 #include "solvers/flip/flip.h"
+#include "solvers/flip/flip_multigrid.h"
 #include "solvers/flip/flip_state.h"
 #include "util/err.h"
 
@@ -70,8 +71,10 @@ static size_t flip_grid_bytes(const mz_scene *s)
     /* face velocity, FLIP reference, advection velocity and their extrapolation copies
      * (float4), valid flags and copy (uchar4), type, density, diagonal, pressure and correction
      * (float2) with their right-hand sides and Jacobi copy, the colliders' distances, the
-     * fluid cells' list; the neighbour grid's two cell tables */
-    return node_count(&g) * (6 * 16 + 2 * 4 + 1 + 2 * 4 + 3 * 8 + 4 + 4 + 8);
+     * fluid cells' list; the neighbour grid's two cell tables; mgpcg's four vectors and its
+     * coarse levels (1/7 of the nodes, 29 bytes each) */
+    size_t mg = s->sim.pressure_solver == MZ_PRESSURE_MGPCG ? 4 * 8 + 5 : 0;
+    return node_count(&g) * (6 * 16 + 2 * 4 + 1 + 2 * 4 + 3 * 8 + 4 + 4 + 8 + mg);
 }
 
 /* The static colliders' signed distance at every cell centre (negative inside; cells whose
@@ -424,6 +427,7 @@ flip_view flip_get_view(const mz_sim *sim)
                        st->type,
                        st->density,
                        st->pressure,
+                       st->diag,
                        {st->apic_c[0], st->apic_c[1], st->apic_c[2]}};
 }
 
@@ -477,6 +481,7 @@ static void flip_release(mz_sim *sim)
         clReleaseProgram(st->pressure_program);
     if (st->solids_program)
         clReleaseProgram(st->solids_program);
+    flip_mg_release(st->mg);
     free(st->partial_host);
     free(st->lister_counts);
     free(st);

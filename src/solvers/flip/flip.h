@@ -18,8 +18,10 @@ typedef struct flip_grid {
 
 typedef struct flip_stats {
     long projections;     /* pressure solves */
-    long iterations;      /* sweeps, all solves together */
-    long capped;          /* solves that stopped at simulation.pressure_iterations */
+    long iterations;      /* sweeps (mgpcg: CG iterations), all solves together */
+    long capped;          /* solves that stopped short of the tolerance: at
+                           * simulation.pressure_iterations (mgpcg also where round-off stops
+                           * it, flip_cg.c) */
     int first_iterations; /* the first solve's (from zero pressure: no warm start) */
     int last_iterations;
     double last_residual; /* last solve: largest divergence left / largest before */
@@ -36,6 +38,7 @@ typedef struct flip_view {
     cl_mem face_valid; /* uchar4: which faces hold a velocity (after the projection) */
     cl_mem type, density; /* uchar (FLIP_*), float (1 = the rest lattice) */
     cl_mem pressure;   /* float2: pressure (Pa) and the volume correction's potential */
+    cl_mem diag;       /* float: the pressure system's diagonal (after a projection) */
     /* fluids[].transfer "apic": per particle in device order, float4 each, ∇u, ∇v, ∇w (1/s;
      * apic_c[2] only in 3D); NULL otherwise */
     cl_mem apic_c[3];
@@ -49,5 +52,9 @@ int flip_p2g(mz_sim *sim, double dt);     /* sort, particles to grid, gravity, s
 int flip_project(mz_sim *sim, double dt); /* divergence, pressure solve, gradient */
 int flip_extrapolate(mz_sim *sim);        /* velocities into the air next to the fluid */
 int flip_g2p(mz_sim *sim, double dt);     /* FLIP/PIC blend (or APIC), RK2 move, push-out */
+
+/* pressure_solver "mgpcg" (tests): z = the multigrid V-cycle applied to b (float2 per node, read
+ * at the fluid cells only) over the last projection's system; 0, or -1 after reporting. */
+int flip_mg_apply(mz_sim *sim, cl_mem b, cl_mem z);
 
 #endif

@@ -1,8 +1,9 @@
 /* FLIP's pressure projection (src/solvers/flip/flip.c runs the rest of the step): the cell
  * types' divergence and the volume correction's target into a Poisson system, solved by
- * red-black SOR (or damped Jacobi) over the fluid cells only, from the last step's pressure;
- * then the pressure gradient subtracted. Kernels: kernels/flip/flip_pressure.cl. */
-#include "solvers/flip/flip_state.h"
+ * red-black SOR (or damped Jacobi, or multigrid-preconditioned CG: flip_cg.c) over the fluid
+ * cells only, from the last step's pressure; then the pressure gradient subtracted. Kernels:
+ * kernels/flip/flip_pressure.cl. */
+#include "solvers/flip/flip_multigrid.h"
 #include "util/err.h"
 
 #include <math.h>
@@ -12,8 +13,7 @@
  * undamped forever; 0.8 damps it by 0.6 a sweep and slows the smooth modes by only 20%. */
 #define JACOBI_OMEGA 0.8
 
-/* The largest |residual| and |rhs| over the fluid cells, and how many there are. */
-static bool residual(mz_sim *sim, flip_state *st, float *r, float *b, long *fluid)
+bool flip_pressure_residual(mz_sim *sim, flip_state *st, float *r, float *b, long *fluid)
 {
     cl_uint n_fluid = st->n_fluid[0] + st->n_fluid[1];
     bool ok = KARGS(st->k_residual, "pressure_residual", A(n_fluid), A(st->g), A(st->fluid_list),
@@ -68,14 +68,13 @@ static bool sweep(mz_sim *sim, flip_state *st, float omega)
     return true;
 }
 
-/* The fluid cells of each colour into fluid_list (see flip_state), in node order: the sweeps'
- * sums are the same as over every node, so the results are too. */
-static bool list_fluid_cells(mz_sim *sim, flip_state *st)
+bool flip_list_cells(mz_sim *sim, flip_state *st, const flip_grid *g, size_t nodes,
+                     cl_mem type, cl_mem list, cl_uint n_fluid[2])
 {
     size_t w = st->listers;
-    cl_uint chunk = (cl_uint)((st->nodes + w - 1) / w);
-    if (!KARGS(st->k_fluid_count, "fluid_count", A(st->nodes_u), A(chunk), A(st->g),
-               A(st->type), A(st->fluid_counts)) ||
+    cl_uint chunk = (cl_uint)((nodes + w - 1) / w), n_nodes = (cl_uint)nodes;
+    if (!KARGS(st->k_fluid_count, "fluid_count", A(n_nodes), A(chunk), A(*g), A(type),
+               A(st->fluid_counts)) ||
         !sim_launch(sim, st->k_fluid_count, w, STAGE_PROJECTION, "fluid_count") ||
         !cl_ok(clEnqueueReadBuffer(sim->cl->queue, st->fluid_counts, CL_TRUE, 0, 8 * w,
                                    st->lister_counts, 0, NULL, NULL),
@@ -90,13 +89,15 @@ static bool list_fluid_cells(mz_sim *sim, flip_state *st)
         }
     for (size_t k = 0; k < w; k++)
         st->lister_counts[2 * k + 1] += total[0];
-    st->n_fluid[0] = total[0];
-    st->n_fluid[1] = total[1];
+    n_fluid[0] = total[0];
+    n_fluid[1] = total[1];
+    /* The in-order queue writes the offsets before a later call's read-back reuses the host
+     * array. */
     return cl_ok(clEnqueueWriteBuffer(sim->cl->queue, st->fluid_offsets, CL_FALSE, 0, 8 * w,
                                       st->lister_counts, 0, NULL, NULL),
                  "clEnqueueWriteBuffer(fluid offsets)") &&
-           KARGS(st->k_fluid_list, "fluid_list", A(st->nodes_u), A(chunk), A(st->g),
-                 A(st->type), A(st->fluid_offsets), A(st->fluid_list)) &&
+           KARGS(st->k_fluid_list, "fluid_list", A(n_nodes), A(chunk), A(*g), A(type),
+                 A(st->fluid_offsets), A(list)) &&
            sim_launch(sim, st->k_fluid_list, w, STAGE_PROJECTION, "fluid_list");
 }
 
@@ -108,7 +109,7 @@ static int solve_pressure(mz_sim *sim, flip_state *st)
     const mz_simulation *S = &sim->scene->sim;
     float r, b;
     long fluid;
-    if (!residual(sim, st, &r, &b, &fluid))
+    if (!flip_pressure_residual(sim, st, &r, &b, &fluid))
         return -1;
     int it = 0, next = 1;
     if (b == 0.0f) { /* nothing to correct: the answer is p = 0 */
@@ -119,17 +120,24 @@ static int solve_pressure(mz_sim *sim, flip_state *st)
             return -1;
         r = 0.0f;
     }
-    float omega = (float)(S->pressure_solver == MZ_PRESSURE_JACOBI
-                              ? JACOBI_OMEGA
-                              : sor_omega(fluid, S->dimensions));
-    while (r > S->pressure_tolerance * b && it < S->pressure_iterations) {
-        if (!sweep(sim, st, omega))
+    if (S->pressure_solver == MZ_PRESSURE_MGPCG) {
+        if (r > S->pressure_tolerance * b &&
+            (it = flip_mgpcg(sim, st, S->pressure_tolerance * b, S->pressure_iterations,
+                             &r, &fluid)) < 0)
             return -1;
-        it++;
-        if (it == next || it == S->pressure_iterations) {
-            if (!residual(sim, st, &r, &b, &fluid))
+    } else {
+        float omega = (float)(S->pressure_solver == MZ_PRESSURE_JACOBI
+                                  ? JACOBI_OMEGA
+                                  : sor_omega(fluid, S->dimensions));
+        while (r > S->pressure_tolerance * b && it < S->pressure_iterations) {
+            if (!sweep(sim, st, omega))
                 return -1;
-            next = it + (it / 4 < 1 ? 1 : it / 4 > 16 ? 16 : it / 4);
+            it++;
+            if (it == next || it == S->pressure_iterations) {
+                if (!flip_pressure_residual(sim, st, &r, &b, &fluid))
+                    return -1;
+                next = it + (it / 4 < 1 ? 1 : it / 4 > 16 ? 16 : it / 4);
+            }
         }
     }
     flip_stats *stat = &st->stats;
@@ -155,7 +163,8 @@ int flip_project(mz_sim *sim, double dt)
                A(correction), A(inv_dt), A(st->type), A(st->density), A(st->face_vel),
                A(st->rhs), A(st->diag), A(st->pressure)) ||
         !sim_launch(sim, st->k_setup, st->nodes, STAGE_PROJECTION, "pressure_setup") ||
-        !list_fluid_cells(sim, st) || solve_pressure(sim, st) != 0)
+        !flip_list_cells(sim, st, &st->g, st->nodes, st->type, st->fluid_list, st->n_fluid) ||
+        solve_pressure(sim, st) != 0)
         return -1;
     return KARGS(st->k_gradient, "pressure_gradient", A(st->nodes_u), A(st->g), A(dt_over_rho),
                  A(st->type), A(st->density), A(st->pressure), A(st->face_vel),
@@ -189,6 +198,8 @@ int flip_pressure_init(mz_sim *sim, flip_state *st)
      * CPU one chunk per work-item of a group or two. */
     st->listers = (sim->cl->type & CL_DEVICE_TYPE_GPU) ? 4096 : 2 * st->local;
     st->lister_counts = xcalloc(2 * st->listers, sizeof *st->lister_counts);
+    if (sim->scene->sim.pressure_solver == MZ_PRESSURE_MGPCG && flip_mg_init(sim, st) != 0)
+        return -1;
     return (st->fluid_counts = flip_buffer(sim, 8 * st->listers, "clCreateBuffer(fluid counts)")) &&
                    (st->fluid_offsets =
                         flip_buffer(sim, 8 * st->listers, "clCreateBuffer(fluid offsets)")) &&

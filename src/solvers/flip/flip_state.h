@@ -48,6 +48,7 @@ typedef struct flip_state {
     size_t local, groups;
     float *partial_host;
     flip_stats stats;
+    struct flip_mg *mg; /* pressure_solver "mgpcg": flip_multigrid.h */
 } flip_state;
 
 static inline cl_mem flip_buffer(mz_sim *sim, size_t bytes, const char *what)
@@ -65,5 +66,12 @@ static inline void swap_mem(cl_mem *a, cl_mem *b)
 /* The projection's kernels (kernels/flip/flip_pressure.cl) and buffers; 0, or -1 after
  * reporting. */
 int flip_pressure_init(mz_sim *sim, flip_state *st);
+/* The fluid cells of each colour of a grid (level 0's, or a multigrid level's) into `list`
+ * (colour 0's, then colour 1's, each in node order) and their counts; reads back. The sweeps'
+ * sums over such a list are the same as over every node, so the results are too. */
+bool flip_list_cells(mz_sim *sim, flip_state *st, const flip_grid *g, size_t nodes,
+                     cl_mem type, cl_mem list, cl_uint n_fluid[2]);
+/* The largest |residual| and |rhs| over the fluid cells, and how many there are (reads back). */
+bool flip_pressure_residual(mz_sim *sim, flip_state *st, float *r, float *b, long *fluid);
 
 #endif

@@ -1,0 +1,206 @@
+/* The geometric multigrid V-cycle that preconditions FLIP's pressure CG
+ * (src/solvers/flip/flip_multigrid.c runs it; the design: docs/ARCHITECTURE.md, FLIP).
+ *
+ * Level 0 is the pressure grid itself (its fluid cells, its diagonal with the ghost-fluid
+ * surface terms). Level l + 1 has ceil(n/2) cells per simulated axis, twice as wide, laid out
+ * like level 0 (flip_grid: one node per cell plus one past the end, read as solid). A coarse cell
+ * is fluid when any of its children is, else air when any child is, else solid: the coarse
+ * fluid covers the fine fluid, so every fine fluid cell has a fluid parent. Its operator is the
+ * Poisson stencil rediscretised at its width: weight 1/h² to each non-solid neighbour, the air
+ * ones Dirichlet (p = 0 at their centres: no surface fraction on coarse levels), solid ones
+ * Neumann (left out). Transfers: P is the cell-centred trilinear interpolation (1D weights 3/4
+ * to the parent, 1/4 to its neighbour on the child's side) with air corners 0 and solid corners
+ * replaced by the parent (the correction's gradient into a wall vanishes, as the pressure's
+ * does); R = Pᵀ / 2^d exactly, so the cycle is symmetric. */
+#include "common/common.clh"
+#include "flip/flip_grid.clh"
+#include "flip/flip_poisson.clh"
+
+/* 4 or 8 children / corners */
+#define MG_CORNERS (1 << MZ_DIM)
+
+/* A coarse level's residual b − A z at fluid cell c, and its diagonal. */
+inline float2 coarse_residual(const flip_grid *g, int4 c, uint node, global const uchar *type,
+                              global const float2 *b, global const float2 *z, float *diag)
+{
+    float2 zc = z[node], s = b[node];
+    float d = 0.0f;
+    for (int a = 0; a < MZ_DIM; a++)
+        for (int k = -1; k <= 1; k += 2) {
+            int4 n = c + k * unit(a);
+            int t = type_at(type, g, n);
+            if (t == FLIP_SOLID)
+                continue;
+            float w = comp(g->inv_cell2, a);
+            d += w;
+            s += t == FLIP_FLUID ? w * (z[node_index(g, n)] - zc) : -w * zc;
+        }
+    *diag = d;
+    return s;
+}
+
+/* Corner s of fine cell f (bit a of s: the coarse neighbour on f's side along axis a instead of
+ * the parent) and its trilinear weight. */
+inline int4 corner(int4 f, int s, float *w)
+{
+    int4 parent = f >> 1, k = parent;
+    *w = 1.0f;
+    for (int a = 0; a < MZ_DIM; a++) {
+        bool side = (s >> a) & 1;
+        int o = (comp_i(f, a) & 1) ? 1 : -1;
+        if (side)
+            k = set_comp_i(k, a, comp_i(parent, a) + o);
+        *w *= side ? 0.25f : 0.75f;
+    }
+    return k;
+}
+
+/* Each coarse cell's type from its children. */
+kernel void mg_coarsen(uint n_nodes, flip_grid gf, flip_grid gc, global const uchar *type_f,
+                       global uchar *type_c)
+{
+    uint node = get_global_id(0);
+    if (node >= n_nodes)
+        return;
+    int4 c = node_coord(&gc, node);
+    bool fluid = false, air = false;
+    for (int s = 0; is_cell(&gc, c) && s < MG_CORNERS; s++) {
+        int t = type_at(type_f, &gf, 2 * c + (int4)(s & 1, (s >> 1) & 1, (s >> 2) & 1, 0));
+        fluid |= t == FLIP_FLUID;
+        air |= t == FLIP_AIR;
+    }
+    type_c[node] = fluid ? FLIP_FLUID : air ? FLIP_AIR : FLIP_SOLID;
+}
+
+/* The coarse-level kernels visit the level's fluid cells, listed by colour in node order as on
+ * level 0 (flip_pressure.cl's fluid_count and fluid_list, run on the level's grid and types). */
+
+/* Half a red-black Gauss–Seidel sweep of a coarse level, in place: the fluid cells of one
+ * colour, list[first .. first + n_items). */
+kernel void mg_smooth(uint n_items, uint first, flip_grid g, global const uint *list,
+                      global const uchar *type, global const float2 *b, global float2 *z)
+{
+    uint item = get_global_id(0);
+    if (item >= n_items)
+        return;
+    uint node = list[first + item];
+    float d;
+    float2 r = coarse_residual(&g, node_coord(&g, node), node, type, b, z, &d);
+    if (d > 0.0f)
+        z[node] += r / d;
+}
+
+/* The coarsest level solved roughly in one work-group: `sweeps` red-black sweeps, then as many
+ * black-red ones (mirrored, so the solve is a symmetric operator), barriers between halves.
+ * n0, n1: the list's cells of each colour. */
+kernel void mg_coarsest(uint n0, uint n1, uint sweeps, flip_grid g, global const uint *list,
+                        global const uchar *type, global const float2 *b, global float2 *z)
+{
+    uint lid = get_local_id(0), lsize = get_local_size(0);
+    for (uint s = 0; s < 2 * sweeps; s++)
+        for (int h = 0; h < 2; h++) {
+            int colour = s < sweeps ? h : 1 - h;
+            uint first = colour ? n0 : 0, n = colour ? n1 : n0;
+            for (uint item = lid; item < n; item += lsize) {
+                uint node = list[first + item];
+                float d;
+                float2 r = coarse_residual(&g, node_coord(&g, node), node, type, b, z, &d);
+                if (d > 0.0f)
+                    z[node] += r / d;
+            }
+            barrier(CLK_GLOBAL_MEM_FENCE);
+        }
+}
+
+/* res = b − A z: on a coarse level ... */
+kernel void mg_residual(uint n_items, flip_grid g, global const uint *list,
+                        global const uchar *type, global const float2 *b,
+                        global const float2 *z, global float2 *res)
+{
+    uint item = get_global_id(0);
+    if (item >= n_items)
+        return;
+    uint node = list[item];
+    float d;
+    res[node] = coarse_residual(&g, node_coord(&g, node), node, type, b, z, &d);
+}
+
+/* ... and on level 0 (the fine operator, with the surface terms). */
+kernel void mg_residual0(uint n_items, flip_grid g, global const uint *list,
+                         global const uchar *type, global const float2 *b,
+                         global const float *diag, global const float2 *z, global float2 *res)
+{
+    uint item = get_global_id(0);
+    if (item >= n_items)
+        return;
+    uint node = list[item];
+    res[node] = residual_at(&g, node_coord(&g, node), node, type, b, diag, z);
+}
+
+/* b_c = R res_f = Pᵀ res_f / 2^d at each coarse fluid cell C (list_c), gathered from the 4^d fine cells
+ * whose interpolation reaches C; its children also carry the weights of their solid corners
+ * (replaced by C in P). z_c starts at 0. */
+kernel void mg_restrict(uint n_items, flip_grid gf, flip_grid gc, global const uint *list_c,
+                        global const uchar *type_f, global const uchar *type_c,
+                        global const float2 *res_f, global float2 *b_c, global float2 *z_c)
+{
+    uint item = get_global_id(0);
+    if (item >= n_items)
+        return;
+    uint node = list_c[item];
+    int4 c = node_coord(&gc, node);
+    z_c[node] = (float2)(0.0f);
+    float2 sum = (float2)(0.0f);
+    int zlo = MZ_DIM == 3 ? -1 : 0, zhi = MZ_DIM == 3 ? 2 : 0;
+    for (int dz = zlo; dz <= zhi; dz++)
+        for (int dy = -1; dy <= 2; dy++)
+            for (int dx = -1; dx <= 2; dx++) {
+                int4 d = (int4)(dx, dy, dz, 0), f = 2 * c + d;
+                if (type_at(type_f, &gf, f) != FLIP_FLUID)
+                    continue;
+                float w = 1.0f;
+                bool child = true;
+                for (int a = 0; a < MZ_DIM; a++) {
+                    int da = comp_i(d, a);
+                    bool near = da == 0 || da == 1;
+                    w *= near ? 0.75f : 0.25f;
+                    child &= near;
+                }
+                for (int s = 1; child && s < MG_CORNERS; s++) {
+                    float wk;
+                    int4 k = corner(f, s, &wk);
+                    if (type_at(type_c, &gc, k) == FLIP_SOLID)
+                        w += wk;
+                }
+                sum += w * res_f[node_index(&gf, f)];
+            }
+    b_c[node] = sum * (1.0f / MG_CORNERS);
+}
+
+/* z_f += P z_c at the fine level's fluid cells (list_f). */
+kernel void mg_prolong(uint n_items, global const uint *list_f, flip_grid gf, flip_grid gc,
+                       global const uchar *type_c, global const float2 *z_c, global float2 *z_f)
+{
+    uint item = get_global_id(0);
+    if (item >= n_items)
+        return;
+    uint node = list_f[item];
+    int4 f = node_coord(&gf, node);
+    float2 parent = z_c[node_index(&gc, f >> 1)], sum = (float2)(0.0f);
+    for (int s = 0; s < MG_CORNERS; s++) {
+        float w;
+        int4 k = corner(f, s, &w);
+        int t = type_at(type_c, &gc, k);
+        sum += t == FLIP_FLUID ? w * z_c[node_index(&gc, k)] : t == FLIP_SOLID ? w * parent
+                                                                               : (float2)(0.0f);
+    }
+    z_f[node] += sum;
+}
+
+/* z = 0 over level 0's fluid cells: each cycle starts from zero. */
+kernel void mg_zero(uint n_items, global const uint *list, global float2 *z)
+{
+    uint item = get_global_id(0);
+    if (item < n_items)
+        z[list[item]] = (float2)(0.0f);
+}

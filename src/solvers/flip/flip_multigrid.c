@@ -1,0 +1,213 @@
+/* The geometric multigrid V-cycle that preconditions FLIP's pressure CG ("mgpcg"; McAdams et
+ * al. 2010): levels of twice the cell width down to at most 256 cells, red-black Gauss–Seidel
+ * on each, mirrored before and after the coarse correction so that the cycle is a symmetric
+ * operator, as CG needs. Level 0 is the pressure grid with its own operator (the surface
+ * terms); the coarse levels' rule, operators and transfers: kernels/flip/flip_multigrid.cl. */
+#include "solvers/flip/flip_multigrid.h"
+#include "util/err.h"
+
+#include <stdlib.h>
+
+static flip_grid coarser(const flip_grid *f, int dim)
+{
+    flip_grid c = *f;
+    for (int a = 0; a < dim; a++) {
+        c.cells.s[a] = (f->cells.s[a] + 1) / 2;
+        c.nodes.s[a] = c.cells.s[a] + 1;
+        c.cell.s[a] = 2 * f->cell.s[a];
+        c.inv_cell.s[a] = 0.5f * f->inv_cell.s[a];
+        c.inv_cell2.s[a] = 0.25f * f->inv_cell2.s[a];
+    }
+    return c;
+}
+
+static size_t grid_nodes(const flip_grid *g)
+{
+    return (size_t)g->nodes.s[0] * (size_t)g->nodes.s[1] * (size_t)g->nodes.s[2];
+}
+
+int flip_mg_init(mz_sim *sim, flip_state *st)
+{
+    flip_mg *mg = st->mg = xcalloc(1, sizeof *mg);
+    static const char *const names[] = {"mg_coarsen",   "mg_smooth",   "mg_coarsest",
+                                        "mg_residual",  "mg_residual0", "mg_restrict",
+                                        "mg_prolong",   "mg_zero",     NULL};
+    cl_kernel *const kernels[] = {&mg->k_coarsen,  &mg->k_smooth,    &mg->k_coarsest,
+                                  &mg->k_residual, &mg->k_residual0, &mg->k_restrict,
+                                  &mg->k_prolong,  &mg->k_zero};
+    mg->mg_program = sim_build_kernels(sim, "flip/flip_multigrid.cl", names, kernels);
+    if (!mg->mg_program)
+        return -1;
+    int dim = sim->scene->sim.dimensions;
+    mg->g[0] = st->g;
+    mg->nodes[0] = st->nodes;
+    mg->levels = 1;
+    for (;;) {
+        const flip_grid *g = &mg->g[mg->levels - 1];
+        int cells[3] = {g->cells.s[0], g->cells.s[1], g->cells.s[2]};
+        if (!mg_coarsen_more(cells, dim) || mg->levels == MG_MAX_LEVELS)
+            break;
+        int l = mg->levels++;
+        mg->g[l] = coarser(g, dim);
+        size_t n = mg->nodes[l] = grid_nodes(&mg->g[l]);
+        if (!(mg->type[l] = flip_buffer(sim, n, "clCreateBuffer(multigrid cell types)")) ||
+            !(mg->b[l] = flip_buffer(sim, 8 * n, "clCreateBuffer(multigrid right-hand side)")) ||
+            !(mg->z[l] = flip_buffer(sim, 8 * n, "clCreateBuffer(multigrid correction)")) ||
+            !(mg->res[l] = flip_buffer(sim, 8 * n, "clCreateBuffer(multigrid residual)")) ||
+            !(mg->list[l] = flip_buffer(sim, 4 * n, "clCreateBuffer(multigrid fluid cells)")))
+            return -1;
+    }
+    return flip_cg_init(sim, st);
+}
+
+bool flip_mg_levels(mz_sim *sim, flip_state *st)
+{
+    flip_mg *mg = st->mg;
+    mg->type[0] = st->type;
+    mg->list[0] = st->fluid_list;
+    mg->n_list[0][0] = st->n_fluid[0];
+    mg->n_list[0][1] = st->n_fluid[1];
+    for (int l = 1; l < mg->levels; l++) {
+        cl_uint n = (cl_uint)mg->nodes[l];
+        if (!KARGS(mg->k_coarsen, "mg_coarsen", A(n), A(mg->g[l - 1]), A(mg->g[l]),
+                   A(mg->type[l - 1]), A(mg->type[l])) ||
+            !sim_launch(sim, mg->k_coarsen, n, STAGE_PROJECTION, "mg_coarsen") ||
+            !flip_list_cells(sim, st, &mg->g[l], mg->nodes[l], mg->type[l], mg->list[l],
+                             mg->n_list[l]))
+            return false;
+    }
+    return true;
+}
+
+static cl_uint listed(const flip_mg *mg, int l)
+{
+    return mg->n_list[l][0] + mg->n_list[l][1];
+}
+
+/* A level's half-sweeps over its fluid list, in colour order (0, 1) or mirrored; level 0 with
+ * its own operator (pressure_rbgs at ω = 1). */
+static bool smooth(mz_sim *sim, flip_state *st, int l, bool mirrored)
+{
+    flip_mg *mg = st->mg;
+    cl_float one = 1.0f;
+    for (int h = 0; h < 2; h++) {
+        int colour = mirrored ? 1 - h : h;
+        cl_uint items = mg->n_list[l][colour], first = colour ? mg->n_list[l][0] : 0;
+        if (!items)
+            continue;
+        bool ok = l == 0 ? KARGS(st->k_rbgs, "pressure_rbgs", A(items), A(first), A(st->g),
+                                 A(st->fluid_list), A(one), A(st->type), A(mg->b[0]),
+                                 A(st->diag), A(mg->z[0])) &&
+                               sim_launch(sim, st->k_rbgs, items, STAGE_PROJECTION,
+                                          "pressure_rbgs")
+                         : KARGS(mg->k_smooth, "mg_smooth", A(items), A(first), A(mg->g[l]),
+                                 A(mg->list[l]), A(mg->type[l]), A(mg->b[l]), A(mg->z[l])) &&
+                               sim_launch(sim, mg->k_smooth, items, STAGE_PROJECTION,
+                                          "mg_smooth");
+        if (!ok)
+            return false;
+    }
+    return true;
+}
+
+static bool smooth_level(mz_sim *sim, flip_state *st, int l, bool mirrored, int sweeps)
+{
+    for (int k = 0; k < sweeps; k++)
+        if (!smooth(sim, st, l, mirrored))
+            return false;
+    return true;
+}
+
+/* Level l's residual into res[l], restricted to level l + 1's right-hand side (its
+ * correction zeroed). */
+static bool restrict_down(mz_sim *sim, flip_state *st, int l)
+{
+    flip_mg *mg = st->mg;
+    cl_uint items = listed(mg, l), coarse = listed(mg, l + 1);
+    bool ok = !items ||
+              (l == 0 ? KARGS(mg->k_residual0, "mg_residual0", A(items), A(st->g),
+                              A(st->fluid_list), A(st->type), A(mg->b[0]), A(st->diag),
+                              A(mg->z[0]), A(mg->res[0])) &&
+                            sim_launch(sim, mg->k_residual0, items, STAGE_PROJECTION,
+                                       "mg_residual0")
+                      : KARGS(mg->k_residual, "mg_residual", A(items), A(mg->g[l]),
+                              A(mg->list[l]), A(mg->type[l]), A(mg->b[l]), A(mg->z[l]),
+                              A(mg->res[l])) &&
+                            sim_launch(sim, mg->k_residual, items, STAGE_PROJECTION,
+                                       "mg_residual"));
+    return ok && (!coarse ||
+                  (KARGS(mg->k_restrict, "mg_restrict", A(coarse), A(mg->g[l]), A(mg->g[l + 1]),
+                         A(mg->list[l + 1]), A(mg->type[l]), A(mg->type[l + 1]),
+                         A(mg->res[l]), A(mg->b[l + 1]), A(mg->z[l + 1])) &&
+                   sim_launch(sim, mg->k_restrict, coarse, STAGE_PROJECTION, "mg_restrict")));
+}
+
+/* z[l] += P z[l + 1]. */
+static bool prolong_up(mz_sim *sim, flip_state *st, int l)
+{
+    flip_mg *mg = st->mg;
+    cl_uint n = listed(mg, l);
+    return !n || (KARGS(mg->k_prolong, "mg_prolong", A(n), A(mg->list[l]), A(mg->g[l]),
+                        A(mg->g[l + 1]), A(mg->type[l + 1]), A(mg->z[l + 1]), A(mg->z[l])) &&
+                  sim_launch(sim, mg->k_prolong, n, STAGE_PROJECTION, "mg_prolong"));
+}
+
+bool flip_mg_vcycle(mz_sim *sim, flip_state *st, cl_mem b, cl_mem z)
+{
+    flip_mg *mg = st->mg;
+    int last = mg->levels - 1;
+    cl_uint items = st->n_fluid[0] + st->n_fluid[1];
+    mg->b[0] = b;
+    mg->z[0] = z;
+    mg->res[0] = mg->q;
+    if (!items)
+        return true;
+    if (!KARGS(mg->k_zero, "mg_zero", A(items), A(st->fluid_list), A(z)) ||
+        !sim_launch(sim, mg->k_zero, items, STAGE_PROJECTION, "mg_zero"))
+        return false;
+    if (last == 0) /* a grid of a few cells: sweeps there and back are the whole cycle */
+        return smooth_level(sim, st, 0, false, MG_COARSEST_SWEEPS) &&
+               smooth_level(sim, st, 0, true, MG_COARSEST_SWEEPS);
+    for (int l = 0; l < last; l++)
+        if (!smooth_level(sim, st, l, false, MG_SMOOTH) || !restrict_down(sim, st, l))
+            return false;
+    cl_uint sweeps = MG_COARSEST_SWEEPS;
+    if (!KARGS(mg->k_coarsest, "mg_coarsest", A(mg->n_list[last][0]), A(mg->n_list[last][1]),
+               A(sweeps), A(mg->g[last]), A(mg->list[last]), A(mg->type[last]),
+               A(mg->b[last]), A(mg->z[last])) ||
+        !sim_launch_local(sim, mg->k_coarsest, 0, st->local, st->local, STAGE_PROJECTION,
+                          "mg_coarsest"))
+        return false;
+    for (int l = last - 1; l >= 0; l--)
+        if (!prolong_up(sim, st, l) || !smooth_level(sim, st, l, true, MG_SMOOTH))
+            return false;
+    return true;
+}
+
+int flip_mg_apply(mz_sim *sim, cl_mem b, cl_mem z)
+{
+    flip_state *st = sim->state;
+    return st->mg && flip_mg_levels(sim, st) && flip_mg_vcycle(sim, st, b, z) ? 0 : -1;
+}
+
+void flip_mg_release(flip_mg *mg)
+{
+    if (!mg)
+        return;
+    cl_kernel ks[] = {mg->k_coarsen,  mg->k_smooth,    mg->k_coarsest, mg->k_residual,
+                      mg->k_residual0, mg->k_restrict, mg->k_prolong,  mg->k_zero,
+                      mg->k_start,    mg->k_apply,     mg->k_dot,      mg->k_scalars,
+                      mg->k_update,   mg->k_direction};
+    mz_cl_release_kernels(ks, sizeof ks / sizeof *ks);
+    for (int l = 1; l < mg->levels; l++) {
+        cl_mem ms[] = {mg->type[l], mg->b[l], mg->z[l], mg->res[l], mg->list[l]};
+        mz_cl_release_mems(ms, sizeof ms / sizeof *ms);
+    }
+    cl_mem ms[] = {mg->r, mg->z0, mg->d, mg->q, mg->part, mg->scal};
+    mz_cl_release_mems(ms, sizeof ms / sizeof *ms);
+    if (mg->mg_program)
+        clReleaseProgram(mg->mg_program);
+    if (mg->cg_program)
+        clReleaseProgram(mg->cg_program);
+    free(mg);
+}
