@@ -19,9 +19,6 @@ int run_refuse_distributed(const mz_scene *s)
         why = "DFSPH is not distributed yet (its pressure solves would exchange halos every "
               "iteration): run DFSPH scenes without mpirun; WCSPH and collapsed SPH scenes run "
               "under mpirun";
-    else if (scene_pose_count(s) > 0)
-        why = "moving colliders and a moving domain (colliders[].motion, domain.motion) do not "
-              "run distributed yet: run this scene without mpirun";
     else if (!scene_is_sph(s))
         why = "the position-based solvers (PBF, cloth, soft and rigid bodies) are not "
               "distributed yet: run this scene without mpirun; WCSPH and collapsed SPH scenes "
