@@ -25,9 +25,9 @@ typedef enum mz_grid_mode {
     MZ_GRID_AUTO,   /* dense if it needs at most max(8 n, 2^22) cells, else hashed */
     MZ_GRID_DENSE,
     MZ_GRID_HASHED,
-    /* Dense, for a rank of a distributed run: its table holds a window of layers (slab_lo,
-     * slab_hi), and its kernels, and the solver's (MZ_SLABS=1), key and bound cells by it. The
-     * other modes build kernels without that work, so a single run pays nothing for it. */
+    /* Dense, for a rank of a distributed run: its table keys cells from layer slab_lo, and its
+     * kernels, and the solver's (MZ_SLABS=1), count cells from there. The other modes build
+     * kernels without that work, so a single run pays nothing for it. */
     MZ_GRID_SLABS,
 } mz_grid_mode;
 
@@ -40,9 +40,10 @@ typedef struct mz_grid_desc {
     cl_float h, inv_h, h2;
     cl_uint table_mask; /* hashed: table size - 1 */
     cl_int hashed, dim;
-    /* Dense grids: the table holds the cells whose coordinate along the slab axis (the last
-     * one: z in 3D, y in 2D) is in [slab_lo, slab_hi), keyed from slab_lo; 0 and dims along
-     * that axis except on a rank of a distributed run (dist/slabs.h). */
+    /* Dense grids: the table keys cells from layer slab_lo along the slab axis (the last one:
+     * z in 3D, y in 2D) and has room for the whole grid; a rank's particles lie in its window
+     * [slab_lo + 1, slab_hi) (from 0 when slab_lo is 0: dist/slabs.c). 0 and dims except on a
+     * rank of a distributed run. */
     cl_int slab_lo, slab_hi;
 } mz_grid_desc;
 

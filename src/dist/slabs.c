@@ -37,12 +37,14 @@ static void partition(int ranks, int layers, int *lo, int *hi, const uint64_t *p
     hi[ranks - 1] = layers;
 }
 
-/* This rank's window into the grid's description: the layers its table holds. */
+/* This rank's window into the grid's description: its table keys cells from the layer below
+ * the window (the queries of the window's particles then never reach below the table, and need
+ * only the grid's bounds checked: kernels/grid/grid.clh, mz_cell_rel). */
 void slabs_set_window(mz_slabs *s)
 {
     int wlo, whi;
     slabs_window(s, s->rank, &wlo, &whi);
-    s->grid->desc.slab_lo = wlo;
+    s->grid->desc.slab_lo = wlo > 0 ? wlo - 1 : 0; /* a layer below: kernels/grid/grid.clh */
     s->grid->desc.slab_hi = whi;
 }
 
@@ -347,12 +349,11 @@ int slabs_own_all(mz_slabs *s, size_t n)
 bool slabs_rebalance(mz_slabs *s)
 {
     /* Per-layer counts of the owned particles, from the sorted keys of the last build. */
-    int lo = s->lo[s->rank], hi = s->hi[s->rank], wlo, whi;
-    slabs_window(s, s->rank, &wlo, &whi);
+    int lo = s->lo[s->rank], hi = s->hi[s->rank];
     size_t m = (size_t)(hi - lo) + 1;
     cl_uint *t = xmalloc(m * sizeof *t), *out = xmalloc(m * sizeof *out);
     for (size_t i = 0; i < m; i++)
-        t[i] = (cl_uint)(lo + (int)i - wlo) * s->layer_cells;
+        t[i] = (cl_uint)(lo + (int)i - s->grid->desc.slab_lo) * s->layer_cells;
     if (slabs_query_bounds(s, s->grid->keys, s->grid->n, t, m, out) != 0)
         dist_abort(MZ_EXIT_RUNTIME);
     uint64_t *per_layer = xcalloc((size_t)s->layers, sizeof *per_layer);
