@@ -22,9 +22,16 @@ int run_refuse_distributed(const mz_scene *s)
     else if (scene_pose_count(s) > 0)
         why = "moving colliders and a moving domain (colliders[].motion, domain.motion) do not "
               "run distributed yet: run this scene without mpirun";
-    else if (!scene_is_sph(s))
-        why = "the position-based solvers (PBF, cloth, soft and rigid bodies) are not "
-              "distributed yet: run this scene without mpirun; WCSPH and collapsed SPH scenes "
+    else if (k == MZ_SOLVER_PBF && bodies_count(s) > 0)
+        why = "cloth, soft and rigid bodies are not distributed yet (their constraints and "
+              "shape matching reach across slabs): run this scene without mpirun; PBF fluid "
+              "alone, WCSPH and collapsed SPH scenes run under mpirun";
+    else if (k == MZ_SOLVER_PBF && (s->n_probes || s->n_gauges || scene_load_count(s)))
+        why = "probes, gauges and forces on solids are not distributed with PBF yet: run this "
+              "scene without mpirun, or without its probes[], gauges[] and forces";
+    else if (!scene_is_sph(s) && k != MZ_SOLVER_PBF)
+        why = "the position-based solvers (cloth, soft and rigid bodies) are not distributed "
+              "yet: run this scene without mpirun; PBF fluid, WCSPH and collapsed SPH scenes "
               "run under mpirun";
     if (!why)
         return 0;

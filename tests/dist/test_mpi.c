@@ -196,6 +196,81 @@ static void test_two_fluids(void **state)
     assert_ranks_match("two fluids", args, 2);
 }
 
+/* PBF fluid (src/solvers/pbd/pbf_dist.c): the halo's positions and λ changes come from their
+ * owners after every pass that makes them, each window sorted by id before its build. */
+static void test_pbf_2d(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_MPI();
+    /* clamp walls with the wall function, XSPH and vorticity confinement */
+    assert_ranks_match("PBF 2D dam break",
+                       "scenes/pbf_dam_break.json --set fluids[0].spacing=0.004 "
+                       "--set fluids[0].vorticity=0.01 --set fluids[0].xsph_viscosity=0.01",
+                       6);
+    /* the walls as boundary particles, built whole on every rank */
+    assert_ranks_match("PBF 2D, wall particles",
+                       "scenes/pbf_dam_break.json --set fluids[0].spacing=0.004 "
+                       "--set domain.boundary.type=particles",
+                       4);
+    /* a static collider in the surge's way (the colliders kernel on owned particles only) */
+    assert_ranks_match("PBF 2D, a collider",
+                       "scenes/pbf_dam_break.json --set fluids[0].spacing=0.004 "
+                       "--set 'colliders=[{\"name\": \"ball\", \"sphere\": "
+                       "{\"center\": [0.15, 0.03, 0], \"radius\": 0.03}}]'",
+                       6);
+}
+
+static const char *pbf_tank_3d(void)
+{
+    const char *scene = test_path("pbf3d.json");
+    write_text(scene,
+               "{\"mizu_scene\": 1, \"simulation\": {\"fps\": 100, \"frames\": 3, "
+               "\"substeps\": 8, \"iterations\": 3, \"dimensions\": 3},"
+               "\"domain\": {\"min\": [0, 0, 0], \"max\": [0.1, 0.06, 0.15], "
+               "\"boundary\": {\"type\": \"penalty\"}},"
+               "\"fluids\": [{\"solver\": \"pbf\", \"box\": {\"min\": [0, 0, 0], "
+               "\"max\": [0.05, 0.05, 0.1]}, \"spacing\": 0.005, "
+               "\"xsph_viscosity\": 0.01}]}");
+    return scene;
+}
+
+static void test_pbf_3d(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_MPI();
+    /* penalty walls; the column falls and spreads through the slabs along z */
+    char args[600];
+    snprintf(args, sizeof args, "%s", pbf_tank_3d());
+    assert_ranks_match("PBF 3D tank", args, 3);
+}
+
+/* A PBF checkpoint written by 2 ranks (λ, its last change and the density travel with the
+ * particles), resumed by 3: the frames of one uninterrupted process. */
+static void test_pbf_checkpoint(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_MPI();
+    char args[2048], *err = NULL;
+    const char *ref = test_path("pbfref.h5"), *two = test_path("pbfck.h5");
+    const char *scene = "scenes/pbf_dam_break.json --set fluids[0].spacing=0.004";
+    snprintf(args, sizeof args, "run %s --frames 4 -q -o %s", scene, ref);
+    int rc = run_mizu(args, &err);
+    if (rc != 0)
+        fail_msg("reference: exit %d: %s", rc, err ? err : "");
+    free(err);
+    snprintf(args, sizeof args, "run %s --frames 2 --checkpoint-every 2 -q -o %s", scene, two);
+    rc = run_mpi(2, args, &err);
+    if (rc != 0)
+        fail_msg("2 ranks, checkpointed: exit %d: %s", rc, err ? err : "");
+    free(err);
+    snprintf(args, sizeof args, "run --resume %s --frames 4 -q", test_path("pbfck.ckpt.h5"));
+    rc = run_mpi(3, args, &err);
+    if (rc != 0)
+        fail_msg("resumed with 3 ranks: exit %d: %s", rc, err ? err : "");
+    free(err);
+    assert_same_frames(ref, two, 5);
+}
+
 /* A block falls through the slab boundary within one frame (no rebalance before the frame
  * ends): rank 0's window outgrows the room it was planned with, its buffers grow mid-run, and
  * the output is still the one process's. */
@@ -666,7 +741,11 @@ static void test_refusals(void **state)
         const char *args, *says;
     } cases[] = {
         {"scenes/flip_dam_break_2d.json", "FLIP is not distributed yet"},
-        {"scenes/pbf_dam_break.json", "position-based solvers"},
+        {"scenes/coupled.json", "cloth, soft and rigid bodies are not distributed"},
+        {"scenes/cloth_drape.json", "position-based solvers (cloth, soft and rigid bodies)"},
+        {"scenes/pbf_dam_break.json --set 'probes=[{\"name\": \"a\", "
+         "\"position\": [0.05, 0.05, 0]}]'",
+         "probes, gauges and forces on solids are not distributed with PBF"},
         {"scenes/wave_flume.json", "moving colliders and a moving domain"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
@@ -701,6 +780,9 @@ int main(void)
         cmocka_unit_test(test_continuity_density),
         cmocka_unit_test(test_ranks_without_particles),
         cmocka_unit_test(test_two_fluids),
+        cmocka_unit_test(test_pbf_2d),
+        cmocka_unit_test(test_pbf_3d),
+        cmocka_unit_test(test_pbf_checkpoint),
         cmocka_unit_test(test_buffers_grow),
         cmocka_unit_test(test_checkpoint_resume),
         cmocka_unit_test(test_sigterm_checkpoint),
