@@ -19,9 +19,19 @@ int run_refuse_distributed(const mz_scene *s)
         why = "DFSPH is not distributed yet (its pressure solves would exchange halos every "
               "iteration): run DFSPH scenes without mpirun; WCSPH and collapsed SPH scenes run "
               "under mpirun";
-    else if (!scene_is_sph(s))
-        why = "the position-based solvers (PBF, cloth, soft and rigid bodies) are not "
-              "distributed yet: run this scene without mpirun; WCSPH and collapsed SPH scenes "
+    else if (k == MZ_SOLVER_PBF && scene_pose_count(s) > 0)
+        why = "moving colliders and a moving domain are not distributed with PBF yet: run this "
+              "scene without mpirun (they run distributed with WCSPH and collapsed SPH)";
+    else if (k == MZ_SOLVER_PBF && bodies_count(s) > 0)
+        why = "cloth, soft and rigid bodies are not distributed yet (their constraints and "
+              "shape matching reach across slabs): run this scene without mpirun; PBF fluid "
+              "alone, WCSPH and collapsed SPH scenes run under mpirun";
+    else if (k == MZ_SOLVER_PBF && (s->n_probes || s->n_gauges || scene_load_count(s)))
+        why = "probes, gauges and forces on solids are not distributed with PBF yet: run this "
+              "scene without mpirun, or without its probes[], gauges[] and forces";
+    else if (!scene_is_sph(s) && k != MZ_SOLVER_PBF)
+        why = "the position-based solvers (cloth, soft and rigid bodies) are not distributed "
+              "yet: run this scene without mpirun; PBF fluid, WCSPH and collapsed SPH scenes "
               "run under mpirun";
     if (!why)
         return 0;

@@ -6,79 +6,11 @@
 #include "test_util.h"
 
 #include "test_files.h"
+#include "mpi_run.h"
 
 #include <hdf5.h>
 #include <math.h>
 #include <signal.h>
-
-/* Point run_mizu and spawn_mizu at mpirun with np ranks (oversubscribed: this machine may have
- * fewer cores than ranks) for one call: cmd gets the arguments that follow the launcher; the
- * previous MIZU_BIN is returned (malloc'd, or NULL) for mpi_done. */
-static char *mpi_launcher(int np, const char *args, char *cmd, size_t size)
-{
-    snprintf(cmd, size, "--oversubscribe %s-np %d %.512s %.2048s",
-             getuid() == 0 ? "--allow-run-as-root " : "", np, mizu_bin(), args);
-    const char *saved = getenv("MIZU_BIN");
-    char *keep = saved ? strdup(saved) : NULL;
-    /* Under `make sanitize`: Open MPI leaves its own allocations at exit, through frames LSan
-     * cannot unwind (no frame pointers), so the ranks run with ASan and UBSan but without the
-     * leak check; the one-process runs here keep it. */
-    const char *asan = getenv("ASAN_OPTIONS");
-    char launcher[1024];
-    if (asan)
-        snprintf(launcher, sizeof launcher, "env ASAN_OPTIONS='%.900s:detect_leaks=0' mpirun",
-                 asan);
-    else
-        snprintf(launcher, sizeof launcher, "mpirun");
-    setenv("MIZU_BIN", launcher, 1);
-    return keep;
-}
-
-static void mpi_done(char *keep)
-{
-    if (keep) {
-        setenv("MIZU_BIN", keep, 1);
-        free(keep);
-    } else {
-        unsetenv("MIZU_BIN");
-    }
-}
-
-/* `mpirun -np N mizu ARGS`, with stderr into *err as run_mizu does. */
-static int run_mpi(int np, const char *args, char **err)
-{
-    char cmd[3072];
-    char *keep = mpi_launcher(np, args, cmd, sizeof cmd);
-    int rc = run_mizu(cmd, err);
-    mpi_done(keep);
-    return rc;
-}
-
-static int setup(void **state)
-{
-    (void)state;
-#ifndef MZ_MPI
-    return 0;
-#else
-    /* mpirun's own test: a machine without a working launcher fails here, clearly. */
-    return system("mpirun --version >/dev/null 2>&1") == 0 ? 0 : -1;
-#endif
-}
-
-#define SKIP_WITHOUT_MPI()                                                                     \
-    do {                                                                                       \
-        if (!mpi_built())                                                                      \
-            skip();                                                                            \
-    } while (0)
-
-static bool mpi_built(void)
-{
-#ifdef MZ_MPI
-    return true;
-#else
-    return false;
-#endif
-}
 
 /* One process, then 2 and 3 ranks: the same frames, byte for byte. */
 static void assert_ranks_match(const char *name, const char *scene_args, long frames)
@@ -194,6 +126,81 @@ static void test_two_fluids(void **state)
     char args[600];
     snprintf(args, sizeof args, "%s", scene);
     assert_ranks_match("two fluids", args, 2);
+}
+
+/* PBF fluid (src/solvers/pbd/pbf_dist.c): the halo's positions and λ changes come from their
+ * owners after every pass that makes them, each window sorted by id before its build. */
+static void test_pbf_2d(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_MPI();
+    /* clamp walls with the wall function, XSPH and vorticity confinement */
+    assert_ranks_match("PBF 2D dam break",
+                       "scenes/pbf_dam_break.json --set fluids[0].spacing=0.004 "
+                       "--set fluids[0].vorticity=0.01 --set fluids[0].xsph_viscosity=0.01",
+                       6);
+    /* the walls as boundary particles, built whole on every rank */
+    assert_ranks_match("PBF 2D, wall particles",
+                       "scenes/pbf_dam_break.json --set fluids[0].spacing=0.004 "
+                       "--set domain.boundary.type=particles",
+                       4);
+    /* a static collider in the surge's way (the colliders kernel on owned particles only) */
+    assert_ranks_match("PBF 2D, a collider",
+                       "scenes/pbf_dam_break.json --set fluids[0].spacing=0.004 "
+                       "--set 'colliders=[{\"name\": \"ball\", \"sphere\": "
+                       "{\"center\": [0.15, 0.03, 0], \"radius\": 0.03}}]'",
+                       6);
+}
+
+static const char *pbf_tank_3d(void)
+{
+    const char *scene = test_path("pbf3d.json");
+    write_text(scene,
+               "{\"mizu_scene\": 1, \"simulation\": {\"fps\": 100, \"frames\": 3, "
+               "\"substeps\": 8, \"iterations\": 3, \"dimensions\": 3},"
+               "\"domain\": {\"min\": [0, 0, 0], \"max\": [0.1, 0.06, 0.15], "
+               "\"boundary\": {\"type\": \"penalty\"}},"
+               "\"fluids\": [{\"solver\": \"pbf\", \"box\": {\"min\": [0, 0, 0], "
+               "\"max\": [0.05, 0.05, 0.1]}, \"spacing\": 0.005, "
+               "\"xsph_viscosity\": 0.01}]}");
+    return scene;
+}
+
+static void test_pbf_3d(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_MPI();
+    /* penalty walls; the column falls and spreads through the slabs along z */
+    char args[600];
+    snprintf(args, sizeof args, "%s", pbf_tank_3d());
+    assert_ranks_match("PBF 3D tank", args, 3);
+}
+
+/* A PBF checkpoint written by 2 ranks (λ, its last change and the density travel with the
+ * particles), resumed by 3: the frames of one uninterrupted process. */
+static void test_pbf_checkpoint(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_MPI();
+    char args[2048], *err = NULL;
+    const char *ref = test_path("pbfref.h5"), *two = test_path("pbfck.h5");
+    const char *scene = "scenes/pbf_dam_break.json --set fluids[0].spacing=0.004";
+    snprintf(args, sizeof args, "run %s --frames 4 -q -o %s", scene, ref);
+    int rc = run_mizu(args, &err);
+    if (rc != 0)
+        fail_msg("reference: exit %d: %s", rc, err ? err : "");
+    free(err);
+    snprintf(args, sizeof args, "run %s --frames 2 --checkpoint-every 2 -q -o %s", scene, two);
+    rc = run_mpi(2, args, &err);
+    if (rc != 0)
+        fail_msg("2 ranks, checkpointed: exit %d: %s", rc, err ? err : "");
+    free(err);
+    snprintf(args, sizeof args, "run --resume %s --frames 4 -q", test_path("pbfck.ckpt.h5"));
+    rc = run_mpi(3, args, &err);
+    if (rc != 0)
+        fail_msg("resumed with 3 ranks: exit %d: %s", rc, err ? err : "");
+    free(err);
+    assert_same_frames(ref, two, 5);
 }
 
 /* A block falls through the slab boundary within one frame (no rebalance before the frame
@@ -452,225 +459,6 @@ static void test_collective_disk_full(void **state)
 
 /* The paths of the datasets under /observables (their links: a probe's fields share one step
  * and time, linked under each). */
-typedef struct obs_sets {
-    char name[96][160];
-    int n;
-} obs_sets;
-
-static herr_t add_set(hid_t g, const char *name, const H5L_info_t *info, void *data)
-{
-    (void)g;
-    (void)info;
-    obs_sets *l = data;
-    size_t len = strlen(name);
-    bool set = len > 5 && (!strcmp(name + len - 5, "/step") || !strcmp(name + len - 5, "/time") ||
-                           (len > 6 && !strcmp(name + len - 6, "/value")));
-    if (set && l->n < 96)
-        snprintf(l->name[l->n++], sizeof l->name[0], "/observables/%s", name);
-    return 0;
-}
-
-/* A force or torque: summed by the ranks, so not bit-identical to one process. */
-static bool summed(const char *set)
-{
-    return (strstr(set, "/walls/") || strstr(set, "/colliders/")) && strstr(set, "/value");
-}
-
-/* The observables of b against one process's a: the probes' and gauges' series and every step
- * and time byte for byte; each force and torque within FORCE_TOL of the largest magnitude in
- * its series. The ranks' pairs are one process's bits, added in another grouping (each rank
- * sums the pairs of the fluid it owns, rank 0 adds the ranks' totals): measured here within
- * 2.3e-7 of the largest value (a few float roundings); the pairs of a rank's halo copies
- * counted too were 8% off (collapsed SPH) or NaN (WCSPH: their state is not the step's). */
-#define FORCE_TOL 1e-5
-static void assert_same_observables(const char *a_path, const char *b_path, const char *what)
-{
-    hid_t a = H5Fopen(a_path, H5F_ACC_RDONLY, H5P_DEFAULT);
-    hid_t b = H5Fopen(b_path, H5F_ACC_RDONLY, H5P_DEFAULT);
-    assert_true(a >= 0 && b >= 0);
-    obs_sets *la = calloc(1, sizeof *la), *lb = calloc(1, sizeof *lb);
-    hid_t ga = H5Gopen2(a, "/observables", H5P_DEFAULT);
-    hid_t gb = H5Gopen2(b, "/observables", H5P_DEFAULT);
-    assert_true(ga >= 0 && gb >= 0);
-    H5Lvisit(ga, H5_INDEX_NAME, H5_ITER_INC, add_set, la);
-    H5Lvisit(gb, H5_INDEX_NAME, H5_ITER_INC, add_set, lb);
-    H5Gclose(ga);
-    H5Gclose(gb);
-    if (la->n != lb->n || la->n < 20)
-        fail_msg("%s: %d series under /observables, one process %d", what, lb->n, la->n);
-    double worst = 0;
-    for (int i = 0; i < la->n; i++) {
-        size_t na = 0, nb = 0;
-        unsigned char *x = read_all(a, la->name[i], &na), *y = read_all(b, la->name[i], &nb);
-        if (!x || !y || na != nb || na == 0)
-            fail_msg("%s: %s has %zu bytes, one process's %zu", what, la->name[i], nb, na);
-        if (!summed(la->name[i])) {
-            if (memcmp(x, y, na) != 0)
-                fail_msg("%s: %s differs from one process's", what, la->name[i]);
-        } else {
-            const float *fx = (const float *)x, *fy = (const float *)y;
-            size_t n = na / sizeof *fx;
-            double big = 0;
-            for (size_t k = 0; k < n; k++)
-                big = fmax(big, fabs(fx[k]));
-            for (size_t k = 0; k < n; k++) {
-                double diff = fabs((double)fx[k] - fy[k]); /* NaN fails too */
-                if (!(diff <= FORCE_TOL * big))
-                    fail_msg("%s: %s[%zu] is %g, one process's %g (its largest value %g)",
-                             what, la->name[i], k, fy[k], fx[k], big);
-                worst = big > 0 ? fmax(worst, diff / big) : worst;
-            }
-        }
-        free(x);
-        free(y);
-    }
-    print_message("%s: %d series, probes and gauges bit-identical; forces within %.2g of their "
-                  "largest value\n", what, la->n, worst);
-    free(la);
-    free(lb);
-    H5Fclose(a);
-    H5Fclose(b);
-}
-
-/* The 2D dam break with probes (one sampled at 500 Hz), gauges (one at 300 Hz, one crossing
- * every slab) and the forces on the tank's walls and on a post in the surge's path. */
-static const char *observed_scene(void)
-{
-    const char *scene = test_path("observed.json");
-    write_text(scene,
-               "{\"mizu_scene\": 1, \"simulation\": {\"fps\": 100, \"frames\": 4, "
-               "\"dimensions\": 2, \"adaptive\": true},"
-               "\"domain\": {\"min\": [0, 0, 0], \"max\": [0.6, 0.3, 0], "
-               "\"boundary\": {\"type\": \"particles\", \"forces\": {}}},"
-               "\"fluids\": [{\"solver\": \"wcsph\", \"box\": {\"min\": [0, 0, 0], "
-               "\"max\": [0.1, 0.1, 0]}, \"spacing\": 0.002, \"artificial_viscosity\": 0.05}],"
-               "\"colliders\": [{\"name\": \"post\", \"box\": {\"min\": [0.13, 0, 0], "
-               "\"max\": [0.15, 0.04, 0]}, \"forces\": {\"about\": [0.14, 0, 0]}}],"
-               "\"probes\": [{\"name\": \"low\", \"position\": [0.05, 0.01, 0]},"
-               "{\"name\": \"mid\", \"position\": [0.05, 0.05, 0]},"
-               "{\"name\": \"high\", \"position\": [0.03, 0.08, 0], "
-               "\"fields\": [\"pressure\", \"velocity\"]},"
-               "{\"name\": \"far\", \"position\": [0.3, 0.005, 0], \"rate\": 500}],"
-               "\"gauges\": [{\"name\": \"g1\", \"start\": [0.02, 0, 0], \"end\": [0.02, 0.25, 0]},"
-               "{\"name\": \"g2\", \"start\": [0.12, 0, 0], \"end\": [0.12, 0.2, 0], "
-               "\"rate\": 300}]}");
-    return scene;
-}
-
-/* One process, then 2 and 3 ranks: the same frames, the same probes and gauges bit for bit,
- * the forces within FORCE_TOL (assert_same_observables). */
-static void assert_observed_match(const char *name, const char *scene_args)
-{
-    char args[2048], *err = NULL;
-    const char *one = test_path("obs1.h5");
-    snprintf(args, sizeof args, "run %s -q -o %s", scene_args, one);
-    int rc = run_mizu(args, &err);
-    if (rc != 0)
-        fail_msg("%s, one process: exit %d: %s", name, rc, err ? err : "");
-    free(err);
-    hid_t f = H5Fopen(one, H5F_ACC_RDONLY, H5P_DEFAULT);
-    long frames = f >= 0 ? run_attr(f, "frames_written") : -1;
-    H5Fclose(f);
-    for (int np = 2; np <= 3; np++) {
-        char out[64], what[128];
-        snprintf(out, sizeof out, "obs%d.h5", np);
-        const char *path = test_path(out);
-        snprintf(args, sizeof args, "run %s -q -o %s", scene_args, path);
-        rc = run_mpi(np, args, &err);
-        if (rc != 0)
-            fail_msg("%s, %d ranks: exit %d: %s", name, np, rc, err ? err : "");
-        free(err);
-        assert_same_frames(one, path, frames);
-        snprintf(what, sizeof what, "%s, %d ranks", name, np);
-        assert_same_observables(one, path, what);
-    }
-}
-
-/* Probes, gauges and forces on solids under mpirun: a point is summed by the ranks owning its
- * cells' layers (a point across a slab boundary by two, assembled on rank 0), the forces by
- * the owners of the fluid; WCSPH in 2D (a gauge across every slab) and in 3D (slabs across the
- * tank, a slanted gauge crossing them), collapsed SPH. */
-static void test_observables(void **state)
-{
-    (void)state;
-    SKIP_WITHOUT_MPI();
-    assert_observed_match("observables, 2D", observed_scene());
-    /* rank 0 writing everything (the file not collective): the same samples */
-    char args[1024], *err = NULL;
-    const char *zero = test_path("obszero.h5");
-    setenv("MIZU_COLLECTIVE_OUTPUT", "0", 1);
-    snprintf(args, sizeof args, "run %s -o %s", observed_scene(), zero);
-    int rc = run_mpi(2, args, &err);
-    unsetenv("MIZU_COLLECTIVE_OUTPUT");
-    if (rc != 0 || !err || !strstr(err, "rank 0 writing every id block"))
-        fail_msg("2 ranks, rank 0 writing: exit %d: %s", rc, err ? err : "");
-    free(err);
-    assert_same_observables(test_path("obs2.h5"), zero, "rank 0 writing, 2 ranks");
-    snprintf(args, sizeof args,
-             "%s --frames 2 --set fluids[0].solver=collapsed_sph --set simulation.adaptive=false "
-             "--set simulation.substeps=200",
-             observed_scene());
-    assert_observed_match("observables, collapsed SPH", args);
-    snprintf(args, sizeof args,
-             "scenes/dam_break_3d.json --frames 1 --set domain.boundary.forces={} "
-             "--set 'probes=[{\"name\": \"a\", \"position\": [0.05, 0.02, 0.05]}, "
-             "{\"name\": \"b\", \"position\": [0.08, 0.03, 0.09]}]' "
-             "--set 'gauges=[{\"name\": \"up\", \"start\": [0.05, 0, 0.05], "
-             "\"end\": [0.05, 0.25, 0.05]}, {\"name\": \"slanted\", \"start\": [0.02, 0, 0.01], "
-             "\"end\": [0.09, 0.2, 0.095]}]'");
-    assert_observed_match("observables, 3D", args);
-}
-
-/* A run with observables checkpointed by 2 ranks, resumed by 3 (the series continued), then
- * the same checkpoint resumed again by 2 (the series cut back to the checkpoint's step and
- * written again) and by one process: each time the observables of one uninterrupted process. */
-static void test_observables_resume(void **state)
-{
-    (void)state;
-    SKIP_WITHOUT_MPI();
-    char args[2048], *err = NULL;
-    const char *scene = observed_scene(), *ref = test_path("obsref.h5");
-    const char *out = test_path("obsck.h5");
-    snprintf(args, sizeof args, "run %s -q -o %s", scene, ref);
-    int rc = run_mizu(args, &err);
-    if (rc != 0)
-        fail_msg("reference: exit %d: %s", rc, err ? err : "");
-    free(err);
-    snprintf(args, sizeof args, "run %s --frames 2 --checkpoint-every 2 -q -o %s", scene, out);
-    if ((rc = run_mpi(2, args, &err)) != 0)
-        fail_msg("2 ranks, checkpointed: exit %d: %s", rc, err ? err : "");
-    free(err);
-    char ckpt[600];
-    snprintf(ckpt, sizeof ckpt, "%s", test_path("obsck.ckpt.h5"));
-    for (int k = 0; k < 3; k++) {
-        int np = k == 0 ? 3 : k == 1 ? 2 : 1;
-        snprintf(args, sizeof args, "run --resume %s --frames 4 -q", ckpt);
-        rc = np > 1 ? run_mpi(np, args, &err) : run_mizu(args, &err);
-        if (rc != 0)
-            fail_msg("resumed by %d: exit %d: %s", np, rc, err ? err : "");
-        free(err);
-        char what[64];
-        snprintf(what, sizeof what, "resumed by %d rank%s", np, np > 1 ? "s" : "");
-        assert_same_frames(ref, out, 5);
-        assert_same_observables(ref, out, what);
-    }
-}
-
-/* Moving boundaries under mpirun: their particles are built whole on every rank and placed by
- * the law at each step alike, so the fluid's neighbours and the walls' sums are one process's.
- * A piston wave maker (a moving collider: the boundary series written per frame, its pose and
- * forces), and the rolling tank (the domain's motion: the run in the tank's frame). Ramps cut
- * to 0.1 s so that the boundaries move at full amplitude within the few frames run. */
-static void test_moving_boundaries(void **state)
-{
-    (void)state;
-    SKIP_WITHOUT_MPI();
-    assert_observed_match("wave maker",
-                          "scenes/wave_flume.json --frames 8 --set colliders[0].motion.ramp=0.1");
-    assert_observed_match("rolling tank",
-                          "scenes/rolling_tank.json --frames 6 --set domain.motion.ramp=0.1");
-}
-
 static void test_refusals(void **state)
 {
     (void)state;
@@ -681,7 +469,11 @@ static void test_refusals(void **state)
         const char *args, *says;
     } cases[] = {
         {"scenes/flip_dam_break_2d.json", "FLIP is not distributed yet"},
-        {"scenes/pbf_dam_break.json", "position-based solvers"},
+        {"scenes/coupled.json", "cloth, soft and rigid bodies are not distributed"},
+        {"scenes/cloth_drape.json", "position-based solvers (cloth, soft and rigid bodies)"},
+        {"scenes/pbf_dam_break.json --set 'probes=[{\"name\": \"a\", "
+         "\"position\": [0.05, 0.05, 0]}]'",
+         "probes, gauges and forces on solids are not distributed with PBF"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         snprintf(args, sizeof args, "run %s --frames 1 -q -o %s", cases[i].args, out);
@@ -715,14 +507,14 @@ int main(void)
         cmocka_unit_test(test_continuity_density),
         cmocka_unit_test(test_ranks_without_particles),
         cmocka_unit_test(test_two_fluids),
+        cmocka_unit_test(test_pbf_2d),
+        cmocka_unit_test(test_pbf_3d),
+        cmocka_unit_test(test_pbf_checkpoint),
         cmocka_unit_test(test_buffers_grow),
         cmocka_unit_test(test_checkpoint_resume),
         cmocka_unit_test(test_sigterm_checkpoint),
         cmocka_unit_test(test_collective_output),
         cmocka_unit_test(test_collective_disk_full),
-        cmocka_unit_test(test_observables),
-        cmocka_unit_test(test_observables_resume),
-        cmocka_unit_test(test_moving_boundaries),
         cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, setup, NULL);

@@ -128,12 +128,12 @@ static pbf_params params(const mz_scene *s, double *cap)
 
 /* Per particle (id order): r = m_fluid/m (0 pinned), ψ = its volume over a fluid particle's
  * for what the density sees (fluid 1, rigid (spacing/fluid spacing)^d, cloth 0), fluid flag. */
-static float *attributes(const mz_scene *s, const mz_particles *p)
+static float *attributes(const mz_scene *s, const mz_particles *p, size_t cap)
 {
     int dim = s->sim.dimensions;
     const mz_fluid *f = &s->fluids[0];
     double w_fluid = 1.0 / build_particle_mass(s, f);
-    float *a = xcalloc(4 * p->n, sizeof *a);
+    float *a = xcalloc(4 * (cap > p->n ? cap : p->n + 1), sizeof *a); /* cap: the buffer's room */
     for (size_t i = 0; i < p->n; i++) {
         a[4 * i + 0] = (float)(p->inv_mass[i] / w_fluid);
         if (p->phase[i] == MZ_PHASE_FLUID) {
@@ -171,8 +171,8 @@ int pbf_init(mz_sim *sim, pbd_state *st)
             return -1;
     }
     mz_cl *cl = sim->cl;
-    size_t n = sim->n;
-    float *a = attributes(s, sim->parts);
+    size_t n = sim->cap; /* room: more than the particles on a rank of a distributed run */
+    float *a = attributes(s, sim->parts, n);
     cl_mem_flags rw = CL_MEM_READ_WRITE;
     fl->attr = mz_cl_buffer(cl, CL_MEM_READ_ONLY, 16 * n, a, "clCreateBuffer(fluid attributes)");
     free(a);
@@ -227,7 +227,7 @@ bool pbf_bind_grid(mz_sim *sim, pbd_state *st)
 {
     pbd_fluid *fl = &st->fluid;
     mz_grid *g = &st->grid;
-    cl_mem slot = g->vals;
+    cl_mem slot = pbf_dist_slot(st);
     cl_float4 lo = sim_float4(sim->scene->domain.min), hi = sim_float4(sim->scene->domain.max);
     cl_float none = 0.0f; /* the warm start's pass: no s_corr (each iteration takes its share) */
     boundary_args b = boundary_of(&fl->bound, g->desc); /* stand-ins when not particles */
@@ -261,7 +261,8 @@ bool pbf_bind_grid(mz_sim *sim, pbd_state *st)
     return ok && sim_launch(sim, fl->sort_attr, sim->n, STAGE_GRID, "sort_positions") &&
            sim_launch(sim, st->sort, sim->n, STAGE_DENSITY, "sort_positions") &&
            sim_launch(sim, fl->warm, sim->n, STAGE_DENSITY, "pbf_warm") &&
-           sim_launch(sim, fl->delta, sim->n, STAGE_DENSITY, "pbf_delta");
+           sim_launch(sim, fl->delta, sim->n, STAGE_DENSITY, "pbf_delta") &&
+           pbf_dist_share(sim, st, sim->pred, 16);
 }
 
 bool pbf_iterate(mz_sim *sim, pbd_state *st)
@@ -271,6 +272,7 @@ bool pbf_iterate(mz_sim *sim, pbd_state *st)
                  "clSetKernelArg(pbf_delta)") &&
            sim_launch(sim, st->sort, sim->n, STAGE_DENSITY, "sort_positions") &&
            sim_launch(sim, fl->solve, sim->n, STAGE_DENSITY, "pbf_lambda") &&
+           pbf_dist_share(sim, st, fl->lambda_s, 4) && /* distributed: the halo's λ changes */
            sim_launch(sim, fl->delta, sim->n, STAGE_DENSITY, "pbf_delta");
 }
 
@@ -283,6 +285,7 @@ bool pbf_velocities(mz_sim *sim, pbd_state *st, float dt)
            sim_launch(sim, fl->sort_x, sim->n, STAGE_VISCOSITY, "sort_positions") &&
            sim_launch(sim, fl->sort_v, sim->n, STAGE_VISCOSITY, "sort_positions") &&
            sim_launch(sim, fl->curl, sim->n, STAGE_VISCOSITY, "pbf_curl") &&
+           (!(fl->P.vorticity > 0) || pbf_dist_share(sim, st, fl->omega, 16)) &&
            sim_launch(sim, fl->confine, sim->n, STAGE_VISCOSITY, "pbf_confine");
 }
 

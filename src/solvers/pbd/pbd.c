@@ -148,14 +148,16 @@ static int pbd_init(mz_sim *sim)
     if ((pbf && pbf_init(sim, st) != 0) || (s->n_rigids && rigid_init(sim, st) != 0))
         return -1;
     if (st->contacts || pbf) {
-        st->sorted = mz_cl_buffer(sim->cl, CL_MEM_READ_WRITE, 16 * sim->n, NULL,
+        st->sorted = mz_cl_buffer(sim->cl, CL_MEM_READ_WRITE, 16 * sim->cap, NULL,
                                   "clCreateBuffer(sorted positions)");
         /* Cells 1.5x the contact distance: the grid is built once a substep on x*, and the
          * corrections of the iterations (a fraction of the distance) must not carry a pair
          * in contact out of each other's 27 cells. The fluid's support radius is wider. */
         double cell = fmax(1.5 * contact, pbf ? scene_support_radius(s) : 0);
-        if (!st->sorted || grid_create(&st->grid, sim->cl, sim->n, cell, s->sim.dimensions,
-                                       s->domain.min, s->domain.max, MZ_GRID_AUTO) != 0)
+        /* Distributed (fluid alone): the plan's dense grid, pbd_slab_geometry's cells. */
+        if (!st->sorted ||
+            grid_create(&st->grid, sim->cl, sim->cap, cell, s->sim.dimensions, s->domain.min,
+                        s->domain.max, sim->plan ? MZ_GRID_SLABS : MZ_GRID_AUTO) != 0)
             return -1;
         st->grid_made = true;
         sim->grid = &st->grid;
@@ -163,6 +165,11 @@ static int pbd_init(mz_sim *sim)
     }
     if (pbf && pbf_boundary_init(sim, st) != 0)
         return -1;
+    if (sim->plan && (!pbf || pbf_dist_init(sim, st) != 0)) {
+        if (!pbf)
+            mz_error("the position-based solver runs distributed with PBF fluid alone");
+        return -1;
+    }
 
     mz_walls_arg walls = sim_walls(s);
     mz_frame_arg frame = sim_frame(s, sim->time); /* set per substep */
@@ -243,15 +250,24 @@ static int pbd_substep(mz_sim *sim, double dt_seconds)
                     "clSetKernelArg(distance_solve)");
     if (st->fluid.on)
         pbf_substep(st, s->sim.iterations, dt_seconds);
-    ok = ok && sim_launch(sim, st->predict, sim->n, STAGE_PREDICT, "predict");
+    /* Distributed: the kernels follow the buffers the last exchange and build moved; the
+     * owned particles then go to the windows of their predicted positions. */
+    ok = ok && pbf_dist_bind(sim, st) &&
+         sim_launch(sim, st->predict, sim->n, STAGE_PREDICT, "predict");
     if (ok && st->rigid.nb)
         ok = rigid_predict(sim, st, dt, keep, &frame);
+    if (ok && st->dist.on)
+        ok = pbf_dist_exchange(sim, st);
     if (ok && st->grid_made) {
         /* the build may swap the grid's slot buffer: every kernel that reads it follows (and
          * moving boundary particles are placed and sorted first, at the colliders' time) */
         ok = (!st->fluid.on || pbf_boundary_move(sim, st, sim->time + dt_seconds) == 0) &&
              grid_build(&st->grid, sim->pred) == 0 &&
-             KARGS(st->sort, "sort_positions", A(sim->n_u), A(st->grid.vals), A(sim->pred),
+             (!st->dist.on ||
+              (slabs_after_build(&st->dist.slabs) == 0 && pbf_dist_bind(sim, st)));
+        cl_mem slot = pbf_dist_slot(st);
+        ok = ok &&
+             KARGS(st->sort, "sort_positions", A(sim->n_u), A(slot), A(sim->pred),
                    A(st->sorted)) &&
              (!st->contacts ||
               cl_ok(clSetKernelArg(st->collide, 5, sizeof st->grid.vals, &st->grid.vals),
@@ -275,10 +291,12 @@ static int pbd_substep(mz_sim *sim, double dt_seconds)
         if (ok && st->contacts)
             ok = contacts(sim, st);
         if (ok && st->n_colliders)
-            ok = sim_launch(sim, st->colliders, sim->n, STAGE_COLLIDERS, "colliders");
-        ok = ok && sim_launch(sim, st->domain, sim->n, STAGE_DOMAIN, "domain");
+            ok = pbf_dist_launch_owned(sim, st, st->colliders, STAGE_COLLIDERS, "colliders");
+        ok = ok && pbf_dist_launch_owned(sim, st, st->domain, STAGE_DOMAIN, "domain");
         if (ok && st->rigid.nb)
             ok = rigid_match(sim, st);
+        /* Distributed: the iteration's positions of the halo from their owners. */
+        ok = ok && pbf_dist_share(sim, st, sim->pred, 16);
     }
     ok = ok && pbd_loads_sum(l, sim, dt_seconds) &&
          sim_launch(sim, st->update, sim->n, STAGE_UPDATE, "update");
@@ -300,6 +318,7 @@ static void pbd_release(mz_sim *sim)
     cl_mem ms[] = {st->ends,  st->params, st->lambda, st->corr,   st->degree,
                    st->adj_start, st->adj, st->adj_other, st->sorted, st->bodies, st->solids};
     mz_cl_release_mems(ms, sizeof ms / sizeof *ms);
+    pbf_dist_release(sim, st);
     if (st->grid_made)
         grid_release(&st->grid);
     pbf_release(&st->fluid);
@@ -320,9 +339,9 @@ static size_t pbd_state_parts(mz_sim *sim, mz_state_part *parts, size_t max)
 {
     pbd_state *st = sim->state;
     const mz_state_part all[] = {
-        {"pbf_lambda", &st->fluid.lambda, NULL, 0, 0},
-        {"pbf_lambda_change", &st->fluid.lambda_s, NULL, 0, 0},
-        {"pbf_density", &st->fluid.density, NULL, 0, 0},
+        {"pbf_lambda", &st->fluid.lambda, NULL, 0, 4},
+        {"pbf_lambda_change", &st->fluid.lambda_s, NULL, 0, 4},
+        {"pbf_density", &st->fluid.density, NULL, 0, 4},
         {"rigid_bodies", &st->rigid.bodies, NULL, 0, 0},
     };
     return sim_state_existing(all, sizeof all / sizeof *all, parts, max);
@@ -352,12 +371,25 @@ static size_t pbd_device_bytes(const mz_scene *s, size_t n)
     return bytes;
 }
 
+/* A frame of substeps; distributed, then new slabs when a rank owns more than 10% above the
+ * mean (no output bit depends on where the slabs are). */
+static int pbd_advance(mz_sim *sim, double frame_dt)
+{
+    pbd_state *st = sim->state;
+    int rc = sim_fixed_steps(sim, frame_dt);
+    if (rc == 0 && st->dist.on)
+        slabs_rebalance(&st->dist.slabs);
+    return rc;
+}
+
 const mz_solver mz_solver_pbd = {
     .name = "position based",
     .stages = pbd_stages,
     .device_bytes = pbd_device_bytes,
     .init = pbd_init,
     .substep = pbd_substep,
+    .advance = pbd_advance,
     .release = pbd_release,
     .state = pbd_state_parts,
+    .slab_geometry = pbd_slab_geometry,
 };

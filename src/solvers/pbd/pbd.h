@@ -3,6 +3,7 @@
 #ifndef MZ_SOLVER_PBD_H
 #define MZ_SOLVER_PBD_H
 #include "device/grid.h"
+#include "dist/slabs.h"
 #include "solvers/boundary.h"
 #include "solvers/colliders.h"
 #include "solvers/pbd/loads.h"
@@ -44,6 +45,17 @@ typedef struct pbd_rigid {
     cl_mem bodies, owner, r0;
 } pbd_rigid;
 
+/* A distributed run of PBF fluid (src/solvers/pbd/pbf_dist.c): the slabs, and the buffers
+ * kept in the grid's order there, so that the kernels' slot map is the identity. */
+typedef struct pbd_dist {
+    bool on;
+    mz_slabs slabs;
+    cl_mem slot;       /* 0, 1, 2, ...: the kernels' slot argument */
+    cl_mem keys, vals; /* the window's sort by id before each build */
+    int id_bits;
+    cl_float4 attr;    /* every particle's attributes (fluid alone: one value) */
+} pbd_dist;
+
 typedef struct pbd_state {
     cl_program program, cprogram;
     cl_kernel predict, domain, update;
@@ -59,6 +71,7 @@ typedef struct pbd_state {
     int mover_collider[MZ_MAX_MOVING]; /* colliders[].motion: the moving ones, in slot order */
     int n_movers;
     motion_now now; /* their laws at this substep's end (colliders and PBF's density) */
+    pbd_dist dist;
 } pbd_state;
 
 /* Fluid: buffers and kernels (before the grid exists); the substep's s_corr share; the grid's
@@ -84,5 +97,23 @@ bool rigid_predict(mz_sim *sim, pbd_state *st, float dt, float keep, const mz_fr
 bool rigid_match(mz_sim *sim, pbd_state *st);
 bool rigid_update(mz_sim *sim, pbd_state *st, float dt);
 void rigid_release(mz_sim *sim, pbd_rigid *r);
+
+/* Distributed PBF (src/solvers/pbd/pbf_dist.c). pbf_dist_init: after the grid and the fluid's
+ * buffers exist, under mpirun: the buffers that travel registered, this rank's window kept,
+ * the first build. pbf_dist_bind: the integration kernels' counts and buffers (they move with
+ * every exchange and build). pbf_dist_exchange: before the grid build, the owned particles to
+ * the windows of their predicted positions, then the window in id order (one process's order
+ * within a cell). pbf_dist_share: the owned values of buf into the other windows' halo slots.
+ * pbf_dist_launch_owned: a per-particle kernel on the owned particles only (their inverse
+ * masses and bodies do not travel to the halo). pbf_dist_slot: the kernels' slot argument. */
+int pbf_dist_init(mz_sim *sim, pbd_state *st);
+bool pbf_dist_bind(mz_sim *sim, pbd_state *st);
+bool pbf_dist_exchange(mz_sim *sim, pbd_state *st);
+bool pbf_dist_share(mz_sim *sim, pbd_state *st, cl_mem buf, size_t elem);
+bool pbf_dist_launch_owned(mz_sim *sim, pbd_state *st, cl_kernel k, int stage,
+                           const char *name);
+cl_mem pbf_dist_slot(const pbd_state *st);
+void pbf_dist_release(mz_sim *sim, pbd_state *st);
+void pbd_slab_geometry(const mz_scene *s, double *h, int *halo);
 
 #endif
