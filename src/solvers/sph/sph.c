@@ -223,6 +223,15 @@ static int sph_init(mz_sim *sim)
         return -1;
 
     size_t n = sim->cap; /* room: more than the particles on a rank of a distributed run */
+    /* The walls first: their grid's sort needs memory only until it has run (grid_settle), so
+     * it is spent before the fluid's buffers are made and the run's peak is what it holds. */
+    mz_grid_mode mode = sim->plan ? MZ_GRID_SLABS : MZ_GRID_AUTO;
+    mz_grid_desc fluid_desc;
+    if (grid_describe(n, st->P.h, s->sim.dimensions, s->domain.min, s->domain.max, mode,
+                      &fluid_desc) != 0 ||
+        boundary_init(&st->bound, sim, st->P.mass, st->P.h,
+                      fluid_desc.hashed ? MZ_GRID_HASHED : MZ_GRID_DENSE) != 0)
+        return -1;
     st->vel_out = sph_buffer(sim, 16 * n, "clCreateBuffer(new velocity)");
     st->rho = sph_buffer(sim, 4 * n, "clCreateBuffer(density)");
     st->p = sph_buffer(sim, 4 * n, "clCreateBuffer(pressure)");
@@ -249,7 +258,7 @@ static int sph_init(mz_sim *sim)
 
     /* Distributed: the plan found the whole run's grid dense (slabs.h); a rank's is the same. */
     if (grid_create(&st->grid, sim->cl, n, st->P.h, s->sim.dimensions, s->domain.min,
-                    s->domain.max, sim->plan ? MZ_GRID_SLABS : MZ_GRID_AUTO) != 0)
+                    s->domain.max, mode) != 0)
         return -1;
     st->grid_made = true;
     sim->grid = &st->grid;
@@ -278,9 +287,7 @@ static int sph_init(mz_sim *sim)
                    "clEnqueueFillBuffer(density)"))
             return -1;
     }
-    if (boundary_init(&st->bound, sim, st->P.mass, st->P.h,
-                      st->grid.desc.hashed ? MZ_GRID_HASHED : MZ_GRID_DENSE) != 0 ||
-        sph_loads_init(&st->loads, sim, &st->bound, st->program, "sph_wall_loads") != 0)
+    if (sph_loads_init(&st->loads, sim, &st->bound, st->program, "sph_wall_loads") != 0)
         return -1;
     /* WCSPH in one process: the density pass's lists for the forces pass. */
     st->listed = !st->collapsed && !sim->plan && sph_lists_wanted(sim);
