@@ -218,6 +218,22 @@ size_t grid_cells_for(size_t n, double h, int dim, const double dmin[3], const d
     return cells;
 }
 
+size_t grid_cells_in(size_t n, double h, int dim, const double dmin[3], const double dmax[3],
+                     mz_grid_mode mode)
+{
+    if (mode == MZ_GRID_AUTO)
+        return grid_cells_for(n, h, dim, dmin, dmax);
+    double dense_cells = 1.0;
+    for (int a = 0; a < dim; a++)
+        dense_cells *= fmax(1.0, ceil((dmax[a] - dmin[a]) / h));
+    if (mode != MZ_GRID_HASHED)
+        return (size_t)dense_cells;
+    size_t cells = MIN_TABLE;
+    while (cells < 2 * n)
+        cells *= 2;
+    return cells;
+}
+
 static int choose_layout(mz_grid *g, size_t n, double h, int dim, const double dmin[3],
                          const double dmax[3], mz_grid_mode mode)
 {
@@ -422,6 +438,24 @@ int grid_reserve(mz_grid *g, size_t cap)
     return 0;
 }
 
+/* The handle of the scratch that registered buffers of elem bytes share. */
+static cl_mem *spare_of(mz_grid *g, size_t elem)
+{
+    if (elem == 16)
+        return g->lent16 ? g->lent16 : &g->spare16;
+    return g->lent4 ? g->lent4 : &g->spare4;
+}
+
+int grid_borrow_scratch(mz_grid *g, cl_mem *buf, size_t elem)
+{
+    if (g->own_scratch || (elem != 4 && elem != 16) || *spare_of(g, elem)) {
+        mz_error("neighbour grid: cannot borrow a %zu-byte reorder scratch here", elem);
+        return -1;
+    }
+    *(elem == 16 ? &g->lent16 : &g->lent4) = buf;
+    return 0;
+}
+
 int grid_register(mz_grid *g, cl_mem *buf, size_t elem)
 {
     if (g->n_reg == MZ_GRID_MAX_REGISTERED) {
@@ -432,7 +466,7 @@ int grid_register(mz_grid *g, cl_mem *buf, size_t elem)
         mz_error("neighbour grid: registered elements are 4 or 16 bytes, not %zu", elem);
         return -1;
     }
-    cl_mem scratch = NULL, *spare = elem == 4 ? &g->spare4 : &g->spare16;
+    cl_mem scratch = NULL, *spare = spare_of(g, elem);
     if (g->own_scratch ? !(scratch = grid_buffer(g, elem * g->cap, "grid reorder scratch"))
                        : !*spare && !(*spare = grid_buffer(g, elem * g->cap,
                                                             "grid reorder scratch")))
@@ -561,8 +595,7 @@ int grid_gather(mz_grid *g, cl_mem vals, size_t n)
         bool wide = g->reg[r].elem == 16;
         cl_kernel k = wide ? g->k_gather16 : g->k_gather4;
         const char *name = wide ? "gather16" : "gather4";
-        cl_mem *scratch = g->reg[r].scratch ? &g->reg[r].scratch
-                                            : wide ? &g->spare16 : &g->spare4;
+        cl_mem *scratch = g->reg[r].scratch ? &g->reg[r].scratch : spare_of(g, g->reg[r].elem);
         if (!KARGS(k, name, A(n_u), A(vals), A(*g->reg[r].buf), A(*scratch)) ||
             !launch_n(g, k, n, name))
             return -1;
@@ -596,7 +629,7 @@ void grid_settle(mz_grid *g)
 }
 
 size_t grid_device_bytes(size_t n, size_t cells, const size_t *elems, int n_reg, bool slabs,
-                         bool settled)
+                         bool settled, int lent)
 {
     /* Histograms: the CPU geometry's (256 counters a 4096-particle block) are the larger. */
     size_t block = cpu_geometry.gs * cpu_geometry.items, groups = n ? (n + block - 1) / block : 1;
@@ -607,6 +640,10 @@ size_t grid_device_bytes(size_t n, size_t cells, const size_t *elems, int n_reg,
         else
             spare[elems[k] == 16] = elems[k] * n;
     }
+    if (lent & MZ_GRID_LENT4)
+        spare[0] = 0;
+    if (lent & MZ_GRID_LENT16)
+        spare[1] = 0;
     if (settled)
         return bytes;
     /* keys, values and the sort's copies of both */
