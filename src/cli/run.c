@@ -381,6 +381,10 @@ static int set_up(run_ctx *r)
                health_init(&r->health, &r->sim, health_speed_bound(&r->scene, &r->parts)) != 0;
     if (dist_max_int(made))
         return MZ_EXIT_RUNTIME;
+    const char *mem_env = getenv("MIZU_DEVICE_MEMORY");
+    if (mem_env && strcmp(mem_env, "1") == 0) /* beside the buffers cl_ctx.c lists */
+        fprintf(stderr, "mizu: device memory: estimate %zu bytes for %zu particles; %zu held\n",
+                sim_device_bytes(&r->scene, n), n, mz_cl_memory().live);
     if (r->resumed && checkpoint_restore(o->resume_path, &r->ck, &r->sim) != 0)
         return MZ_EXIT_RUNTIME;
     r->fields = r->scene.output.fields;

@@ -2,6 +2,7 @@
 
 #include "util/err.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -218,6 +219,12 @@ int mz_cl_open(mz_cl *cl, const char *spec, bool profiling)
 
 void mz_cl_close(mz_cl *cl)
 {
+    const char *env = getenv("MIZU_DEVICE_MEMORY");
+    if (cl->ctx && env && strcmp(env, "1") == 0) {
+        mz_cl_memory_use u = mz_cl_memory();
+        fprintf(stderr, "mizu: device memory: at most %zu bytes held; %zu in %zu buffers still\n",
+                u.peak, u.live, u.buffers);
+    }
     if (cl->queue) {
         clFinish(cl->queue);
         clReleaseCommandQueue(cl->queue);
@@ -288,13 +295,66 @@ bool mz_cl_run_range(mz_cl *cl, cl_kernel k, size_t begin, size_t end, cl_event 
     return cl_ok(s, what);
 }
 
+/* Device memory held by the buffers mz_cl_buffer made: each buffer's size is counted when it is
+ * made and taken off when OpenCL destroys it (a destructor callback, which the driver may call
+ * from its own thread: hence atomics). */
+static atomic_size_t mem_live, mem_peak, mem_buffers;
+
+typedef struct mem_record {
+    size_t bytes;
+    bool log;
+    char what[56];
+} mem_record;
+
+static void CL_CALLBACK mem_released(cl_mem m, void *user)
+{
+    (void)m;
+    mem_record *r = user;
+    atomic_fetch_sub(&mem_live, r->bytes);
+    atomic_fetch_sub(&mem_buffers, 1);
+    if (r->log)
+        fprintf(stderr, "mizu: device memory -%zu %s\n", r->bytes, r->what);
+    free(r);
+}
+
+static void mem_count(cl_mem m, size_t bytes, const char *what)
+{
+    const char *env = getenv("MIZU_DEVICE_MEMORY");
+    mem_record *r = xmalloc(sizeof *r);
+    r->bytes = bytes;
+    r->log = env && strcmp(env, "1") == 0;
+    snprintf(r->what, sizeof r->what, "%s", what ? what : "?");
+    size_t live = atomic_fetch_add(&mem_live, bytes) + bytes;
+    atomic_fetch_add(&mem_buffers, 1);
+    size_t peak = atomic_load(&mem_peak);
+    while (live > peak && !atomic_compare_exchange_weak(&mem_peak, &peak, live))
+        ;
+    if (r->log)
+        fprintf(stderr, "mizu: device memory +%zu %s (%zu held)\n", bytes, r->what, live);
+    if (clSetMemObjectDestructorCallback(m, mem_released, r) != CL_SUCCESS) {
+        atomic_fetch_sub(&mem_live, bytes); /* cannot follow it: count it not at all */
+        atomic_fetch_sub(&mem_buffers, 1);
+        free(r);
+    }
+}
+
+mz_cl_memory_use mz_cl_memory(void)
+{
+    return (mz_cl_memory_use){atomic_load(&mem_live), atomic_load(&mem_peak),
+                              atomic_load(&mem_buffers)};
+}
+
+void mz_cl_memory_reset_peak(void) { atomic_store(&mem_peak, atomic_load(&mem_live)); }
+
 cl_mem mz_cl_buffer(mz_cl *cl, cl_mem_flags flags, size_t bytes, void *host, const char *what)
 {
     cl_int s;
-    cl_mem m = clCreateBuffer(cl->ctx, flags | (host ? CL_MEM_COPY_HOST_PTR : 0),
-                              bytes ? bytes : 16, host, &s);
+    bytes = bytes ? bytes : 16;
+    cl_mem m = clCreateBuffer(cl->ctx, flags | (host ? CL_MEM_COPY_HOST_PTR : 0), bytes, host,
+                              &s);
     if (!cl_ok(s, what))
         return NULL;
+    mem_count(m, bytes, what);
     return m;
 }
 

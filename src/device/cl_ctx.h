@@ -56,6 +56,16 @@ bool mz_cl_run_range(mz_cl *cl, cl_kernel k, size_t begin, size_t end, cl_event 
 
 cl_mem mz_cl_buffer(mz_cl *cl, cl_mem_flags flags, size_t bytes, void *host, const char *what);
 
+/* The device memory that buffers made by mz_cl_buffer hold, in bytes: now, the most at any time
+ * (since the start or mz_cl_memory_reset_peak), and how many buffers now. What the memory
+ * estimate (sim_device_bytes) is tested against; MIZU_DEVICE_MEMORY=1 also writes every buffer
+ * made and released to stderr. Pinned host memory (mz_cl_pinned) is not counted. */
+typedef struct mz_cl_memory_use {
+    size_t live, peak, buffers;
+} mz_cl_memory_use;
+mz_cl_memory_use mz_cl_memory(void);
+void mz_cl_memory_reset_peak(void);
+
 /* Release the kernels / buffers of an array that are not NULL (a solver's or the grid's own). */
 void mz_cl_release_kernels(const cl_kernel *k, size_t n);
 void mz_cl_release_mems(const cl_mem *m, size_t n);

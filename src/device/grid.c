@@ -218,6 +218,22 @@ size_t grid_cells_for(size_t n, double h, int dim, const double dmin[3], const d
     return cells;
 }
 
+size_t grid_cells_in(size_t n, double h, int dim, const double dmin[3], const double dmax[3],
+                     mz_grid_mode mode)
+{
+    if (mode == MZ_GRID_AUTO)
+        return grid_cells_for(n, h, dim, dmin, dmax);
+    double dense_cells = 1.0;
+    for (int a = 0; a < dim; a++)
+        dense_cells *= fmax(1.0, ceil((dmax[a] - dmin[a]) / h));
+    if (mode != MZ_GRID_HASHED)
+        return (size_t)dense_cells;
+    size_t cells = MIN_TABLE;
+    while (cells < 2 * n)
+        cells *= 2;
+    return cells;
+}
+
 static int choose_layout(mz_grid *g, size_t n, double h, int dim, const double dmin[3],
                          const double dmax[3], mz_grid_mode mode)
 {
@@ -293,6 +309,7 @@ static int create(mz_grid *g, mz_cl *cl, size_t n, double h, int dim, const doub
 {
     g->cl = cl;
     g->n = g->cap = g->built = n;
+    g->own_scratch = mode == MZ_GRID_SLABS;
     if (!(h > 0.0) || !isfinite(h) || !isfinite(1.0 / h)) {
         mz_error("neighbour grid: cell size h = %g must be positive and finite", h);
         return -1;
@@ -391,6 +408,10 @@ int grid_reserve(mz_grid *g, size_t cap)
 {
     if (cap <= g->cap)
         return 0;
+    if (g->settled) {
+        mz_error("neighbour grid: room for more particles in a settled grid");
+        return -1;
+    }
     if (cap > 0x7fffffffu) {
         mz_error("neighbour grid: room for %zu particles, more than 2^31 - 1", cap);
         return -1;
@@ -405,12 +426,33 @@ int grid_reserve(mz_grid *g, size_t cap)
     for (int r = 0; ok && r < g->n_reg; r++) {
         size_t e = g->reg[r].elem;
         ok = regrow(g, g->reg[r].buf, e * cap, e * g->n, "grid registered buffer") &&
-             regrow(g, &g->reg[r].scratch, e * cap, 0, "grid reorder scratch");
+             (!g->reg[r].scratch ||
+              regrow(g, &g->reg[r].scratch, e * cap, 0, "grid reorder scratch"));
     }
+    ok = ok && (!g->spare4 || regrow(g, &g->spare4, 4 * cap, 0, "grid reorder scratch")) &&
+         (!g->spare16 || regrow(g, &g->spare16, 16 * cap, 0, "grid reorder scratch"));
     if (!ok)
         return -1;
     g->cap = cap;
     g->groups = groups;
+    return 0;
+}
+
+/* The handle of the scratch that registered buffers of elem bytes share. */
+static cl_mem *spare_of(mz_grid *g, size_t elem)
+{
+    if (elem == 16)
+        return g->lent16 ? g->lent16 : &g->spare16;
+    return g->lent4 ? g->lent4 : &g->spare4;
+}
+
+int grid_borrow_scratch(mz_grid *g, cl_mem *buf, size_t elem)
+{
+    if (g->own_scratch || (elem != 4 && elem != 16) || *spare_of(g, elem)) {
+        mz_error("neighbour grid: cannot borrow a %zu-byte reorder scratch here", elem);
+        return -1;
+    }
+    *(elem == 16 ? &g->lent16 : &g->lent4) = buf;
     return 0;
 }
 
@@ -424,8 +466,10 @@ int grid_register(mz_grid *g, cl_mem *buf, size_t elem)
         mz_error("neighbour grid: registered elements are 4 or 16 bytes, not %zu", elem);
         return -1;
     }
-    cl_mem scratch = grid_buffer(g, elem * g->cap, "grid reorder scratch");
-    if (!scratch)
+    cl_mem scratch = NULL, *spare = spare_of(g, elem);
+    if (g->own_scratch ? !(scratch = grid_buffer(g, elem * g->cap, "grid reorder scratch"))
+                       : !*spare && !(*spare = grid_buffer(g, elem * g->cap,
+                                                            "grid reorder scratch")))
         return -1;
     g->reg[g->n_reg].buf = buf;
     g->reg[g->n_reg].scratch = scratch;
@@ -445,6 +489,10 @@ int grid_register_owned(mz_grid *g, cl_mem *buf, size_t elem)
 
 int grid_build(mz_grid *g, cl_mem key_source)
 {
+    if (g->settled) {
+        mz_error("neighbour grid: a settled grid built again");
+        return -1;
+    }
     release_events(g); /* a previous build's, if nobody collected them */
     g->last_build_ms = 0.0;
     cl_uint n_u = (cl_uint)g->n, built_u = (cl_uint)g->built;
@@ -547,15 +595,59 @@ int grid_gather(mz_grid *g, cl_mem vals, size_t n)
         bool wide = g->reg[r].elem == 16;
         cl_kernel k = wide ? g->k_gather16 : g->k_gather4;
         const char *name = wide ? "gather16" : "gather4";
-        if (!KARGS(k, name, A(n_u), A(vals), A(*g->reg[r].buf), A(g->reg[r].scratch)) ||
+        cl_mem *scratch = g->reg[r].scratch ? &g->reg[r].scratch : spare_of(g, g->reg[r].elem);
+        if (!KARGS(k, name, A(n_u), A(vals), A(*g->reg[r].buf), A(*scratch)) ||
             !launch_n(g, k, n, name))
             return -1;
-        /* The kernel holds its own reference to the arguments: swapping now is safe. */
+        /* The kernel holds its own reference to the arguments: swapping now is safe (and the
+         * buffer it reads from is the next one's scratch: launches run in order). */
         cl_mem t = *g->reg[r].buf;
-        *g->reg[r].buf = g->reg[r].scratch;
-        g->reg[r].scratch = t;
+        *g->reg[r].buf = *scratch;
+        *scratch = t;
     }
     return 0;
+}
+
+void grid_settle(mz_grid *g)
+{
+    /* The build's launches hold its buffers until they have run: wait for them, so that the
+     * memory is free for what is made next (once, at a solver's start). */
+    clFinish(g->cl->queue);
+    cl_mem *ms[] = {&g->keys, &g->vals, &g->keys_tmp, &g->vals_tmp, &g->hist, &g->spare4,
+                    &g->spare16};
+    for (size_t i = 0; i < sizeof ms / sizeof *ms; i++) {
+        if (*ms[i])
+            clReleaseMemObject(*ms[i]);
+        *ms[i] = NULL;
+    }
+    for (int r = 0; r < g->n_reg; r++) {
+        if (g->reg[r].scratch)
+            clReleaseMemObject(g->reg[r].scratch);
+        g->reg[r].scratch = NULL;
+    }
+    g->settled = true;
+}
+
+size_t grid_device_bytes(size_t n, size_t cells, const size_t *elems, int n_reg, bool slabs,
+                         bool settled, int lent)
+{
+    /* Histograms: the CPU geometry's (256 counters a 4096-particle block) are the larger. */
+    size_t block = cpu_geometry.gs * cpu_geometry.items, groups = n ? (n + block - 1) / block : 1;
+    size_t bytes = 2 * 4 * cells, scratch = 0, spare[2] = {0, 0}; /* cell starts and ends */
+    for (int k = 0; k < n_reg; k++) {
+        if (slabs)
+            scratch += elems[k] * n;
+        else
+            spare[elems[k] == 16] = elems[k] * n;
+    }
+    if (lent & MZ_GRID_LENT4)
+        spare[0] = 0;
+    if (lent & MZ_GRID_LENT16)
+        spare[1] = 0;
+    if (settled)
+        return bytes;
+    /* keys, values and the sort's copies of both */
+    return bytes + scratch + spare[0] + spare[1] + 4 * 4 * n + 4 * (groups << cpu_geometry.bits);
 }
 
 void grid_collect_profile(mz_grid *g)
@@ -595,7 +687,9 @@ void grid_release(mz_grid *g)
     cl_mem ms[] = {g->keys, g->vals, g->keys_tmp, g->vals_tmp, g->cell_start, g->cell_end,
                    g->hist};
     mz_cl_release_mems(ms, sizeof ms / sizeof *ms);
+    cl_mem own[MZ_GRID_MAX_REGISTERED + 2] = {g->spare4, g->spare16};
     for (int r = 0; r < g->n_reg; r++)
-        clReleaseMemObject(g->reg[r].scratch);
+        own[r + 2] = g->reg[r].scratch;
+    mz_cl_release_mems(own, (size_t)g->n_reg + 2);
     memset(g, 0, sizeof *g);
 }

@@ -10,6 +10,10 @@
  *   3. cell ranges: cell_start[k] .. cell_end[k] (end exclusive; empty cells 0..0).
  *   4. every registered per-particle buffer is permuted into sorted order; the handles are
  *      swapped with scratch buffers, so kernels must take buffer arguments after each build.
+ *      One scratch buffer per element size serves all of them in turn (the buffer a gather
+ *      frees is the next one's scratch): 20 bytes a particle however many are registered. A
+ *      distributed rank's grid (MZ_GRID_SLABS) gives each its own, as the exchange lays out
+ *      every buffer's new window at once (dist/slabs_exchange.c).
  * After a build, particle slot i is the i-th in key order; the `id` buffer (registered by sim)
  * maps slots back to particle ids for output.
  *
@@ -65,11 +69,15 @@ typedef struct mz_grid {
     cl_kernel k_slab_keys, k_bounds, k_slab_segments, k_gather4_at, k_gather16_at;
     struct {
         cl_mem *buf;   /* the owner's handle: swapped with scratch after each build */
-        cl_mem scratch;
+        cl_mem scratch; /* its own: MZ_GRID_SLABS grids only, else NULL */
         size_t elem;   /* 4 or 16 bytes */
         bool owner_only; /* grid_register_owned */
     } reg[MZ_GRID_MAX_REGISTERED];
     int n_reg;
+    bool own_scratch;  /* MZ_GRID_SLABS: a scratch buffer per registered buffer */
+    cl_mem spare4, spare16; /* otherwise: the scratch all buffers of that size share */
+    cl_mem *lent4, *lent16; /* or its owner's buffer standing in for it (grid_borrow_scratch) */
+    bool settled;      /* grid_settle: never built again */
     double last_build_ms; /* device time of the last build when the queue profiles, else 0 */
     /* Profiling queues: the last build's launches, until grid_collect_profile. */
     cl_event *events;
@@ -83,6 +91,9 @@ int grid_create(mz_grid *g, mz_cl *cl, size_t n, double h, int dim, const double
                 const double dmax[3], mz_grid_mode mode);
 /* The cells (dense) or hash table entries a grid of MZ_GRID_AUTO gets for these arguments. */
 size_t grid_cells_for(size_t n, double h, int dim, const double dmin[3], const double dmax[3]);
+/* The same for a grid of the given mode (the slab window of MZ_GRID_SLABS aside). */
+size_t grid_cells_in(size_t n, double h, int dim, const double dmin[3], const double dmax[3],
+                     mz_grid_mode mode);
 /* The description grid_create would give (no device needed): a distributed run plans its
  * slabs from it before any particle is built. 0, or -1 after reporting. */
 int grid_describe(size_t n, double h, int dim, const double dmin[3], const double dmax[3],
@@ -93,11 +104,29 @@ int grid_describe(size_t n, double h, int dim, const double dmin[3], const doubl
 int grid_reserve(mz_grid *g, size_t cap);
 /* Permute *buf (n elements of elem = 4 or 16 bytes) with every build. */
 int grid_register(mz_grid *g, cl_mem *buf, size_t elem);
+/* The reorder scratch of elem bytes is to be *buf (cap elements), an owner's buffer whose contents
+ * are dead whenever the grid builds (e.g. what a step writes before it reads): the grid swaps
+ * that handle as its own and makes no scratch of that size. Before any grid_register of elem
+ * bytes; not on MZ_GRID_SLABS grids. 0, or -1 after reporting. */
+int grid_borrow_scratch(mz_grid *g, cl_mem *buf, size_t elem);
 /* As grid_register, for a buffer no neighbour loop reads (ids, bodies): a distributed run's
  * halo copies do not carry it (their values there are stale), only its owned particles. */
 int grid_register_owned(mz_grid *g, cl_mem *buf, size_t elem);
 /* Keys from key_source, sort, ranges, reorder. Enqueued on the device's queue, not waited for. */
 int grid_build(mz_grid *g, cl_mem key_source);
+/* For a grid built once and never again (static wall particles): what only a build needs —
+ * keys, values, the sort's and the reorder's scratch — is released; the cell tables and the
+ * registered buffers stay. A later grid_build or grid_reserve fails. */
+void grid_settle(mz_grid *g);
+/* The device memory a grid holds itself (not the registered buffers) for n particles, `cells`
+ * cells (grid_cells_for) and n_reg registered buffers of elems[k] = 4 or 16 bytes, with the
+ * larger histograms of the default geometries; settled: what stays after grid_settle; lent:
+ * MZ_GRID_LENT4 | MZ_GRID_LENT16 for the scratch sizes grid_borrow_scratch gave it. For the
+ * solvers' device_bytes. */
+#define MZ_GRID_LENT4 1
+#define MZ_GRID_LENT16 2
+size_t grid_device_bytes(size_t n, size_t cells, const size_t *elems, int n_reg, bool slabs,
+                         bool settled, int lent);
 void grid_release(mz_grid *g);
 /* Once the queue has finished the last build (grid_build never waits): its summed device time
  * into last_build_ms, and its events released. No-op without profiling. */

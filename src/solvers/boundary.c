@@ -25,6 +25,16 @@ static cl_mem buffer_of(mz_sim *sim, size_t bytes, const void *host, const char 
                         (void *)host, what);
 }
 
+/* The boundary grid covers the shell too: the domain grown by the layers. */
+static void shell_box(const mz_scene *s, double lo[3], double hi[3])
+{
+    double grow = (scene_wall_layers(s) + 1) * s->fluids[0].spacing;
+    for (int a = 0; a < 3; a++) {
+        lo[a] = s->domain.min[a] - grow;
+        hi[a] = s->domain.max[a] + grow;
+    }
+}
+
 /* The moving colliders' kernels and buffers; pos and mass as built are the rest state. */
 static int init_motion(boundary_set *b, mz_sim *sim)
 {
@@ -108,12 +118,8 @@ int boundary_init(boundary_set *b, mz_sim *sim, float particle_mass, double h,
     free(id);
     if (!b->pos || !b->mass || !b->id)
         return -1;
-    /* The boundary grid covers the shell too: the domain grown by the layers. */
-    double lo[3], hi[3], grow = (layers + 1) * spacing;
-    for (int a = 0; a < 3; a++) {
-        lo[a] = s->domain.min[a] - grow;
-        hi[a] = s->domain.max[a] + grow;
-    }
+    double lo[3], hi[3];
+    shell_box(s, lo, hi);
     if (grid_create(&b->grid, sim->cl, nb, h, s->sim.dimensions, lo, hi, mode) != 0)
         return -1;
     b->made = true;
@@ -122,7 +128,11 @@ int boundary_init(boundary_set *b, mz_sim *sim, float particle_mass, double h,
         return -1;
     if (scene_moving_count(s) > 0 && init_motion(b, sim) != 0)
         return -1;
-    return grid_build(&b->grid, b->pos);
+    if (grid_build(&b->grid, b->pos) != 0)
+        return -1;
+    if (!b->moving) /* sorted for good: keep only the cell tables (40 bytes a particle less) */
+        grid_settle(&b->grid);
+    return 0;
 }
 
 /* slot_of from id: on the device when the boundary moves (after every sort), else once on the
@@ -199,16 +209,35 @@ boundary_args boundary_of(const boundary_set *b, mz_grid_desc fluid)
                                b->moving ? b->acc : b->dummy};
 }
 
-/* Position, mass, id, their grid's keys, values, copies and reorder copies; moving: the rest
- * state, velocities and accelerations with their reorder copies. */
+size_t boundary_device_bytes(const mz_scene *s, size_t n, double h, size_t *peak)
+{
+    *peak = 16;
+    if (!scene_boundary_particles(s))
+        return 16; /* the stand-in */
+    size_t nb = scene_boundary_count(s);
+    mz_grid_desc fluid = {0};
+    double lo[3], hi[3];
+    shell_box(s, lo, hi);
+    if (grid_describe(n, h, s->sim.dimensions, s->domain.min, s->domain.max, MZ_GRID_AUTO,
+                      &fluid) != 0)
+        return 0;
+    size_t cells = grid_cells_in(nb, h, s->sim.dimensions, lo, hi,
+                                 fluid.hashed ? MZ_GRID_HASHED : MZ_GRID_DENSE);
+    /* position, mass, id; moving: velocities and accelerations, sorted too */
+    size_t elems[] = {16, 4, 4, 16, 16};
+    bool moving = scene_moving_count(s) > 0;
+    size_t bytes = 16 + nb * (16 + 4 + 4);
+    if (moving) /* the rest state, velocities, accelerations, the laws */
+        bytes += nb * (16 + 4 + 16 + 16) + s->n_colliders * sizeof(mover_arg);
+    /* A static set's sort needs its buffers until it has run (grid_settle) */
+    *peak = bytes + grid_device_bytes(nb, cells, elems, moving ? 5 : 3, false, false, 0);
+    return bytes + grid_device_bytes(nb, cells, elems, moving ? 5 : 3, false, !moving, 0);
+}
+
 size_t boundary_bytes(const mz_scene *s)
 {
-    if (!scene_boundary_particles(s))
-        return 0;
-    size_t per = 16 + 4 + 4 + 16 + 16 + 4 + 4 + 4;
-    if (scene_moving_count(s) > 0)
-        per += 16 + 4 + 2 * (16 + 16);
-    return scene_boundary_count(s) * per;
+    size_t peak;
+    return boundary_device_bytes(s, 0, scene_support_radius(s), &peak);
 }
 
 void boundary_release(boundary_set *b)

@@ -50,7 +50,11 @@ int boundary_track(boundary_set *b, mz_sim *sim);
  * move. 0, or -1 after reporting. */
 int boundary_move(boundary_set *b, mz_sim *sim, double t);
 boundary_args boundary_of(const boundary_set *b, mz_grid_desc fluid);
-/* Device memory of the boundary particles of the scene, in bytes. */
+/* Device memory boundary_init leaves held for the scene, in bytes, beside a fluid grid of n
+ * particles and cells h (whose kind, dense or hashed, the wall grid takes); *peak: the most it
+ * holds while it sorts them. */
+size_t boundary_device_bytes(const mz_scene *s, size_t n, double h, size_t *peak);
+/* The same for cells of the support radius, the kind of the wall grid as for a small fluid. */
 size_t boundary_bytes(const mz_scene *s);
 void boundary_release(boundary_set *b);
 

@@ -223,6 +223,15 @@ static int sph_init(mz_sim *sim)
         return -1;
 
     size_t n = sim->cap; /* room: more than the particles on a rank of a distributed run */
+    /* The walls first: their grid's sort needs memory only until it has run (grid_settle), so
+     * it is spent before the fluid's buffers are made and the run's peak is what it holds. */
+    mz_grid_mode mode = sim->plan ? MZ_GRID_SLABS : MZ_GRID_AUTO;
+    mz_grid_desc fluid_desc;
+    if (grid_describe(n, st->P.h, s->sim.dimensions, s->domain.min, s->domain.max, mode,
+                      &fluid_desc) != 0 ||
+        boundary_init(&st->bound, sim, st->P.mass, st->P.h,
+                      fluid_desc.hashed ? MZ_GRID_HASHED : MZ_GRID_DENSE) != 0)
+        return -1;
     st->vel_out = sph_buffer(sim, 16 * n, "clCreateBuffer(new velocity)");
     st->rho = sph_buffer(sim, 4 * n, "clCreateBuffer(density)");
     st->p = sph_buffer(sim, 4 * n, "clCreateBuffer(pressure)");
@@ -249,7 +258,7 @@ static int sph_init(mz_sim *sim)
 
     /* Distributed: the plan found the whole run's grid dense (slabs.h); a rank's is the same. */
     if (grid_create(&st->grid, sim->cl, n, st->P.h, s->sim.dimensions, s->domain.min,
-                    s->domain.max, sim->plan ? MZ_GRID_SLABS : MZ_GRID_AUTO) != 0)
+                    s->domain.max, mode) != 0)
         return -1;
     st->grid_made = true;
     sim->grid = &st->grid;
@@ -259,6 +268,12 @@ static int sph_init(mz_sim *sim)
      * neighbour: those stay with the owner in a distributed run. */
     cl_mem *owned4[] = {&sim->inv_mass, &sim->id, &sim->body}, *moved4[] = {&st->rho_prev,
                                                                              &st->drho_prev};
+    /* In one process, the grid's reorder scratch is the predicted positions and |a|²: a step
+     * writes both before it reads them, and nothing reads them between its end and the next
+     * build (20 bytes a particle). A rank's grid keeps its own for the exchange. */
+    if (!sim->plan && (grid_borrow_scratch(&st->grid, &sim->pred, 16) != 0 ||
+                       grid_borrow_scratch(&st->grid, &st->a2, 4) != 0))
+        return -1;
     if (grid_register(&st->grid, &sim->pos, 16) || grid_register(&st->grid, &sim->vel, 16))
         return -1;
     for (size_t i = 0; i < sizeof owned4 / sizeof *owned4; i++)
@@ -278,9 +293,7 @@ static int sph_init(mz_sim *sim)
                    "clEnqueueFillBuffer(density)"))
             return -1;
     }
-    if (boundary_init(&st->bound, sim, st->P.mass, st->P.h,
-                      st->grid.desc.hashed ? MZ_GRID_HASHED : MZ_GRID_DENSE) != 0 ||
-        sph_loads_init(&st->loads, sim, &st->bound, st->program, "sph_wall_loads") != 0)
+    if (sph_loads_init(&st->loads, sim, &st->bound, st->program, "sph_wall_loads") != 0)
         return -1;
     /* WCSPH in one process: the density pass's lists for the forces pass. */
     st->listed = !st->collapsed && !sim->plan && sph_lists_wanted(sim);
@@ -610,17 +623,38 @@ static size_t sph_state_parts(mz_sim *sim, mz_state_part *parts, size_t max)
     return sim_state_existing(all, sizeof all / sizeof *all, parts, max);
 }
 
-/* New velocity; density, pressure, |a|² and (collapsed SPH) last density, its rate and the new
- * rate; the grid's keys, values and their copies; its reorder copies of the moved arrays
- * (position, velocity, inverse mass, id, body, last density and rate). With particle walls, the
- * wall and collider particles: position, mass, their grid's keys, values, copies and reorder
- * copies. Both grids' cell tables are of support-radius cells. */
+/* The most sph_init and the steps hold (tests/solvers/test_memory.c holds it to within 2% of
+ * what a run holds): new velocity, density, pressure, |a|², the gradient correction (or its
+ * stand-in); collapsed SPH's last density and the rates; continuity's new density; the grid
+ * (its reorder scratch borrowed in one process, a rank's own per moved buffer); the walls; the
+ * forces on solids; the step size's per-group maxima (a GPU's 512). Not the neighbour lists,
+ * which a run keeps only where there is room beyond this. */
 static size_t sph_device_bytes(const mz_scene *s, size_t n)
 {
-    size_t bytes = n * (16 + 4 * 6 + 16 + (16 + 16 + 4 * 5) +
-                        (sph_params_for(s).kgc ? kgc_bytes(s) : 0));
-    return bytes + boundary_bytes(s) + sph_loads_bytes(s, n) +
-           sim_grid_bytes(s, n, scene_support_radius(s));
+    sph_params P = sph_params_for(s);
+    bool collapsed = scene_solver(s) == MZ_SOLVER_COLLAPSED_SPH, slabs = dist_active();
+    size_t per = 16 + 4 + 4 + 4 + (P.kgc ? kgc_bytes(s) : 0), fixed = P.kgc ? 0 : kgc_bytes(s);
+    /* position, velocity, inverse mass, id, body, then what the solver moves with them */
+    size_t elems[8] = {16, 16, 4, 4, 4};
+    int n_reg = 5;
+    if (collapsed) {
+        per += 3 * 4;
+        elems[n_reg++] = 4;
+        elems[n_reg++] = 4;
+    }
+    if (P.continuity) {
+        per += 4;
+        elems[n_reg++] = 4;
+    }
+    size_t cells = grid_cells_in(n, P.h, s->sim.dimensions, s->domain.min, s->domain.max,
+                                 slabs ? MZ_GRID_DENSE : MZ_GRID_AUTO);
+    size_t grid = grid_device_bytes(n, cells, elems, n_reg, slabs, false,
+                                    slabs ? 0 : MZ_GRID_LENT4 | MZ_GRID_LENT16);
+    size_t walls_sorting, walls = boundary_device_bytes(s, n, P.h, &walls_sorting);
+    size_t held = n * per + fixed + grid + walls + sph_loads_bytes(s, n) + 8 * 512;
+    /* The walls are sorted before anything else of the solver's is made (sph_init): with many
+     * more wall particles than fluid ones, that is when it holds most. */
+    return held > walls_sorting ? held : walls_sorting;
 }
 
 static void sph_slab_geometry(const mz_scene *s, double *h, int *halo)

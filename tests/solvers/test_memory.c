@@ -1,0 +1,101 @@
+/* The fit check's estimate (sim_device_bytes, what `mizu check` prints and a run is refused by)
+ * against the device memory a run holds (mz_cl_memory's count of every buffer made): at most
+ * 2% apart, over the start and a frame's steps, for WCSPH's kinds of scene. Not held to it yet:
+ * moving colliders and forces on solids (the estimate is an upper bound there), probes and
+ * gauges (their sample rows are not in it), the other solvers. */
+#include "test_util.h"
+#include "test_world.h"
+
+#include "solvers/sph/neighbour_list.h"
+
+#include <stdlib.h>
+#include <time.h>
+
+/* OpenCL may destroy released buffers a little later (PoCL calls the destructor callbacks from
+ * its own thread): wait, up to 10 s, for the count to come back to `level`. */
+static void wait_released(size_t level)
+{
+    for (int i = 0; i < 1000 && mz_cl_memory().live > level; i++)
+        nanosleep(&(struct timespec){0, 10000000}, NULL);
+    assert_int_equal(mz_cl_memory().live, level);
+}
+
+/* The most the run held (the test holds no buffers of its own), and the estimate for it (with what
+ * `mizu check` adds for neighbour lists when the run keeps them: MIZU_SPH_LISTS=1). */
+static void held_and_estimate(const char *path, const char *const *sets, size_t n_sets,
+                              bool lists, size_t *held, size_t *estimate, size_t *n)
+{
+    setenv("MIZU_SPH_LISTS", lists ? "1" : "0", 1);
+    wait_released(0);
+    mz_cl_memory_reset_peak();
+    world w;
+    world_open_file(&w, path, sets, n_sets);
+    assert_int_equal(sim_advance_frame(&w.sim, 1.0 / w.scene.sim.fps), 0);
+    clFinish(cl.queue);
+    *held = mz_cl_memory().peak;
+    *n = w.parts.n;
+    *estimate = sim_device_bytes(&w.scene, *n) + (lists ? *n * sph_lists_bytes(&w.scene) : 0);
+    world_close(&w);
+    wait_released(0);
+    unsetenv("MIZU_SPH_LISTS");
+}
+
+static void check_within(const char *what, size_t held, size_t estimate, size_t n)
+{
+    double off = ((double)estimate - (double)held) / (double)held;
+    print_message("%-44s %7zu particles: held %9zu bytes (%.1f a particle), estimate %9zu "
+                  "(%+.2f%%)\n", what, n, held, (double)held / (double)n, estimate, 100 * off);
+    if (fabs(off) > 0.02)
+        fail_msg("%s: the estimate %zu bytes is %+.2f%% off the %zu bytes the run held", what,
+                 estimate, 100 * off, held);
+}
+
+/* Short frames (a few steps) keep it quick; the memory does not depend on them. */
+static void test_wcsph_kinds(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *path, *set; /* set: after the penalty walls' */
+        bool penalty;
+    } cases[] = {
+        /* wall particles: the most is held while the walls are sorted */
+        {"scenes/dam_break_3d.json", NULL, false},
+        {"scenes/dam_break_2d.json", NULL, false},
+        /* penalty walls: the fluid's buffers alone */
+        {"scenes/dam_break_3d.json", NULL, true},
+        {"scenes/dam_break_3d.json", "fluids[0].density_method=continuity", true},
+        {"scenes/dam_break_3d.json", "fluids[0].solver=collapsed_sph", true},
+        {"scenes/dam_break_3d.json", "fluids[0].gradient_correction=true", true},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        const char *sets[] = {"simulation.fps=2000", "domain.boundary.type=penalty",
+                              cases[i].set};
+        size_t held, estimate, n;
+        held_and_estimate(cases[i].path, sets, cases[i].penalty ? (cases[i].set ? 3 : 2) : 1,
+                          false, &held, &estimate, &n);
+        char what[160];
+        snprintf(what, sizeof what, "%s%s%s", cases[i].path + 7,
+                 cases[i].penalty ? ", penalty walls " : "", cases[i].set ? cases[i].set : "");
+        check_within(what, held, estimate, n);
+    }
+}
+
+/* With neighbour lists, what `mizu check` adds for them (penalty walls: with wall particles a
+ * small scene holds most while it sorts them, before the lists are made). */
+static void test_wcsph_lists(void **state)
+{
+    (void)state;
+    const char *sets[] = {"simulation.fps=2000", "domain.boundary.type=penalty"};
+    size_t held, estimate, n;
+    held_and_estimate("scenes/dam_break_3d.json", sets, 2, true, &held, &estimate, &n);
+    check_within("dam_break_3d.json penalty walls, neighbour lists", held, estimate, n);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_wcsph_kinds),
+        cmocka_unit_test(test_wcsph_lists),
+    };
+    return cmocka_run_group_tests_name("memory", tests, open_device, close_device);
+}
