@@ -16,6 +16,15 @@
 #include <unistd.h>
 
 /* A fresh directory under $TMPDIR for this test program; removed by the OS's tmp cleaning. */
+/* Run only the tests whose names match the environment variable `var` (a cmocka pattern, e.g.
+ * SPH_TEST='*dfsph*'), when it is set. */
+static inline void test_filter_from_env(const char *var)
+{
+    const char *f = getenv(var);
+    if (f && *f)
+        cmocka_set_test_filter(f);
+}
+
 static inline const char *test_dir(void)
 {
     static char dir[256];

@@ -1798,14 +1798,6 @@ static void test_scene_rules(void **state)
     diag_free(&d);
 }
 
-static int filter_tests(void)
-{
-    const char *f = getenv("FLIP_TEST");
-    if (f && *f)
-        cmocka_set_test_filter(f);
-    return 0;
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1825,6 +1817,6 @@ int main(void)
         cmocka_unit_test(test_apic_affine),
         cmocka_unit_test(test_apic_angular_momentum),
     };
-    filter_tests();
+    test_filter_from_env("FLIP_TEST");
     return cmocka_run_group_tests_name("flip", tests, open_device, close_device);
 }

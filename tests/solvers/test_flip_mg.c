@@ -490,14 +490,6 @@ static void test_determinism(void **state)
     world_close(&b);
 }
 
-static int filter_tests(void)
-{
-    const char *f = getenv("FLIP_TEST");
-    if (f && *f)
-        cmocka_set_test_filter(f);
-    return 0;
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -506,6 +498,6 @@ int main(void)
         cmocka_unit_test(test_iterations_bounded),
         cmocka_unit_test(test_determinism),
     };
-    filter_tests();
+    test_filter_from_env("FLIP_TEST");
     return cmocka_run_group_tests_name("flip_mg", tests, open_device, close_device);
 }

@@ -482,9 +482,7 @@ static void test_buoyancy_pbf_particles(void **state)
 
 int main(void)
 {
-    const char *filter = getenv("LOADS_TEST"); /* e.g. LOADS_TEST='*pbf*' */
-    if (filter && *filter)
-        cmocka_set_test_filter(filter);
+    test_filter_from_env("LOADS_TEST"); /* e.g. LOADS_TEST='*pbf*' */
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_momentum_no_slip),
         cmocka_unit_test(test_momentum_free_slip),

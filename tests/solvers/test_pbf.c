@@ -723,9 +723,7 @@ static void test_deterministic_particle_walls(void **state)
 
 int main(void)
 {
-    const char *filter = getenv("PBF_TEST"); /* e.g. PBF_TEST='*particle*' */
-    if (filter && *filter)
-        cmocka_set_test_filter(filter);
+    test_filter_from_env("PBF_TEST"); /* e.g. PBF_TEST='*particle*' */
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tank_at_rest), cmocka_unit_test(test_wall_particles_density),
         cmocka_unit_test(test_tank_particle_walls), cmocka_unit_test(test_dam_break),

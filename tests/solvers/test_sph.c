@@ -832,9 +832,7 @@ static void test_dfsph_lists_grow(void **state)
 
 int main(void)
 {
-    const char *filter = getenv("SPH_TEST"); /* e.g. SPH_TEST='*dfsph*' */
-    if (filter && *filter)
-        cmocka_set_test_filter(filter);
+    test_filter_from_env("SPH_TEST"); /* e.g. SPH_TEST='*dfsph*' */
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_density_matches_brute_force),
         cmocka_unit_test(test_forces_match_host),
