@@ -67,14 +67,9 @@ static bool collective_ready(mz_h5_out *o)
     char names[MAX_SERIES][96];
     hid_t *ids[MAX_SERIES];
     int k = series_of(o, names, ids);
-    for (int i = 0; i < k; i++) {
-        hid_t p = H5Dget_create_plist(*ids[i]);
-        H5D_alloc_time_t t = H5D_ALLOC_TIME_ERROR;
-        bool ok = p >= 0 && H5Pget_alloc_time(p, &t) >= 0 && t == H5D_ALLOC_TIME_EARLY;
-        h5_close_id(p);
-        if (!ok)
+    for (int i = 0; i < k; i++)
+        if (!h5_allocated_early(*ids[i]))
             return false;
-    }
     return true;
 }
 

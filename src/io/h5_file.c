@@ -63,6 +63,15 @@ void h5_fail(const char *path, const char *fmt, ...)
 /* ---- small HDF5 helpers ---- */
 
 /* Close an id this module created (never a predefined type). */
+bool h5_allocated_early(hid_t d)
+{
+    hid_t p = d < 0 ? -1 : H5Dget_create_plist(d);
+    H5D_alloc_time_t t = H5D_ALLOC_TIME_ERROR;
+    bool ok = p >= 0 && H5Pget_alloc_time(p, &t) >= 0 && t == H5D_ALLOC_TIME_EARLY;
+    h5_close_id(p);
+    return ok;
+}
+
 void h5_close_id(hid_t id)
 {
     if (id < 0)

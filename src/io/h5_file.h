@@ -66,6 +66,9 @@ int h5_views_resume(mz_h5_out *o, long frames);
 void h5_fail(const char *path, const char *fmt, ...) MZ_PRINTF(2, 3);
 /* Close an id this module created (never a predefined type); -1 is ignored. */
 void h5_close_id(hid_t id);
+/* Whether dataset d allocates its chunks when it grows (H5D_ALLOC_TIME_EARLY), as a collective
+ * run's series must: parallel HDF5 1.10 writes collectively only into allocated chunks. */
+bool h5_allocated_early(hid_t d);
 /* A creation property list of class cls (group or dataset) that stores no modification times,
  * so that two runs write the same bytes. -1 on failure. */
 hid_t h5_untimed_plist(hid_t cls);

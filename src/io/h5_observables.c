@@ -499,11 +499,7 @@ bool h5_obs_early(const struct h5_obs *obs)
             hid_t d = f == -2 ? se->step : f == -1 ? se->time : se->value[f];
             if (f >= 0 && !(se->fields & (1u << f)))
                 continue;
-            hid_t p = d < 0 ? -1 : H5Dget_create_plist(d);
-            H5D_alloc_time_t t = H5D_ALLOC_TIME_ERROR;
-            bool ok = p >= 0 && H5Pget_alloc_time(p, &t) >= 0 && t == H5D_ALLOC_TIME_EARLY;
-            h5_close_id(p);
-            if (!ok)
+            if (!h5_allocated_early(d))
                 return false;
         }
     }
