@@ -154,21 +154,22 @@ static bool lay_out(mz_slabs *s, const cl_uint *at, const uint64_t *rcount, cons
     for (int k = 0; k < g->n_reg; k++) {
         size_t e = g->reg[k].elem, dst = 0;
         for (int r = 0; r < s->ranks; r++) {
+            if (r == s->rank) { /* its own: the three parts are one range of sorted slots */
+                size_t all = rcount[PARTS * r] + rcount[PARTS * r + 1] + rcount[PARTS * r + 2];
+                if (own_only && grid_gather_at(g, *g->reg[k].buf, e, s->vals, at[4 * r], all,
+                                               g->reg[k].scratch, dst * e) != 0)
+                    return false;
+                dst += all;
+                continue;
+            }
             for (int p = 0; p < PARTS; p++) {
-                size_t n = (size_t)rcount[PARTS * r + p];
-                bool ok = true;
-                if (r == s->rank && own_only && p == 0) {
-                    size_t all = n + rcount[PARTS * r + 1] + rcount[PARTS * r + 2];
-                    ok = grid_gather_at(g, *g->reg[k].buf, e, s->vals, at[4 * r], all,
-                                        g->reg[k].scratch, dst * e) == 0;
-                } else if (r != s->rank && !own_only && n > 0 && part_has(g, p, k)) {
-                    const unsigned char *src = s->recv + roff[PARTS * r + p] +
-                                               field_offset(g, p, k, n);
-                    ok = cl_ok(clEnqueueWriteBuffer(g->cl->queue, g->reg[k].scratch, CL_FALSE,
-                                                    dst * e, n * e, src, 0, NULL, NULL),
-                               "clEnqueueWriteBuffer(exchange)");
-                }
-                if (!ok)
+                size_t n = (size_t)rcount[PARTS * r + p], at_src = roff[PARTS * r + p];
+                if (!own_only && n > 0 && part_has(g, p, k) &&
+                    !cl_ok(clEnqueueWriteBuffer(g->cl->queue, g->reg[k].scratch, CL_FALSE,
+                                                dst * e, n * e,
+                                                s->recv + at_src + field_offset(g, p, k, n), 0,
+                                                NULL, NULL),
+                           "clEnqueueWriteBuffer(exchange)"))
                     return false;
                 dst += n;
             }
