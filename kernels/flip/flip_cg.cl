@@ -25,18 +25,6 @@ inline float2 group_sum(float2 v, local float2 *scratch)
     return scratch[0];
 }
 
-/* r = b − A x: the starting residual. */
-kernel void cg_start(uint n_items, flip_grid g, global const uint *list,
-                     global const uchar *type, global const float2 *rhs,
-                     global const float *diag, global const float2 *x, global float2 *r)
-{
-    uint item = get_global_id(0);
-    if (item >= n_items)
-        return;
-    uint node = list[item];
-    r[node] = residual_at(&g, node_coord(&g, node), node, type, rhs, diag, x);
-}
-
 /* q = A d, and the groups' partial sums of d·q. */
 kernel void cg_apply(uint n_items, flip_grid g, global const uint *list,
                      global const uchar *type, global const float *diag,

@@ -11,10 +11,10 @@
 int flip_cg_init(mz_sim *sim, flip_state *st)
 {
     flip_mg *mg = st->mg;
-    static const char *const names[] = {"cg_start",  "cg_apply",  "cg_dot",      "cg_scalars",
+    static const char *const names[] = {"cg_apply",  "cg_dot",       "cg_scalars",
                                         "cg_update", "cg_direction", NULL};
-    cl_kernel *const kernels[] = {&mg->k_start,   &mg->k_apply,  &mg->k_dot,
-                                  &mg->k_scalars, &mg->k_update, &mg->k_direction};
+    cl_kernel *const kernels[] = {&mg->k_apply, &mg->k_dot, &mg->k_scalars, &mg->k_update,
+                                  &mg->k_direction};
     mg->cg_program = sim_build_kernels(sim, "flip/flip_cg.cl", names, kernels);
     size_t n = st->nodes;
     return mg->cg_program && (mg->r = flip_buffer(sim, 8 * n, "clCreateBuffer(CG residual)")) &&
@@ -95,9 +95,10 @@ int flip_mgpcg(mz_sim *sim, flip_state *st, double goal, int max_it, float *r, l
     if (!items)
         return 0;
     if (!flip_mg_levels(sim, st) ||
-        !KARGS(mg->k_start, "cg_start", A(items), A(st->g), A(st->fluid_list), A(st->type),
-               A(st->rhs), A(st->diag), A(st->pressure), A(mg->r)) ||
-        !sim_launch(sim, mg->k_start, items, STAGE_PROJECTION, "cg_start") ||
+        /* r = b − A x: the V-cycle's fine residual kernel, on the system itself */
+        !KARGS(mg->k_residual0, "mg_residual0", A(items), A(st->g), A(st->fluid_list),
+               A(st->type), A(st->rhs), A(st->diag), A(st->pressure), A(mg->r)) ||
+        !sim_launch(sim, mg->k_residual0, items, STAGE_PROJECTION, "mg_residual0") ||
         !precondition(sim, st, items, 1))
         return -1;
     /* Past what float can resolve (the tolerance below the round-off of A x, e.g. a closed

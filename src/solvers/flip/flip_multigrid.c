@@ -196,7 +196,7 @@ void flip_mg_release(flip_mg *mg)
         return;
     cl_kernel ks[] = {mg->k_coarsen,  mg->k_smooth,    mg->k_coarsest, mg->k_residual,
                       mg->k_residual0, mg->k_restrict, mg->k_prolong,  mg->k_zero,
-                      mg->k_start,    mg->k_apply,     mg->k_dot,      mg->k_scalars,
+                      mg->k_apply,     mg->k_dot,      mg->k_scalars,
                       mg->k_update,   mg->k_direction};
     mz_cl_release_kernels(ks, sizeof ks / sizeof *ks);
     for (int l = 1; l < mg->levels; l++) {

@@ -41,7 +41,7 @@ typedef struct flip_mg {
     /* CG: residual, preconditioned residual, direction, A·direction (float2 per node); the
      * groups' partial sums; r·z, alpha, beta (float2 each) */
     cl_mem r, z0, d, q, part, scal;
-    cl_kernel k_start, k_apply, k_dot, k_scalars, k_update, k_direction;
+    cl_kernel k_apply, k_dot, k_scalars, k_update, k_direction;
 } flip_mg;
 
 /* The levels, their kernels and buffers (st->mg); 0, or -1 after reporting. */
