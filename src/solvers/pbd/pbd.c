@@ -411,4 +411,5 @@ const mz_solver mz_solver_pbd = {
     .release = pbd_release,
     .state = pbd_state_parts,
     .slab_geometry = pbd_slab_geometry,
+    .id_order = true,
 };
