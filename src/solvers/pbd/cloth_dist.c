@@ -97,10 +97,10 @@ bool cloth_dist_check(mz_sim *sim, pbd_state *st)
     if (missing == 0)
         return true;
     /* only this rank knows: the others would wait for it at the next share */
-    mz_error("rank %d: a constraint reaches particle %u, which is not in this rank's window "
-             "(%d layers of %g m beyond its slab): a cloth or soft body stretched past twice "
-             "its rest lengths. Run the scene without mpirun",
-             dist_rank(), missing - 1, st->dist.slabs.halo, st->grid.desc.h);
+    mz_error("a constraint reaches particle %u, which is not in this rank's window (a halo of "
+             "%d layers of %g m beyond its slab): a cloth or soft body stretched past twice its "
+             "rest lengths. Run the scene without mpirun",
+             missing - 1, st->dist.slabs.halo, st->grid.desc.h);
     dist_abort(MZ_EXIT_RUNTIME);
     return false;
 }
