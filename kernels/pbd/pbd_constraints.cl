@@ -20,7 +20,27 @@
 #include "common/colliders.clh"
 #include "common/loads.clh"
 
-/* params: rest length, compliance α (m/N), PBD stiffness k, unused. inv_dt2 = 1/dt². */
+/* One XPBD step of a distance constraint between a (at xa, inverse mass wa, degree na) and b:
+ * the correction along the constraint (∇_a C = d/|d|; particle a moves w_a·corr, b moves
+ * −w_b·corr), *l (its λ) stepped. distance_solve and a distributed rank's distance_gather both
+ * take it from here, so that they give the same bits. params: rest length, compliance α (m/N),
+ * PBD stiffness k, unused. inv_dt2 = 1/dt². */
+inline float4 mz_distance_step(float4 xa, float4 xb, float wa, float wb, uint na, uint nb,
+                               float4 prm, float inv_dt2, float omega, float *l)
+{
+    float4 d = mz_vec(xa - xb);
+    float len = mz_len(d);
+    wa = wa * fmax(1.0f, (float)na / omega);
+    wb = wb * fmax(1.0f, (float)nb / omega);
+    float alpha = prm.y * inv_dt2;
+    float denom = wa + wb + alpha;
+    if (!(len > 0.0f) || !(denom > 0.0f))
+        return (float4)(0.0f);
+    float dl = prm.z * (-(len - prm.x) - alpha * *l) / denom;
+    *l = *l + dl;
+    return d * (dl / len);
+}
+
 kernel void distance_solve(uint nc, float inv_dt2, float omega, global const uint2 *ends,
                            global const float4 *params, global const float4 *xp,
                            global const float *inv_mass, global const uint *degree,
@@ -30,21 +50,10 @@ kernel void distance_solve(uint nc, float inv_dt2, float omega, global const uin
     if (c >= nc)
         return;
     uint2 e = ends[c];
-    float4 prm = params[c];
-    float4 d = mz_vec(xp[e.x] - xp[e.y]);
-    float len = mz_len(d);
-    float wa = inv_mass[e.x] * fmax(1.0f, (float)degree[e.x] / omega);
-    float wb = inv_mass[e.y] * fmax(1.0f, (float)degree[e.y] / omega);
-    float alpha = prm.y * inv_dt2;
-    float denom = wa + wb + alpha;
-    if (!(len > 0.0f) || !(denom > 0.0f)) {
-        corr[c] = (float4)(0.0f);
-        return;
-    }
     float l = lambda[c];
-    float dl = prm.z * (-(len - prm.x) - alpha * l) / denom;
-    lambda[c] = l + dl;
-    corr[c] = d * (dl / len); /* ∇_a C = d/|d|; particle a moves w_a·corr, b moves −w_b·corr */
+    corr[c] = mz_distance_step(xp[e.x], xp[e.y], inv_mass[e.x], inv_mass[e.y], degree[e.x],
+                               degree[e.y], params[c], inv_dt2, omega, &l);
+    lambda[c] = l;
 }
 
 /* adj[adj_start[i] .. adj_start[i+1]): 2·constraint + (i is its second end). */
@@ -66,6 +75,56 @@ kernel void distance_apply(uint n, global const uint *adj_start, global const ui
         s = (a & 1u) ? s - q : s + q;
     }
     xp[i] = xp[i] + w * s;
+}
+
+/* A distributed rank (src/solvers/pbd/cloth_dist.c): distance_solve and distance_apply at once
+ * for the owned particles [get_global_offset(0), n), by a gather over each one's constraints in
+ * adjacency order (tables by particle id). The partner's slot in the window comes from slot_of
+ * (by id; stale entries fail the id check and are reported through missing, the id + 1). Each
+ * end keeps its own λ per adjacency entry (first: 0): both ends step it from the same bits. The
+ * positions go to out: the pass reads its partners' xp. */
+kernel void distance_gather(uint n, uint window, float inv_dt2, float omega, int first,
+                            global const uint *id, global const uint *slot_of,
+                            global const uint2 *ends, global const float4 *params,
+                            global const uint *adj_start, global const uint *adj,
+                            global const uint *adj_other, global const uint *degree,
+                            global const float4 *xp, global const float *inv_mass,
+                            global float *lambda, global float4 *out, global uint *missing)
+{
+    uint i = get_global_id(0);
+    if (i >= n)
+        return;
+    float4 xi = xp[i];
+    float w = inv_mass[i];
+    out[i] = xi;
+    if (w == 0.0f)
+        return;
+    uint me = id[i], end = adj_start[me + 1];
+    float4 s = (float4)(0.0f);
+    for (uint k = adj_start[me]; k < end; k++) {
+        uint a = adj[k], other = adj_other[k], j = slot_of[other];
+        if (j >= window || id[j] != other) {
+            *missing = other + 1u;
+            return;
+        }
+        bool second = (a & 1u) != 0u;
+        uint sa = second ? j : i, sb = second ? i : j;
+        uint2 e = ends[a >> 1];
+        float l = first ? 0.0f : lambda[k];
+        float4 q = mz_distance_step(xp[sa], xp[sb], inv_mass[sa], inv_mass[sb], degree[e.x],
+                                    degree[e.y], params[a >> 1], inv_dt2, omega, &l);
+        lambda[k] = l;
+        s = second ? s - q : s + q;
+    }
+    out[i] = xi + w * s;
+}
+
+/* slot_of[id[i]] = i over the window after its build (cloth_dist.c). */
+kernel void slot_map(uint n, global const uint *id, global uint *slot_of)
+{
+    uint i = get_global_id(0);
+    if (i < n)
+        slot_of[id[i]] = i;
 }
 
 kernel void sort_positions(uint n, global const uint *slot, global const float4 *xp,
@@ -114,14 +173,16 @@ inline bool mz_joined(uint j, const uint *cache, uint n_cached, uint start, uint
 
 /* Contacts: every particle j closer than r_i + r_j is pushed apart along the line between
  * them, shared by inverse mass, unless the two do not collide (body flags) or a constraint
- * joins them. Corrections are averaged over the contacts and relaxed by ω. Reads neighbours
- * from the snapshot, so writing xp in place is safe. */
+ * joins them (the adjacency is by particle id: id[i] is i in one process, not on a rank of a
+ * distributed run). Corrections are averaged over the contacts and relaxed by ω. Reads
+ * neighbours from the snapshot, so writing xp in place is safe. */
 kernel void collide(uint n, mz_grid_desc g, global const uint *cell_start,
                     global const uint *cell_end, global const float4 *sorted,
                     global const uint *slot, global const float4 *x,
                     global const float *inv_mass, global const uint *body,
                     global const mz_body_info *bodies, global const uint *adj_start,
-                    global const uint *adj_other, float omega, global float4 *xp)
+                    global const uint *adj_other, float omega, global float4 *xp,
+                    global const uint *id)
 {
     uint i = get_global_id(0);
     if (i >= n)
@@ -134,7 +195,7 @@ kernel void collide(uint n, mz_grid_desc g, global const uint *cell_start,
     float4 xi = xp[i], di = xi - x[i];
     float4 sum = (float4)(0.0f);
     int count = 0;
-    uint start = adj_start[i], end = adj_start[i + 1];
+    uint start = adj_start[id[i]], end = adj_start[id[i] + 1];
     uint cache[MZ_JOINED_CACHE], n_cached = min(end - start, (uint)MZ_JOINED_CACHE);
     for (uint k = 0; k < n_cached; k++)
         cache[k] = adj_other[start + k];
@@ -150,7 +211,7 @@ kernel void collide(uint n, mz_grid_desc g, global const uint *cell_start,
             (info.flags & other.flags & MZ_BODY_FLUID))
             continue;
         float wj = inv_mass[j];
-        if (mz_joined(j, cache, n_cached, start, end, adj_other))
+        if (mz_joined(id[j], cache, n_cached, start, end, adj_other))
             continue;
         float dist = sqrt(r2), pen = reach - dist, share = wi / (wi + wj);
         float4 nrm = mz_vec(xi - xj) / dist;

@@ -98,7 +98,7 @@ static void put(mz_particles *p, size_t i, size_t id, const double x[3], const d
     p->body[i] = body;
 }
 
-static void build_bodies(const mz_scene *s, mz_particles *p, size_t first);
+static void build_bodies(const mz_scene *s, mz_particles *p, size_t first, size_t id);
 
 static void alloc_particles(mz_particles *p, size_t n)
 {
@@ -119,15 +119,30 @@ static size_t fluid_count(const mz_scene *s, const mz_fluid *f, size_t d[3])
     return d[0] * d[1] * d[2];
 }
 
+/* The body index (or, with phase, the MZ_PHASE_*) of ids [first, first + count): the fluids'
+ * ids, then each body's, in the builder's order. */
+static void of_ids(const mz_scene *s, size_t first, size_t count, uint32_t *out, bool phase)
+{
+    size_t end = 0, d[3], i = 0, nb = s->n_fluids + bodies_count(s);
+    for (size_t b = 0; b < nb && i < count; b++) {
+        bool fluid = b < s->n_fluids;
+        end += fluid ? fluid_count(s, &s->fluids[b], d) : bodies_get(s, b - s->n_fluids)->geom->n;
+        uint32_t v = !phase ? (uint32_t)b
+                     : fluid ? MZ_PHASE_FLUID
+                             : (uint32_t)bodies_get(s, b - s->n_fluids)->geom->phase;
+        for (; i < count && first + i < end; i++)
+            out[i] = v;
+    }
+}
+
 void build_body_of_ids(const mz_scene *s, size_t first, size_t count, uint32_t *body)
 {
-    assert(bodies_count(s) == 0);
-    size_t end = 0, d[3], i = 0;
-    for (size_t b = 0; b < s->n_fluids && i < count; b++) {
-        end += fluid_count(s, &s->fluids[b], d); /* this fluid's ids end here */
-        for (; i < count && first + i < end; i++)
-            body[i] = (uint32_t)b;
-    }
+    of_ids(s, first, count, body, false);
+}
+
+void build_phase_of_ids(const mz_scene *s, size_t first, size_t count, uint32_t *phase)
+{
+    of_ids(s, first, count, phase, true);
 }
 
 /* The fluids' particles, ids from 0, those keep takes (all without keep) from slot 0 on, the
@@ -173,31 +188,65 @@ static size_t build_fluids(const mz_scene *s, mz_particles *p, size_t *room, bui
     return i;
 }
 
+/* The fluids' particles: the ids before the first body's. */
+static size_t fluid_ids(const mz_scene *s)
+{
+    size_t n = 0, d[3];
+    for (size_t b = 0; b < s->n_fluids; b++)
+        n += fluid_count(s, &s->fluids[b], d);
+    return n;
+}
+
+/* Particle `from` into slot `to` (to <= from). */
+static void move_particle(mz_particles *p, size_t to, size_t from)
+{
+    if (to == from)
+        return;
+    memcpy(&p->pos[4 * to], &p->pos[4 * from], 4 * sizeof *p->pos);
+    memcpy(&p->vel[4 * to], &p->vel[4 * from], 4 * sizeof *p->vel);
+    p->inv_mass[to] = p->inv_mass[from];
+    p->id[to] = p->id[from];
+    p->body[to] = p->body[from];
+    p->phase[to] = p->phase[from];
+}
+
 void build_particles(const mz_scene *s, mz_particles *p)
 {
     size_t n = scene_particle_count(s);
     memset(p, 0, sizeof *p);
     alloc_particles(p, n ? n : 1);
     p->n = p->n_total = n;
-    build_bodies(s, p, build_fluids(s, p, &n, NULL, NULL));
+    size_t fluid = build_fluids(s, p, &n, NULL, NULL);
+    build_bodies(s, p, fluid, fluid);
 }
 
 void build_particles_where(const mz_scene *s, mz_particles *p, build_keep_fn keep, void *ctx)
 {
-    assert(bodies_count(s) == 0); /* their constraints name particle slots as ids */
     memset(p, 0, sizeof *p);
-    size_t room = 0;
-    p->n = build_fluids(s, p, &room, keep, ctx);
-    p->n_total = scene_particle_count(s);
-    build_bodies(s, p, p->n); /* no bodies: the empty constraint and triangle arrays */
+    size_t room = 0, fluid = build_fluids(s, p, &room, keep, ctx);
+    size_t total = scene_particle_count(s), bodies = total - fluid_ids(s);
+    if (bodies > 0 && room < fluid + bodies) /* every body particle first, then those kept */
+        alloc_particles(p, fluid + bodies);
+    p->n = fluid;
+    p->n_total = total;
+    build_bodies(s, p, fluid, fluid_ids(s)); /* the constraints and triangles whole, by id */
+    size_t kept = fluid;
+    for (size_t i = fluid; i < fluid + bodies; i++) {
+        const float *x = &p->pos[4 * i];
+        float xf[3] = {x[0], x[1], x[2]};
+        if (keep && !keep(ctx, xf))
+            continue;
+        move_particle(p, kept++, i);
+    }
+    p->n = kept;
 }
 
-/* The cloths and meshes after the fluids: particles from `first` on, their constraints and
- * triangles (in particle ids). */
-static void build_bodies(const mz_scene *s, mz_particles *p, size_t first)
+/* The cloths and meshes after the fluids: particles from slot `first` on, ids from `id`, their
+ * constraints and triangles (in particle ids). */
+static void build_bodies(const mz_scene *s, mz_particles *p, size_t first, size_t id)
 {
     int dim = s->sim.dimensions;
-    size_t nc = bodies_constraint_count(s), nt = 0, c = 0, t = 0, i = first;
+    size_t nc = bodies_constraint_count(s), nt = 0, c = 0, t = 0, at = first, i = id;
     for (size_t k = 0; k < bodies_count(s); k++) {
         const mz_body *b = bodies_get(s, k);
         nt += b->geom->n_tris;
@@ -225,9 +274,9 @@ static void build_bodies(const mz_scene *s, mz_particles *p, size_t first)
             v[0] = b->velocity[0] + om[1] * r[2] - om[2] * r[1];
             v[1] = b->velocity[1] + om[2] * r[0] - om[0] * r[2];
             v[2] = b->velocity[2] + om[0] * r[1] - om[1] * r[0];
-            put(p, i + j, i + j, g->x[j], g->phase == MZ_PHASE_RIGID ? v : b->velocity,
+            put(p, at + j, i + j, g->x[j], g->phase == MZ_PHASE_RIGID ? v : b->velocity,
                 (float)(0.5 * g->thickness), g->pinned[j] ? 0.0f : w, body, dim);
-            p->phase[i + j] = (uint32_t)g->phase;
+            p->phase[at + j] = (uint32_t)g->phase;
         }
         for (size_t e = 0; e < g->n_stretch + g->n_bend; e++) {
             bool bend = e >= g->n_stretch;
@@ -249,6 +298,7 @@ static void build_bodies(const mz_scene *s, mz_particles *p, size_t first)
             for (int a = 0; a < 3; a++)
                 p->triangles[3 * t + a] = (uint32_t)(i + g->tris[j][a]);
         i += g->n;
+        at += g->n;
     }
 }
 

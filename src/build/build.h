@@ -73,13 +73,15 @@ void build_boundary_at(const mz_scene *s, const float *rest, size_t nb, double t
 void build_particles(const mz_scene *s, mz_particles *p);
 /* Only the particles keep takes, given their positions as the device gets them (x, y, z
  * floats; z = 0 in 2D), in id order, each with its id of the whole scene (a distributed rank's
- * share, dist/slabs.h). keep may count and take none. For scenes of fluids only (no cloths or
- * meshes, whose constraints name particle ids as slots). */
+ * share, dist/slabs.h). keep may count and take none. The constraints and triangles of cloths
+ * and meshes are all there, naming particles by id (the bodies' particles are made whole on
+ * the host first, then those keep takes kept). */
 typedef bool (*build_keep_fn)(void *ctx, const float x[3]);
 void build_particles_where(const mz_scene *s, mz_particles *p, build_keep_fn keep, void *ctx);
-/* The body indices (as mz_particles.body) of ids [first, first + count), without building the
- * particles; scenes of fluids only. */
+/* The body indices (as mz_particles.body) and the phases (MZ_PHASE_*) of ids
+ * [first, first + count), without building the particles. */
 void build_body_of_ids(const mz_scene *s, size_t first, size_t count, uint32_t *body);
+void build_phase_of_ids(const mz_scene *s, size_t first, size_t count, uint32_t *phase);
 /* Host bytes build_particles and the solvers' set-up take for the scene's n particles: the
  * particle and constraint arrays, the positions and pairs of bodies still kept as lattices,
  * and SPH wall and collider particles. */

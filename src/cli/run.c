@@ -235,6 +235,11 @@ static void body_of_ids(const void *scene, size_t first, size_t count, uint32_t 
     build_body_of_ids(scene, first, count, out);
 }
 
+static void phase_of_ids(const void *scene, size_t first, size_t count, uint32_t *out)
+{
+    build_phase_of_ids(scene, first, count, out);
+}
+
 /* The boundary particles at time t, for the output (mz_h5_static's boundary_at; the writer
  * thread calls it with each frame). */
 static void boundary_at(const void *ctx, double t, float *out)
@@ -302,11 +307,12 @@ static int open_output(run_ctx *r)
     mz_h5_static st = {.body = r->parts.body, .phase = r->parts.phase,
                        .triangles = r->parts.triangles, .n_triangles = r->parts.n_triangles,
                        .n_rigids = r->sim.n_rigids, .rigid_body = rigid_body};
-    /* Under mpirun rank 0 holds only its share: the bodies of ids from the scene, a block at a
-     * time (fluids only: phase 0 for all). */
+    /* Under mpirun rank 0 holds only its share: the bodies and phases of ids from the scene,
+     * a block at a time. */
     if (dist_active()) {
         st.body = st.phase = NULL;
         st.body_of = body_of_ids;
+        st.phase_of = phase_of_ids;
         st.body_ctx = s;
     }
     float *boundary = output_boundary(r, &st);

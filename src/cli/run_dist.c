@@ -8,6 +8,32 @@
 
 #include <string.h>
 
+/* What the position-based solver cannot run distributed in the scene, or NULL. */
+static const char *position_based_refusal(const mz_scene *s, mz_solver_kind k)
+{
+    if (s->n_rigids > 0)
+        return "rigid bodies are not distributed yet (their shape matching sums over each "
+               "body's particles, which the slabs split): run this scene without mpirun; cloth "
+               "and soft bodies, PBF fluid, WCSPH and collapsed SPH scenes run under mpirun";
+    if (scene_pose_count(s) > 0)
+        return "moving colliders and a moving domain are not distributed with the "
+               "position-based solver yet: run this scene without mpirun (they run distributed "
+               "with WCSPH and collapsed SPH)";
+    if (k == MZ_SOLVER_PBF && bodies_count(s) > 0)
+        return "PBF fluid with cloth or soft bodies is not distributed yet (the fluid's "
+               "attributes and its contacts with the bodies do not reach across slabs): run "
+               "this scene without mpirun; PBF fluid alone, and cloth and soft bodies alone, run "
+               "under mpirun";
+    if (s->n_probes || s->n_gauges || scene_load_count(s))
+        return "probes, gauges and forces on solids are not distributed with the position-based "
+               "solver yet: run this scene without mpirun, or without its probes[], gauges[] "
+               "and forces";
+    if (k != MZ_SOLVER_PBF && s->n_fluids > 0)
+        return "ballistic fluids are not distributed: run this scene without mpirun; PBF fluid, "
+               "cloth and soft bodies, WCSPH and collapsed SPH scenes run under mpirun";
+    return NULL;
+}
+
 int run_refuse_distributed(const mz_scene *s)
 {
     const char *why = NULL;
@@ -19,20 +45,8 @@ int run_refuse_distributed(const mz_scene *s)
         why = "DFSPH is not distributed yet (its pressure solves would exchange halos every "
               "iteration): run DFSPH scenes without mpirun; WCSPH and collapsed SPH scenes run "
               "under mpirun";
-    else if (k == MZ_SOLVER_PBF && scene_pose_count(s) > 0)
-        why = "moving colliders and a moving domain are not distributed with PBF yet: run this "
-              "scene without mpirun (they run distributed with WCSPH and collapsed SPH)";
-    else if (k == MZ_SOLVER_PBF && bodies_count(s) > 0)
-        why = "cloth, soft and rigid bodies are not distributed yet (their constraints and "
-              "shape matching reach across slabs): run this scene without mpirun; PBF fluid "
-              "alone, WCSPH and collapsed SPH scenes run under mpirun";
-    else if (k == MZ_SOLVER_PBF && (s->n_probes || s->n_gauges || scene_load_count(s)))
-        why = "probes, gauges and forces on solids are not distributed with PBF yet: run this "
-              "scene without mpirun, or without its probes[], gauges[] and forces";
-    else if (!scene_is_sph(s) && k != MZ_SOLVER_PBF)
-        why = "the position-based solvers (cloth, soft and rigid bodies) are not distributed "
-              "yet: run this scene without mpirun; PBF fluid, WCSPH and collapsed SPH scenes "
-              "run under mpirun";
+    else if (!scene_is_sph(s))
+        why = position_based_refusal(s, k);
     if (!why)
         return 0;
     if (dist_rank() == 0)

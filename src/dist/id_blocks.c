@@ -61,6 +61,9 @@ void id_blocks_exchange(size_t n, size_t m, const uint32_t *id, int k, const voi
     dist_alltoallv_records(send, scount, recv, rcount, rec);
     free(send);
     size_t first = id_block_first(n, me), rows = id_block_first(n, me + 1) - first;
+    /* Every id of the block exactly once: no particle lost or doubled by the exchanges. */
+    unsigned char *seen = xcalloc(rows ? rows : 1, 1);
+    size_t doubled = 0;
     for (size_t j = 0; j < got; j++) {
         const unsigned char *p = recv + j * rec;
         uint32_t pid;
@@ -72,11 +75,19 @@ void id_blocks_exchange(size_t n, size_t m, const uint32_t *id, int k, const voi
                      first + rows);
             dist_abort(MZ_EXIT_RUNTIME);
         }
+        doubled += seen[row]++ > 0;
         for (int a = 0; a < k; a++) {
             memcpy((unsigned char *)dst[a] + row * elem[a], p, elem[a]);
             p += elem[a];
         }
     }
+    if (got != rows || doubled) {
+        mz_error("output: %zu particle records for the %zu ids %zu to %zu (%zu of them twice): "
+                 "the ranks lost or doubled particles",
+                 got, rows, first, first + rows, doubled);
+        dist_abort(MZ_EXIT_RUNTIME);
+    }
+    free(seen);
     free(recv);
     free(scount);
     free(rcount);

@@ -12,7 +12,8 @@ size_t id_block_first(size_t n, int r);
 
 /* m particles on this rank: their ids (each below n) and k arrays, src[a] with elem[a] bytes
  * per particle. Every particle goes to the rank whose block holds its id, which puts its bytes
- * at row id − first of dst[a]. Collective; rows no rank sent are left as they were. */
+ * at row id − first of dst[a]. Collective. Every id of a block must come exactly once: a
+ * particle the exchanges lost or doubled stops the run (MPI_Abort) after saying so. */
 void id_blocks_exchange(size_t n, size_t m, const uint32_t *id, int k, const void *const *src,
                         const size_t *elem, void *const *dst);
 

@@ -104,7 +104,10 @@ int slabs_plan(mz_slab_plan *pl, const mz_scene *s, double h, int halo)
         return -1;
     }
     if (halo < 1 || halo > MZ_SLABS_MAX_HALO) {
-        mz_error("slabs: a halo of %d layers (1 to %d)", halo, MZ_SLABS_MAX_HALO);
+        mz_error("a distributed run of this scene needs a halo of %d layers of cells of %g m "
+                 "beyond each slab (its constraints' or neighbours' reach); a rank holds at "
+                 "most %d: run it without mpirun",
+                 halo, pl->desc.h, MZ_SLABS_MAX_HALO);
         return -1;
     }
     pl->layers = pl->desc.dims.s[axis];

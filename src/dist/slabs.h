@@ -22,7 +22,7 @@
 
 #include <stdint.h>
 
-#define MZ_SLABS_MAX_HALO 4
+#define MZ_SLABS_MAX_HALO 8
 
 /* The slabs, planned on the host before any particle is built, so that each rank builds and
  * uploads only its share: the grid the solver will build (dense), each rank's owned layers from

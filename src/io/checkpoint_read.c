@@ -165,6 +165,39 @@ static const char *check_indices(const mz_sim *sim, const char *name, const char
     return NULL;
 }
 
+/* One process of a solver that keeps id order, restoring the state a distributed run wrote
+ * (its ranks' order): every per-particle part permuted into id order (the ids checked already:
+ * a permutation). Identity for a checkpoint one process wrote. */
+static void put_in_id_order(mz_sim *sim, const mz_state_part *parts, size_t np, char **bufs)
+{
+    const uint32_t *ids = NULL;
+    size_t n = sim->n;
+    for (size_t i = 0; i < np; i++)
+        if (!strcmp(parts[i].name, "id"))
+            ids = (const uint32_t *)bufs[i];
+    if (!ids || !sim->solver->id_order)
+        return;
+    uint32_t *order = xmalloc((n ? n : 1) * sizeof *order); /* order[id] = the slot it was in */
+    bool moved = false;
+    for (size_t k = 0; k < n; k++) {
+        uint32_t id;
+        memcpy(&id, (const char *)ids + 4 * k, 4);
+        order[id] = (uint32_t)k;
+        moved |= id != k;
+    }
+    for (size_t i = 0; moved && i < np; i++) {
+        size_t e = parts[i].elem;
+        if (!e)
+            continue;
+        char *to = xmalloc(e * (n ? n : 1));
+        for (size_t id = 0; id < n; id++)
+            memcpy(to + e * id, bufs[i] + e * order[id], e);
+        memcpy(bufs[i], to, e * n);
+        free(to);
+    }
+    free(order);
+}
+
 static void set_counters(mz_sim *sim, const mz_ckpt *ck)
 {
     sim->step = ck->step;
@@ -227,6 +260,8 @@ int checkpoint_restore(const char *path, const mz_ckpt *ck, mz_sim *sim)
         ckpt_damaged(path, "the state does not match its checksum");
         rc = -1;
     }
+    if (rc == 0)
+        put_in_id_order(sim, parts, np, bufs);
     for (size_t i = 0; i < np; i++) {
         size_t want = parts[i].mem ? ckpt_mem_size(*parts[i].mem) : parts[i].bytes;
         if (rc == 0 && parts[i].mem)

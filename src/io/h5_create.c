@@ -191,7 +191,9 @@ static int write_particles(const mz_h5_out *o, const mz_h5_meta *m, const mz_h5_
     return put_column(o, "/particles/all/id", column_ids, NULL) ||
                    (st->body_of ? put_column(o, "/particles/all/body", st->body_of, st->body_ctx)
                                 : put_column(o, "/particles/all/body", column_array, st->body)) ||
-                   put_column(o, "/particles/all/phase", column_array, st->phase)
+                   (st->phase_of
+                        ? put_column(o, "/particles/all/phase", st->phase_of, st->body_ctx)
+                        : put_column(o, "/particles/all/phase", column_array, st->phase))
                ? -1
                : 0;
 }

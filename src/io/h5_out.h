@@ -82,7 +82,9 @@ typedef struct mz_h5_static {
      * block at a time (a distributed run's rank 0 holds no array of all of them). */
     void (*body_of)(const void *ctx, size_t first, size_t count, uint32_t *out);
     const void *body_ctx;
-    const uint32_t *phase;     /* n MZ_PHASE_* values, or NULL: all 0 */
+    const uint32_t *phase;     /* n MZ_PHASE_* values, or NULL: all 0 (or phase_of) */
+    /* Or, without phase: the phases of ids [first, first + count), as body_of (body_ctx). */
+    void (*phase_of)(const void *ctx, size_t first, size_t count, uint32_t *out);
     const uint32_t *triangles; /* 3 particle ids per triangle (cloth surfaces), or NULL */
     size_t n_triangles;        /* 0: no connectivity */
     size_t n_rigids;           /* B rigid bodies with a pose every frame; 0: no /observables */

@@ -600,5 +600,27 @@ static size_t sum_over(const mz_scene *s, bool constraints)
     return n;
 }
 
+double bodies_longest_rest(const mz_scene *s)
+{
+    double most = 0;
+    for (size_t k = 0; k < bodies_count(s); k++) {
+        const mz_body_geom *g = bodies_get(s, k)->geom;
+        if (!g)
+            continue;
+        if (g->inside) { /* a lattice not made yet: its 26-neighbours */
+            most = g->n_stretch ? fmax(most, sqrt(3.0) * g->spacing) : most;
+            continue;
+        }
+        for (size_t e = 0; e < g->n_stretch + g->n_bend; e++) {
+            const uint32_t *pair = e < g->n_stretch ? g->stretch[e] : g->bend[e - g->n_stretch];
+            double r2 = 0;
+            for (int a = 0; a < 3; a++)
+                r2 += (g->x[pair[0]][a] - g->x[pair[1]][a]) * (g->x[pair[0]][a] - g->x[pair[1]][a]);
+            most = fmax(most, sqrt(r2));
+        }
+    }
+    return most;
+}
+
 size_t bodies_particle_count(const mz_scene *s) { return sum_over(s, false); }
 size_t bodies_constraint_count(const mz_scene *s) { return sum_over(s, true); }

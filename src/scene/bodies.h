@@ -44,6 +44,9 @@ void bodies_make(mz_body_geom *g);
 void bodies_prepare(mz_scene *s, mz_diag *d);
 void bodies_free(mz_scene *s);
 
+/* The longest rest length of the scene's distance constraints, from the geometry (a lattice not
+ * made yet: its longest pair's, √3 spacings), 0 without any. */
+double bodies_longest_rest(const mz_scene *s);
 /* Particles and constraints of the scene's bodies (0 before bodies_prepare). */
 size_t bodies_particle_count(const mz_scene *s);
 size_t bodies_constraint_count(const mz_scene *s);

@@ -70,6 +70,10 @@ typedef struct mz_solver {
     void (*slab_geometry)(const mz_scene *scene, double *h, int *halo);
     /* Lines of its own for the run's summary (indented two spaces), or NULL. */
     void (*report)(const mz_sim *sim, FILE *out);
+    /* One process keeps every per-particle buffer in id order (constraints name particles by
+     * id as slots): a checkpoint a distributed run wrote, in the ranks' order, is put back in
+     * id order when one process restores it. */
+    bool id_order;
 } mz_solver;
 
 /* The domain walls as kernels take them (layout of mz_walls in kernels/common/walls.clh). */

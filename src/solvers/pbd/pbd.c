@@ -12,7 +12,11 @@
  * Every sweep is a per-constraint pass followed by a per-particle gather (Jacobi; see
  * kernels/pbd/pbd_constraints.cl), so runs are deterministic. λ is reset every substep. Particle
  * buffers stay in id order (constraints name particles by id); contacts read a snapshot of the
- * predicted positions sorted by cell. The stage enum and names are the --profile rows. */
+ * predicted positions sorted by cell. Under mpirun (pbf_dist.c, cloth_dist.c) a rank keeps its
+ * window in the grid's order instead, exchanges it after predict, shares x* with the other ranks
+ * after every pass that moves it, and gathers each owned particle's constraints itself. The
+ * stage enum and names are the --profile rows. */
+#include "dist/dist.h"
 #include "scene/bodies.h"
 #include "solvers/colliders.h"
 #include "solvers/pbd/pbd.h"
@@ -35,12 +39,13 @@ typedef struct body_info {
 enum { BODY_COLLIDES = 1, BODY_SELF = 2, BODY_FLUID = 4, BODY_RIGID = 8 };
 
 
-/* Per particle, its incident constraints as 2·c + (second end): a CSR adjacency; *other holds
- * the particle at the constraint's other end, entry for entry. */
+/* Per particle id, its incident constraints as 2·c + (second end): a CSR adjacency; *other
+ * holds the particle at the constraint's other end, entry for entry. By id over the whole run
+ * (a distributed rank holds a share of the particles, and every table). */
 static void adjacency(const mz_particles *p, cl_uint **start, cl_uint **adj, cl_uint **degree,
                       cl_uint **other)
 {
-    size_t n = p->n, nc = p->n_constraints;
+    size_t n = p->n_total, nc = p->n_constraints;
     *start = xcalloc(n + 1, sizeof **start);
     *degree = xcalloc(n ? n : 1, sizeof **degree);
     *adj = xcalloc(2 * nc + 1, sizeof **adj);
@@ -101,7 +106,7 @@ static bool body_tables(mz_sim *sim, pbd_state *st, double *contact)
 static bool constraint_buffers(mz_sim *sim, pbd_state *st)
 {
     const mz_particles *p = sim->parts;
-    size_t nc = p->n_constraints, n = p->n;
+    size_t nc = p->n_constraints, n = p->n_total;
     cl_uint *start, *adj, *degree, *other;
     adjacency(p, &start, &adj, &degree, &other);
     mz_cl *cl = sim->cl;
@@ -147,14 +152,15 @@ static int pbd_init(mz_sim *sim)
     bool pbf = scene_solver(s) == MZ_SOLVER_PBF;
     if ((pbf && pbf_init(sim, st) != 0) || (s->n_rigids && rigid_init(sim, st) != 0))
         return -1;
-    if (st->contacts || pbf) {
+    if (st->contacts || pbf || sim->plan) {
         st->sorted = mz_cl_buffer(sim->cl, CL_MEM_READ_WRITE, 16 * sim->cap, NULL,
                                   "clCreateBuffer(sorted positions)");
         /* Cells 1.5x the contact distance: the grid is built once a substep on x*, and the
          * corrections of the iterations (a fraction of the distance) must not carry a pair
          * in contact out of each other's 27 cells. The fluid's support radius is wider. */
         double cell = fmax(1.5 * contact, pbf ? scene_support_radius(s) : 0);
-        /* Distributed (fluid alone): the plan's dense grid, pbd_slab_geometry's cells. */
+        /* Distributed: the plan's dense grid, pbd_slab_geometry's cells (a rank makes one
+         * whatever collides: its exchange sorts by it). */
         if (!st->sorted ||
             grid_create(&st->grid, sim->cl, sim->cap, cell, s->sim.dimensions, s->domain.min,
                         s->domain.max, sim->plan ? MZ_GRID_SLABS : MZ_GRID_AUTO) != 0)
@@ -165,11 +171,13 @@ static int pbd_init(mz_sim *sim)
     }
     if (pbf && pbf_boundary_init(sim, st) != 0)
         return -1;
-    if (sim->plan && (!pbf || pbf_dist_init(sim, st) != 0)) {
-        if (!pbf)
-            mz_error("the position-based solver runs distributed with PBF fluid alone");
+    if (sim->plan && (st->rigid.nb || (pbf && st->nc))) {
+        mz_error("the position-based solver runs distributed with PBF fluid alone, or cloth "
+                 "and soft bodies alone");
         return -1;
     }
+    if (sim->plan && (pbf_dist_init(sim, st) != 0 || (st->nc && cloth_dist_init(sim, st) != 0)))
+        return -1;
 
     mz_walls_arg walls = sim_walls(s);
     mz_frame_arg frame = sim_frame(s, sim->time); /* set per substep */
@@ -202,14 +210,27 @@ static int pbd_init(mz_sim *sim)
         ok = KARGS(st->collide, "collide", A(sim->n_u), A(st->grid.desc), A(st->grid.cell_start),
                    A(st->grid.cell_end), A(st->sorted), A(st->grid.vals), A(sim->pos),
                    A(sim->inv_mass), A(sim->body), A(st->bodies), A(st->adj_start),
-                   A(st->adj_other), A(omega), A(sim->pred));
+                   A(st->adj_other), A(omega), A(sim->pred), A(sim->id));
     return ok ? 0 : -1;
 }
 
+/* The snapshot of every particle's x* (a rank's halo too: its owned ones' neighbours), then the
+ * contacts of the particles (a rank's owned ones). */
 static bool contacts(mz_sim *sim, pbd_state *st)
 {
     return sim_launch(sim, st->sort, sim->n, STAGE_CONTACTS, "sort_positions") &&
-           sim_launch(sim, st->collide, sim->n, STAGE_CONTACTS, "collide");
+           pbf_dist_launch_owned(sim, st, st->collide, STAGE_CONTACTS, "collide");
+}
+
+/* One sweep of the distance constraints. Distributed: each rank's owned particles by a gather,
+ * then their new x* to the halo that contacts read. */
+static bool distances(mz_sim *sim, pbd_state *st, int it)
+{
+    if (st->dist.cloth.on)
+        return cloth_dist_project(sim, st, it == 0) &&
+               (!st->contacts || pbf_dist_share(sim, st, sim->pred, 16));
+    return sim_launch(sim, st->solve, st->nc, STAGE_DISTANCE, "distance_solve") &&
+           sim_launch(sim, st->apply, sim->n, STAGE_DISTANCE, "distance_apply");
 }
 
 /* The colliders' substep arguments: whether to keep their corrections, dt, and the moving
@@ -272,11 +293,12 @@ static int pbd_substep(mz_sim *sim, double dt_seconds)
              (!st->contacts ||
               cl_ok(clSetKernelArg(st->collide, 5, sizeof st->grid.vals, &st->grid.vals),
                     "clSetKernelArg(collide)")) &&
+             (!st->dist.cloth.on || cloth_dist_bind(sim, st, inv_dt2)) &&
              (!st->fluid.on || pbf_bind_grid(sim, st));
         if (ok)
             sim_profile_grid(sim, &st->grid, STAGE_GRID);
     }
-    if (ok && st->nc) {
+    if (ok && st->nc && !st->dist.cloth.on) { /* a rank's gather starts its λ at 0 itself */
         cl_float zero = 0.0f;
         ok = cl_ok(clEnqueueFillBuffer(sim->cl->queue, st->lambda, &zero, sizeof zero, 0,
                                        4 * (size_t)st->nc, 0, NULL, NULL),
@@ -286,8 +308,7 @@ static int pbd_substep(mz_sim *sim, double dt_seconds)
         if (st->fluid.on)
             ok = pbf_iterate(sim, st);
         if (ok && st->nc)
-            ok = sim_launch(sim, st->solve, st->nc, STAGE_DISTANCE, "distance_solve") &&
-                 sim_launch(sim, st->apply, sim->n, STAGE_DISTANCE, "distance_apply");
+            ok = distances(sim, st, it);
         if (ok && st->contacts)
             ok = contacts(sim, st);
         if (ok && st->n_colliders)
@@ -298,7 +319,8 @@ static int pbd_substep(mz_sim *sim, double dt_seconds)
         /* Distributed: the iteration's positions of the halo from their owners. */
         ok = ok && pbf_dist_share(sim, st, sim->pred, 16);
     }
-    ok = ok && pbd_loads_sum(l, sim, dt_seconds) &&
+    ok = ok && (!st->dist.cloth.on || cloth_dist_check(sim, st)) &&
+         pbd_loads_sum(l, sim, dt_seconds) &&
          sim_launch(sim, st->update, sim->n, STAGE_UPDATE, "update");
     if (ok && st->rigid.nb)
         ok = rigid_update(sim, st, dt);
@@ -318,6 +340,7 @@ static void pbd_release(mz_sim *sim)
     cl_mem ms[] = {st->ends,  st->params, st->lambda, st->corr,   st->degree,
                    st->adj_start, st->adj, st->adj_other, st->sorted, st->bodies, st->solids};
     mz_cl_release_mems(ms, sizeof ms / sizeof *ms);
+    cloth_dist_release(&st->dist.cloth);
     pbf_dist_release(sim, st);
     if (st->grid_made)
         grid_release(&st->grid);
@@ -368,6 +391,9 @@ static size_t pbd_device_bytes(const mz_scene *s, size_t n)
     bytes += sim_grid_bytes(s, n, cell);
     for (size_t k = 0; k < s->n_rigids; k++)
         bytes += s->rigids[k].geom ? s->rigids[k].geom->n * 20 + 200 : 0;
+    /* a rank's bodies (cloth_dist.c): every id's slot, λ at both ends, the gather's x* */
+    if (dist_active() && bodies_constraint_count(s))
+        bytes += 4 * scene_particle_count(s) + 8 * bodies_constraint_count(s) + 16 * n;
     return bytes;
 }
 
@@ -392,4 +418,5 @@ const mz_solver mz_solver_pbd = {
     .release = pbd_release,
     .state = pbd_state_parts,
     .slab_geometry = pbd_slab_geometry,
+    .id_order = true,
 };

@@ -1,5 +1,6 @@
 /* The position-based solver's parts (src/solvers/pbd/pbd.c runs the substep): shared state, the
- * fluid density constraints (src/solvers/pbd/fluid.c) and the rigid bodies (src/solvers/pbd/rigid.c). */
+ * fluid density constraints (src/solvers/pbd/fluid.c), the rigid bodies (src/solvers/pbd/rigid.c)
+ * and distributed runs (src/solvers/pbd/pbf_dist.c, cloth_dist.c). */
 #ifndef MZ_SOLVER_PBD_H
 #define MZ_SOLVER_PBD_H
 #include "device/grid.h"
@@ -45,8 +46,19 @@ typedef struct pbd_rigid {
     cl_mem bodies, owner, r0;
 } pbd_rigid;
 
-/* A distributed run of PBF fluid (src/solvers/pbd/pbf_dist.c): the slabs, and the buffers
- * kept in the grid's order there, so that the kernels' slot map is the identity. */
+/* Cloth and soft bodies on a rank of a distributed run (src/solvers/pbd/cloth_dist.c): the
+ * constraint tables stay by particle id, whole on every rank; what a rank adds to them. */
+typedef struct pbd_cloth_dist {
+    bool on;
+    cl_kernel gather, map;
+    cl_mem slot_of; /* per id: its slot in the window (stale entries fail the kernels' check) */
+    cl_mem lambda;  /* per adjacency entry: each end's own copy of its constraint's λ */
+    cl_mem out;     /* per slot: the gather's x* */
+    cl_mem missing; /* 0, or the id + 1 of a partner the window lacked */
+} pbd_cloth_dist;
+
+/* A distributed run of the position-based solver (src/solvers/pbd/pbf_dist.c): the slabs, and
+ * the buffers kept in the grid's order there, so that the kernels' slot map is the identity. */
 typedef struct pbd_dist {
     bool on;
     mz_slabs slabs;
@@ -54,6 +66,7 @@ typedef struct pbd_dist {
     cl_mem keys, vals; /* the window's sort by id before each build */
     int id_bits;
     cl_float4 attr;    /* every particle's attributes (fluid alone: one value) */
+    pbd_cloth_dist cloth;
 } pbd_dist;
 
 typedef struct pbd_state {
@@ -115,5 +128,17 @@ bool pbf_dist_launch_owned(mz_sim *sim, pbd_state *st, cl_kernel k, int stage,
 cl_mem pbf_dist_slot(const pbd_state *st);
 void pbf_dist_release(mz_sim *sim, pbd_state *st);
 void pbd_slab_geometry(const mz_scene *s, double *h, int *halo);
+
+/* Distributed cloth and soft bodies (src/solvers/pbd/cloth_dist.c). cloth_dist_init: after
+ * pbf_dist_init, the rank's buffers and kernels. cloth_dist_bind: after every build, the slot of
+ * every window particle's id, and the gather's and contacts' arguments (the buffers moved).
+ * cloth_dist_project: one sweep of the distance constraints on the owned particles (first: the
+ * substep's first, λ from 0). cloth_dist_check: once a substep, whether every constraint found
+ * its partner in the window (false after reporting). */
+int cloth_dist_init(mz_sim *sim, pbd_state *st);
+bool cloth_dist_bind(mz_sim *sim, pbd_state *st, float inv_dt2);
+bool cloth_dist_project(mz_sim *sim, pbd_state *st, bool first);
+bool cloth_dist_check(mz_sim *sim, pbd_state *st);
+void cloth_dist_release(pbd_cloth_dist *c);
 
 #endif

@@ -1,5 +1,6 @@
-/* PBF fluid under mpirun (docs/distributed.md): slabs of the neighbour grid's layers, as WCSPH
- * runs them (dist/slabs.h), with what sets PBF apart.
+/* The position-based solver under mpirun, PBF fluid or cloth and soft bodies (docs/distributed.md):
+ * slabs of the neighbour grid's layers, as WCSPH runs them (dist/slabs.h), with what sets PBD
+ * apart (cloth_dist.c adds the distance constraints).
  *
  * - One process keeps the particle buffers in id order and reads them through the grid's slot
  *   map, so the order within a cell, which every neighbour sum follows, is id order. A rank
@@ -17,11 +18,14 @@
  *   (the warm start's, read by its owner only) and the velocities travel with the particles;
  *   the halo's update then computes the owners' bits.
  * - Two halo layers: the iterations move a particle after the build, and a particle of the
- *   first owned layer that moved into the halo layer queries one layer further.
- * - Fluid alone (run_dist.c refuses the rest): every particle's attributes are one value, so
- *   they are filled, not carried. */
+ *   first owned layer that moved into the halo layer queries one layer further. Bodies need
+ *   more when their constraints reach further (twice the longest rest length).
+ * - Fluid alone or bodies alone (run_dist.c refuses the rest): a fluid's particles' attributes
+ *   are one value, so they are filled, not carried; bodies carry their inverse masses and body
+ *   indices to the halo (contacts and constraints read their neighbours'). */
 #include "build/build.h"
 #include "dist/dist.h"
+#include "scene/bodies.h"
 #include "solvers/pbd/pbd.h"
 #include "util/err.h"
 
@@ -32,13 +36,19 @@
 
 void pbd_slab_geometry(const mz_scene *s, double *h, int *halo)
 {
-    /* The grid pbd_init makes for fluid alone: cells of 1.5 contact distances (the fluid's
-     * spacing), or of the support radius when that is wider. */
+    /* The grid pbd_init makes: cells of 1.5 contact distances (the fluid's spacing, the
+     * bodies' thickness), or of the support radius when that is wider. */
+    bool pbf = scene_solver(s) == MZ_SOLVER_PBF;
     double contact = 0;
-    for (size_t k = 0; k < s->n_fluids; k++)
+    for (size_t k = 0; pbf && k < s->n_fluids; k++)
         contact = fmax(contact, s->fluids[k].spacing);
-    *h = fmax(1.5 * contact, scene_support_radius(s));
-    *halo = PBF_HALO;
+    for (size_t k = 0; k < bodies_count(s); k++)
+        contact = fmax(contact, bodies_get(s, k)->geom->thickness);
+    *h = fmax(1.5 * contact, pbf ? scene_support_radius(s) : 0);
+    /* A constraint's partner must be in the window of its owner's: twice the longest rest
+     * length (cloth_dist.c stops the run if one stretches further) in whole layers. */
+    double reach = 2.0 * bodies_longest_rest(s);
+    *halo = (int)fmax(PBF_HALO, ceil(reach / *h));
 }
 
 cl_mem pbf_dist_slot(const pbd_state *st)
@@ -73,9 +83,10 @@ static bool fill_fixed(mz_sim *sim, pbd_state *st, size_t cap)
     bool ok = cl_ok(clEnqueueWriteBuffer(sim->cl->queue, st->dist.slot, CL_TRUE, 0, 4 * cap, id,
                                          0, NULL, NULL),
                     "clEnqueueWriteBuffer(slots)") &&
-              cl_ok(clEnqueueFillBuffer(sim->cl->queue, st->fluid.attr, &st->dist.attr,
-                                        sizeof st->dist.attr, 0, 16 * cap, 0, NULL, NULL),
-                    "clEnqueueFillBuffer(fluid attributes)");
+              (!st->fluid.on ||
+               cl_ok(clEnqueueFillBuffer(sim->cl->queue, st->fluid.attr, &st->dist.attr,
+                                         sizeof st->dist.attr, 0, 16 * cap, 0, NULL, NULL),
+                     "clEnqueueFillBuffer(fluid attributes)"));
     free(id);
     return ok;
 }
@@ -90,7 +101,8 @@ static int grow(void *ctx, size_t cap)
     pbd_dist *d = &st->dist;
     if (grid_reserve(&st->grid, cap) != 0)
         return -1;
-    cl_mem *b16[] = {&st->sorted, &fl->attr, &fl->attr_sorted, &fl->vs, &fl->omega, &fl->dv};
+    cl_mem *b16[] = {&st->sorted, &fl->attr, &fl->attr_sorted, &fl->vs,
+                     &fl->omega,  &fl->dv,   &d->cloth.out};
     cl_mem *b4[] = {&fl->lambda_s, &d->slot, &d->keys, &d->vals};
     bool ok = true;
     for (size_t i = 0; ok && i < sizeof b16 / sizeof *b16; i++)
@@ -110,9 +122,11 @@ int pbf_dist_init(mz_sim *sim, pbd_state *st)
     const mz_scene *s = sim->scene;
     /* attributes() of a fluid particle (src/solvers/pbd/fluid.c), with the builder's inverse
      * mass (src/build/build.c) */
-    double m = build_particle_mass(s, &s->fluids[0]);
-    float w = (float)(1.0 / m);
-    d->attr = (cl_float4){{(cl_float)((double)w / (1.0 / m)), 1.0f, 1.0f, 0.0f}};
+    if (st->fluid.on) {
+        double m = build_particle_mass(s, &s->fluids[0]);
+        float w = (float)(1.0 / m);
+        d->attr = (cl_float4){{(cl_float)((double)w / (1.0 / m)), 1.0f, 1.0f, 0.0f}};
+    }
     while (d->id_bits < 32 && ((size_t)1 << d->id_bits) < sim->n_total)
         d->id_bits++;
     size_t cap = sim->cap;
@@ -122,20 +136,25 @@ int pbf_dist_init(mz_sim *sim, pbd_state *st)
     if (!d->slot || !d->keys || !d->vals || !fill_fixed(sim, st, cap))
         return -1;
     /* What neighbour loops and the halo's own passes read travels with halo copies (ids: the
-     * window's sort); inverse masses, bodies and densities are read of owned particles only. */
+     * window's sort); a fluid's inverse masses, bodies and densities are read of owned
+     * particles only, a body's inverse masses and bodies of neighbours too (contacts, partners). */
+    bool bodies = bodies_count(s) > 0;
     cl_mem *moved16[] = {&sim->pos, &sim->vel, &sim->pred}, *moved4[] = {&sim->id,
                                                                          &st->fluid.lambda};
-    cl_mem *owned4[] = {&sim->inv_mass, &sim->body, &st->fluid.density};
+    cl_mem *either4[] = {&sim->inv_mass, &sim->body}, *owned4[] = {&st->fluid.density};
     if (grid_set_count(g, sim->n) != 0)
         return -1;
     for (size_t i = 0; i < 3; i++)
         if (grid_register(g, moved16[i], 16))
             return -1;
     for (size_t i = 0; i < 2; i++)
-        if (grid_register(g, moved4[i], 4))
+        if (*moved4[i] && grid_register(g, moved4[i], 4))
             return -1;
-    for (size_t i = 0; i < 3; i++)
-        if (grid_register_owned(g, owned4[i], 4))
+    for (size_t i = 0; i < 2; i++)
+        if ((bodies ? grid_register(g, either4[i], 4) : grid_register_owned(g, either4[i], 4)))
+            return -1;
+    for (size_t i = 0; i < 1; i++)
+        if (*owned4[i] && grid_register_owned(g, owned4[i], 4))
             return -1;
     if (slabs_create(&d->slabs, g, sim->plan, sim->pos) != 0)
         return -1;
