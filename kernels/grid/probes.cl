@@ -34,7 +34,8 @@
 #define MZ_PROBE_CELLS (25 * (2 * MZ_PROBE_DZ + 1))
 #define MZ_NEAR_CELLS (9 * (2 * MZ_NEAR_DZ + 1))
 /* probe_near's work-group: several points (MZ_NEAR_LANES work-items each), or one gauge's
- * level; a group of 32 was too small to keep a GPU's cores busy. */
+ * level (128 work-items share its points, as probe_sums' 3D group did a point's cells; one
+ * point a group was not tried). */
 #define MZ_NEAR_GROUP 128
 #define MZ_NEAR_POINTS (MZ_NEAR_GROUP / MZ_NEAR_LANES)
 #define MZ_GAUGE_GROUP 256
@@ -218,15 +219,6 @@ inline bool mz_near_whole(const mz_grid_desc *g, int4 cell, int own_lo, int own_
     return max(at - 1, 0) >= own_lo && min(at + 1, layers - 1) < own_hi;
 }
 
-/* The points [pt_first, pt_end) on a grid built from the positions sampled (the 3 × 3 × 3
- * search above), MZ_NEAR_POINTS to a work-group of MZ_NEAR_GROUP, MZ_NEAR_LANES work-items a
- * point, each summing a cell; the gauges' points' sums go to gauge_sums[sums_out + k]. The
- * work-groups from point_groups on find the gauges' levels of an earlier sample, one gauge
- * each, from its sums at gauge_sums[sums_in ..] into its row at level_base: the launch after
- * a sample's does its levels, so that a sample takes one launch (src/solvers/observe.c).
- *
- * Distributed: as probe_sums, over the three layers around a point; the points not finished
- * here leave MZ_NEAR_LANES cells' sums each in parts, for probe_finish_near. */
 /* The points [pt_first, pt_end) on a grid built from the positions sampled (the 3 × 3 × 3
  * search above), MZ_NEAR_POINTS to a work-group of MZ_NEAR_GROUP, MZ_NEAR_LANES work-items a
  * point, each summing a cell; the gauges' points' sums go to gauge_sums[sums_out + k]. The
