@@ -1,11 +1,10 @@
-/* Probes and gauges (solvers/observe.h, kernels/grid/probes.cl) on PoCL: samples against
- * a host brute force over the particles read back (WCSPH and PBF in 2D, a WCSPH dam break in 2D,
+/* Probes and gauges (solvers/observe.h, kernels/grid/probes.cl) on PoCL: samples against a
+ * host brute force over the particles read back (WCSPH and PBF in 2D, a WCSPH dam break in 2D,
  * WCSPH in 3D on a dense and a hashed grid: the grids that reorder particles and the one that
  * sorts a copy; WCSPH's taken after the next step's grid build and on a grid indexed at once),
- * FLIP's and
- * WCSPH's still tanks read at ten depths within 1% of rho0 g depth below the gauge's level
- * (WCSPH's also against its own particles), and a uniform flow's velocity exact to 1e-5. The
- * resumed run's samples are checked in tests/cli/test_stops.c. */
+ * FLIP's and WCSPH's still tanks read at ten depths within 1% of rho0 g depth below the
+ * gauge's level (WCSPH's also against its own particles), and a uniform flow's velocity exact
+ * to 1e-5. The resumed run's samples are checked in tests/cli/test_stops.c. */
 #include "device/grid.h"
 #include "solvers/observe.h"
 #include "test_util.h"
