@@ -487,11 +487,12 @@ int grid_register_owned(mz_grid *g, cl_mem *buf, size_t elem)
     return 0;
 }
 
-int grid_build(mz_grid *g, cl_mem key_source)
+/* grid_build without the reorder: keys, sort, ranges. */
+static bool sort_cells(mz_grid *g, cl_mem key_source)
 {
     if (g->settled) {
         mz_error("neighbour grid: a settled grid built again");
-        return -1;
+        return false;
     }
     release_events(g); /* a previous build's, if nobody collected them */
     g->last_build_ms = 0.0;
@@ -507,16 +508,37 @@ int grid_build(mz_grid *g, cl_mem key_source)
                         launch_n(g, g->k_ranges, g->built, "cell_ranges (clear)");
     g->built = g->n;
     if (g->n == 0)
-        return ok ? 0 : -1;
-    ok = ok &&
-         KARGS(g->k_keys, "cell_keys", A(n_u), A(g->desc), A(key_source), A(g->keys),
-               A(g->vals)) &&
-         launch_n(g, g->k_keys, g->n, "cell_keys") &&
-         radix_sort(g, &g->keys, &g->vals, g->n, g->key_bits, false) &&
-         KARGS(g->k_ranges, "cell_ranges", A(n_u), A(set), A(g->keys), A(g->cell_start),
-               A(g->cell_end)) &&
-         launch_n(g, g->k_ranges, g->n, "cell_ranges");
-    return ok && grid_gather(g, g->vals, g->n) == 0 ? 0 : -1;
+        return ok;
+    return ok &&
+           KARGS(g->k_keys, "cell_keys", A(n_u), A(g->desc), A(key_source), A(g->keys),
+                 A(g->vals)) &&
+           launch_n(g, g->k_keys, g->n, "cell_keys") &&
+           radix_sort(g, &g->keys, &g->vals, g->n, g->key_bits, false) &&
+           KARGS(g->k_ranges, "cell_ranges", A(n_u), A(set), A(g->keys), A(g->cell_start),
+                 A(g->cell_end)) &&
+           launch_n(g, g->k_ranges, g->n, "cell_ranges");
+}
+
+int grid_build(mz_grid *g, cl_mem key_source)
+{
+    g->indexed = false;
+    if (!sort_cells(g, key_source))
+        return -1;
+    return g->n == 0 || grid_gather(g, g->vals, g->n) == 0 ? 0 : -1;
+}
+
+int grid_index(mz_grid *g, cl_mem key_source)
+{
+    g->indexed = true;
+    return sort_cells(g, key_source) ? 0 : -1;
+}
+
+bool grid_moves(const mz_grid *g, const cl_mem *buf)
+{
+    for (int k = 0; k < g->n_reg; k++)
+        if (g->reg[k].buf == buf)
+            return true;
+    return false;
 }
 
 int grid_sort(mz_grid *g, cl_mem keys, cl_mem vals, size_t n, int bits)

@@ -78,6 +78,7 @@ typedef struct mz_grid {
     cl_mem spare4, spare16; /* otherwise: the scratch all buffers of that size share */
     cl_mem *lent4, *lent16; /* or its owner's buffer standing in for it (grid_borrow_scratch) */
     bool settled;      /* grid_settle: never built again */
+    bool indexed;      /* the last build was grid_index's: the buffers were not reordered */
     double last_build_ms; /* device time of the last build when the queue profiles, else 0 */
     /* Profiling queues: the last build's launches, until grid_collect_profile. */
     cl_event *events;
@@ -114,6 +115,14 @@ int grid_borrow_scratch(mz_grid *g, cl_mem *buf, size_t elem);
 int grid_register_owned(mz_grid *g, cl_mem *buf, size_t elem);
 /* Keys from key_source, sort, ranges, reorder. Enqueued on the device's queue, not waited for. */
 int grid_build(mz_grid *g, cl_mem key_source);
+/* grid_build without the reorder: the cells' ranges are of sorted slots, and vals maps sorted
+ * slot k to the particle's slot, vals[k] (the sort is stable, so a grid_build that follows
+ * gives every cell the same particles in the same order). For what reads the particles as the
+ * next build will order them without moving them (solvers/observe.c). */
+int grid_index(mz_grid *g, cl_mem key_source);
+/* Whether the builds reorder the buffer *buf (grid_register, grid_register_owned): if not,
+ * after a build it is in the order before it, slot vals[k] for sorted slot k. */
+bool grid_moves(const mz_grid *g, const cl_mem *buf);
 /* For a grid built once and never again (static wall particles): what only a build needs —
  * keys, values, the sort's and the reorder's scratch — is released; the cell tables and the
  * registered buffers stay. A later grid_build or grid_reserve fails. */

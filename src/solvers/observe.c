@@ -95,7 +95,7 @@ static int make_points(mz_observers *o, mz_sim *sim)
     o->points = buffer_of(sim, 16 * (at ? at : 1), pts, "clCreateBuffer(probe and gauge points)");
     bool ok = o->points != NULL;
     if (ok && o->n_gauges) {
-        o->gauge_sums = buffer_of(sim, 32 * total, NULL, "clCreateBuffer(gauge sums)");
+        o->gauge_sums = buffer_of(sim, 2 * 32 * total, NULL, "clCreateBuffer(gauge sums)");
         o->gauge_first = buffer_of(sim, 4 * ng, first, "clCreateBuffer(gauges)");
         o->gauge_count = buffer_of(sim, 4 * ng, count, "clCreateBuffer(gauges)");
         o->gauge_ds = buffer_of(sim, 4 * ng, ds, "clCreateBuffer(gauges)");
@@ -109,6 +109,40 @@ static int make_points(mz_observers *o, mz_sim *sim)
     free(count);
     free(ds);
     return ok ? 0 : -1;
+}
+
+/* Where the sums find slot k's values (kernels/grid/probes.cl, MZ_BY_VALS_*): particle k, or
+ * vals[k], its slot before the build, for every buffer when the grid sorts a copy or was only
+ * indexed, else for the fields the build does not move. */
+#define BY_VALS_PARTICLES 1
+#define BY_VALS_DENSITY 2
+#define BY_VALS_PRESSURE 4
+static cl_int order_of(const mz_sim *sim)
+{
+    const mz_grid *g = sim->grid;
+    if (sim->grid_by_vals || g->indexed)
+        return BY_VALS_PARTICLES | BY_VALS_DENSITY | BY_VALS_PRESSURE;
+    cl_mem *rho = sim->field[MZ_FIELD_DENSITY], *p = sim->field[MZ_FIELD_PRESSURE];
+    return (rho && !grid_moves(g, rho) ? BY_VALS_DENSITY : 0) |
+           (p && !grid_moves(g, p) ? BY_VALS_PRESSURE : 0);
+}
+
+/* The fields the probes read: the buffer, and whether the solver has it (else any buffer). */
+static void fields_of(const mz_sim *sim, cl_mem *rho, cl_int *has_rho, cl_mem *p, cl_int *has_p)
+{
+    cl_mem *r = sim->field[MZ_FIELD_DENSITY], *q = sim->field[MZ_FIELD_PRESSURE];
+    *has_rho = r != NULL;
+    *has_p = q != NULL;
+    *rho = r ? *r : sim->pos;
+    *p = q ? *q : sim->pos;
+}
+
+/* The points a sample sums: the probes, the gauges' points or both (the points buffer holds
+ * the probes, then the gauges' points), [*from, *to). */
+static void points_of(const mz_observers *o, bool probes, bool gauges, size_t *from, size_t *to)
+{
+    *from = probes ? 0 : o->n_probes;
+    *to = gauges ? o->n_probes + o->n_gauge_pts : o->n_probes;
 }
 
 /* The points the loads' torques are taken about. */
@@ -161,7 +195,7 @@ int observe_create(mz_observers *o, mz_sim *sim)
         o->rate[i++] = l ? l->rate : s->sim.fps;
     }
     /* The interpolation radius: the fluid's support radius, never wider than a grid cell (the
-     * kernels search two cells around a point: see kernels/grid/probes.cl). */
+     * kernels search one or two cells around a point: see kernels/grid/probes.cl). */
     if (s->n_fluids > 0) { /* (probes and gauges need a fluid; poses and forces do not) */
         double kh = sim->grid ? fmin(scene_support_radius(s), sim->grid->desc.h)
                               : scene_support_radius(s);
@@ -171,12 +205,22 @@ int observe_create(mz_observers *o, mz_sim *sim)
     o->fluid_bodies = (cl_uint)s->n_fluids;
     o->lo = sim_float4(s->domain.min);
     o->hi = sim_float4(s->domain.max);
-    static const char *const names[] = {"probe_sums", "gauge_level", "load_sums", "motion_rows",
-                                        NULL};
-    cl_kernel *const kernels[] = {&o->k_sums, &o->k_level, &o->k_loads, &o->k_motion};
+    static const char *const names[] = {"probe_sums",  "probe_near",  "gauge_level",
+                                        "load_sums",   "motion_rows", NULL};
+    cl_kernel *const kernels[] = {&o->k_sums, &o->k_near, &o->k_level, &o->k_loads,
+                                  &o->k_motion};
     o->program = sim_build_kernels(sim, "grid/probes.cl", names, kernels);
     if (!o->program)
         return -1;
+    o->deferred = sim->solver->grid_now && sim->grid && o->n_probes + o->n_gauges > 0;
+    /* A rank's exchange carries only the buffers its grid moves: the probes read them in the
+     * grid's order (the solver registers the densities and pressures when there are probes). */
+    if (o->deferred && sim->slabs && o->n_probes > 0 && (order_of(sim) & ~BY_VALS_PARTICLES)) {
+        mz_error("internal: the %s solver's densities or pressures do not travel with the "
+                 "particles for the probes",
+                 sim->solver->name);
+        return -1;
+    }
     if (make_points(o, sim) != 0 || make_abouts(o, sim) != 0 || observe_dist_create(o, sim) != 0)
         return -1;
     o->cap_rows = ROWS_BYTES / (4 * o->row);
@@ -240,26 +284,25 @@ static bool sample_motion(mz_observers *o, mz_sim *sim, size_t slot)
            sim_launch(sim, o->k_motion, o->n_motion, MZ_STAGE_OBSERVE, "motion_rows");
 }
 
-/* probe_sums over the probes, the gauges' points or both (the points buffer holds the probes,
- * then the gauges' points) for device row `slot`. */
+/* probe_sums on the step's grid over the points due, for device row `slot`; the gauges'
+ * points' sums at the start of gauge_sums. */
 static bool sample_sums(mz_observers *o, mz_sim *sim, size_t slot, bool probes, bool gauges)
 {
     if (!probes && !gauges)
         return true;
     mz_grid *g = sim->grid;
-    cl_int by_vals = sim->grid_by_vals;
-    cl_mem *rho = sim->field[MZ_FIELD_DENSITY], *p = sim->field[MZ_FIELD_PRESSURE];
-    cl_int has_rho = rho != NULL, has_p = p != NULL;
-    cl_mem rho_m = rho ? *rho : sim->pos, p_m = p ? *p : sim->pos;
+    cl_int order = order_of(sim), has_rho, has_p;
+    cl_mem rho, p;
+    fields_of(sim, &rho, &has_rho, &p, &has_p);
     cl_uint base = (cl_uint)(slot * o->row), np = (cl_uint)o->n_probes;
     size_t group = sim->scene->sim.dimensions == 3 ? 128 : 32; /* MZ_PROBE_GROUP */
-    size_t from = probes ? 0 : o->n_probes, to = gauges ? o->n_probes + o->n_gauge_pts
-                                                        : o->n_probes;
+    size_t from, to;
+    points_of(o, probes, gauges, &from, &to);
     cl_mem gsums = o->gauge_sums ? o->gauge_sums : o->rows, parts;
     cl_int own_lo, own_hi;
     observe_dist_args(o, sim, &own_lo, &own_hi, &parts);
     return KARGS(o->k_sums, "probe_sums", A(g->desc), A(g->cell_start), A(g->cell_end),
-                 A(g->vals), A(by_vals), A(sim->pos), A(sim->vel), A(rho_m), A(has_rho), A(p_m),
+                 A(g->vals), A(order), A(sim->pos), A(sim->vel), A(rho), A(has_rho), A(p),
                  A(has_p), A(sim->body), A(o->fluid_bodies), A(o->kh), A(o->inv_rest),
                  A(o->points), A(np), A(o->rows), A(base), A(gsums), A(own_lo), A(own_hi),
                  A(parts)) &&
@@ -267,13 +310,55 @@ static bool sample_sums(mz_observers *o, mz_sim *sim, size_t slot, bool probes, 
                             MZ_STAGE_OBSERVE, "probe_sums");
 }
 
-/* The gauges' levels into device row `slot` from their points' sums. */
-static bool sample_levels(mz_observers *o, mz_sim *sim, size_t slot)
+/* probe_near, on a grid just built (or indexed) from the positions sampled, over the points
+ * due for device row `slot`, with the levels of the sample before whose gauges wait for them
+ * (o->levels): the gauges' points' sums go to the half of gauge_sums those do not use. In one
+ * process this sample's levels then wait in turn; a rank's sums are assembled first
+ * (observe_dist.h), and rank 0 finds the levels after. */
+static bool sample_near(mz_observers *o, mz_sim *sim, size_t slot, bool probes, bool gauges)
+{
+    mz_grid *g = sim->grid;
+    cl_int order = order_of(sim), has_rho, has_p;
+    cl_mem rho, p;
+    fields_of(sim, &rho, &has_rho, &p, &has_p);
+    cl_uint base = (cl_uint)(slot * o->row), np = (cl_uint)o->n_probes;
+    size_t from, to, per = sim->scene->sim.dimensions == 3 ? 4 : 8; /* MZ_NEAR_POINTS */
+    points_of(o, probes, gauges, &from, &to);
+    cl_uint first = (cl_uint)from, end = (cl_uint)to;
+    cl_uint groups = (cl_uint)((to - from + per - 1) / per);
+    size_t levels = o->levels.on ? o->n_gauges : 0;
+    cl_uint sums_in = o->levels.on ? o->levels.sums : 0;
+    cl_uint sums_out = o->levels.on && sums_in == 0 ? (cl_uint)o->n_gauge_pts : 0;
+    cl_uint level_base = (cl_uint)(o->levels.slot * o->row + 6 * o->n_probes);
+    cl_mem gsums = o->gauge_sums ? o->gauge_sums : o->rows, parts;
+    cl_mem gfirst = o->gauge_first ? o->gauge_first : o->rows;
+    cl_mem gcount = o->gauge_count ? o->gauge_count : o->rows;
+    cl_mem gds = o->gauge_ds ? o->gauge_ds : o->rows;
+    cl_mem table = o->wall_table ? o->wall_table : o->rows;
+    cl_int own_lo, own_hi;
+    observe_dist_args(o, sim, &own_lo, &own_hi, &parts);
+    if (!KARGS(o->k_near, "probe_near", A(g->desc), A(g->cell_start), A(g->cell_end),
+               A(g->vals), A(order), A(sim->pos), A(sim->vel), A(rho), A(has_rho), A(p),
+               A(has_p), A(sim->body), A(o->fluid_bodies), A(o->kh), A(o->inv_rest),
+               A(o->points), A(np), A(first), A(end), A(o->rows), A(base), A(gsums),
+               A(sums_out), A(own_lo), A(own_hi), A(parts), A(groups), A(gfirst), A(gcount),
+               A(gds), A(sums_in), A(o->lo), A(o->hi), A(table), A(level_base)) ||
+        !sim_launch_local(sim, o->k_near, 0, (groups + levels) * 128, 128, MZ_STAGE_OBSERVE,
+                          "probe_near"))
+        return false;
+    o->levels.on = gauges && !o->dist;
+    o->levels.slot = slot;
+    o->levels.sums = sums_out;
+    return true;
+}
+
+/* The gauges' levels into device row `slot` from their points' sums at gauge_sums[sums ..]. */
+static bool sample_levels(mz_observers *o, mz_sim *sim, size_t slot, cl_uint sums)
 {
     cl_uint np = (cl_uint)o->n_probes;
     cl_uint gbase = (cl_uint)(slot * o->row + 6 * o->n_probes);
     return KARGS(o->k_level, "gauge_level", A(o->gauge_first), A(o->gauge_count),
-                 A(o->gauge_ds), A(o->gauge_sums), A(o->inv_rest), A(o->points), A(np),
+                 A(o->gauge_ds), A(o->gauge_sums), A(sums), A(o->inv_rest), A(o->points), A(np),
                  A(o->lo), A(o->hi), A(o->kh), A(o->wall_table), A(o->rows), A(gbase)) &&
            sim_launch_local(sim, o->k_level, 0, 256 * o->n_gauges, 256, MZ_STAGE_OBSERVE,
                             "gauge_level");
@@ -294,6 +379,42 @@ bool observe_loads_due(const mz_observers *o, double t0, double t1)
     return false;
 }
 
+/* A sample's part that failed: every rank stops (the others would wait for this one in the
+ * next sample's assembly). */
+static void failed(mz_observers *o)
+{
+    if (o->dist)
+        dist_abort(MZ_EXIT_RUNTIME);
+    o->failed = true;
+}
+
+void observe_after_build(mz_observers *o, mz_sim *sim)
+{
+    if (!o->waiting.on || o->failed)
+        return;
+    size_t slot = o->waiting.slot;
+    bool probes = o->waiting.probes, gauges = o->waiting.gauges;
+    o->waiting.on = false;
+    bool ok = sample_near(o, sim, slot, probes, gauges);
+    if (ok && o->dist)
+        observe_dist_assemble(o, sim, slot, probes, gauges, false, true);
+    if (!ok || (o->dist && gauges && dist_rank() == 0 && !sample_levels(o, sim, slot, 0)))
+        failed(o);
+}
+
+/* The waiting sample, on the grid the solver gives now (mz_solver.grid_now). 0, or -1. */
+static int sample_waiting_now(mz_observers *o, mz_sim *sim)
+{
+    if (!o->waiting.on || o->failed)
+        return o->failed ? -1 : 0;
+    if (sim->solver->grid_now(sim) != 0) {
+        failed(o);
+        return -1;
+    }
+    observe_after_build(o, sim);
+    return o->failed ? -1 : 0;
+}
+
 void observe_step(mz_observers *o, mz_sim *sim, double t0)
 {
     size_t m = o->n_probes + o->n_gauges + o->n_loads + o->n_motion;
@@ -309,22 +430,33 @@ void observe_step(mz_observers *o, mz_sim *sim, double t0)
     }
     if (o->failed || !(probes || gauges || loads || motion))
         return;
+    /* (A grid_now solver's step builds its grid: nothing waits from the step before.) */
+    if (sample_waiting_now(o, sim) != 0)
+        return;
     if (o->used == o->cap_rows && observe_flush(o, sim) != 0)
         return;
     mz_samples *t = &o->taken;
     grow_taken(t, o->row, m);
-    /* Under mpirun rank 0's row is the sample, assembled from every rank's part before the
-     * gauges' levels are found from their points. */
-    bool ok = sample_sums(o, sim, o->used, probes, gauges) &&
+    /* The loads and poses now; the probes and gauges now on the step's grid, or after the next
+     * build. Under mpirun rank 0's row is the sample, assembled from every rank's part before
+     * the gauges' levels are found from their points. */
+    bool now = !o->deferred, sums = now && (probes || gauges);
+    bool ok = (!sums || sample_sums(o, sim, o->used, probes, gauges)) &&
               (!loads || sample_loads(o, sim, o->used));
-    if (ok && o->dist)
-        observe_dist_assemble(o, sim, o->used, probes, gauges, loads);
-    if (!ok || (gauges && (!o->dist || dist_rank() == 0) && !sample_levels(o, sim, o->used)) ||
+    if (ok && o->dist && (sums || loads))
+        observe_dist_assemble(o, sim, o->used, sums && probes, sums && gauges, loads, false);
+    if (!ok ||
+        (sums && gauges && (!o->dist || dist_rank() == 0) &&
+         !sample_levels(o, sim, o->used, 0)) ||
         (motion && !sample_motion(o, sim, o->used))) {
-        if (o->dist) /* the other ranks would wait for this one in the next sample */
-            dist_abort(MZ_EXIT_RUNTIME);
-        o->failed = true;
+        failed(o);
         return;
+    }
+    if (!now && (probes || gauges)) {
+        o->waiting.on = true;
+        o->waiting.slot = o->used;
+        o->waiting.probes = probes;
+        o->waiting.gauges = gauges;
     }
     t->step[t->count] = sim->step;
     t->time[t->count] = sim->time;
@@ -356,22 +488,40 @@ int observe_flush(mz_observers *o, mz_sim *sim)
 {
     if (o->failed || land(o) != 0)
         return -1;
-    if (o->used == 0)
-        return 0;
-    if (!cl_ok(clEnqueueReadBuffer(sim->cl->queue, o->rows, CL_FALSE, 0, 4 * o->row * o->used,
-                                   o->stage, 0, NULL, &o->staged_done),
-               "clEnqueueReadBuffer(probe and gauge samples)")) {
+    /* Levels that wait for a next launch: their own, before their row is read. */
+    if (o->levels.on && !sample_levels(o, sim, o->levels.slot, o->levels.sums)) {
         o->failed = true;
         return -1;
     }
-    o->staged = o->used;
-    o->used = 0;
+    o->levels.on = false;
+    /* A sample whose sums wait for the next build stays, its row (loads and poses so far)
+     * moved to the first slot once the rows before it are read (one in-order queue). */
+    size_t ready = o->used - o->waiting.on;
+    if (ready == 0)
+        return 0;
+    cl_command_queue q = sim->cl->queue;
+    bool ok = cl_ok(clEnqueueReadBuffer(q, o->rows, CL_FALSE, 0, 4 * o->row * ready, o->stage,
+                                        0, NULL, &o->staged_done),
+                    "clEnqueueReadBuffer(probe and gauge samples)");
+    o->staged = ok ? ready : 0;
+    if (ok && o->waiting.on) {
+        ok = cl_ok(clEnqueueCopyBuffer(q, o->rows, o->rows, 4 * o->row * o->waiting.slot, 0,
+                                       4 * o->row, 0, NULL, NULL),
+                   "clEnqueueCopyBuffer(waiting sample)");
+        o->waiting.slot = 0;
+    }
+    if (!ok) {
+        o->failed = true;
+        return -1;
+    }
+    o->used -= ready;
     return 0;
 }
 
 int observe_collect(mz_observers *o, mz_sim *sim)
 {
-    return observe_flush(o, sim) != 0 || land(o) != 0 ? -1 : 0;
+    return sample_waiting_now(o, sim) != 0 || observe_flush(o, sim) != 0 || land(o) != 0 ? -1
+                                                                                          : 0;
 }
 
 size_t observe_upto(const mz_observers *o, long step)
@@ -428,7 +578,7 @@ void observe_release(mz_observers *o, mz_cl *cl)
     observe_dist_release(o, cl);
     if (o->stage)
         mz_cl_unpin(cl, o->stage_pin, o->stage);
-    cl_kernel ks[] = {o->k_sums, o->k_level, o->k_loads, o->k_motion};
+    cl_kernel ks[] = {o->k_sums, o->k_near, o->k_level, o->k_loads, o->k_motion};
     mz_cl_release_kernels(ks, sizeof ks / sizeof *ks);
     cl_mem ms[] = {o->points,     o->gauge_sums, o->gauge_first, o->gauge_count,
                    o->gauge_ds,   o->wall_table, o->rows,        o->about};

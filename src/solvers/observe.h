@@ -2,12 +2,25 @@
  * domain.boundary.forces): the fluid sampled at points and the forces on solids summed between
  * steps, on the device, as often as every step, and read back in batches.
  *
- * After each step (sim_count_step) the observers that are due sample the state just reached:
- * one launch for the points of all probes and gauges, one for the gauges' levels
- * (kernels/grid/probes.cl), writing a row
- * of a device buffer of sample rows; the rows are read back when the buffer is full and when
- * the run asks (observe_flush once a frame, without waiting: they land at the next flush,
- * long done by then; observe_collect, waiting, at a checkpoint or the end). A row holds, for each probe, its
+ * After each step (sim_count_step) the observers that are due sample the state just reached,
+ * writing a row of a device buffer of sample rows; the rows are read back when the buffer is
+ * full and when the run asks (observe_flush once a frame, without waiting: they land at the
+ * next flush, long done by then; observe_collect, waiting, at a checkpoint or the end).
+ *
+ * Probes and gauges sum the particles near their points on the solver's grid. With a solver
+ * that builds its next step's grid from the positions the step ends with (mz_solver.grid_now:
+ * WCSPH, collapsed SPH, DFSPH), the sums wait for that build (sim_grid_built), where each point
+ * searches the 3 × 3 × 3 cells around it, and one launch does a sample's sums and the levels
+ * of the gauges of the sample before (probe_near in kernels/grid/probes.cl; the last sample's
+ * levels, launched at the flush that reads it). The values are those of the step's end: the
+ * build only reorders the particles, the buffers it does not move (last step's densities and
+ * pressures) are read through its map. A sample that cannot wait for a step is given the grid
+ * at once (grid_now: a checkpoint, the run's end), the same particles in the same order. Other
+ * solvers (PBF builds on predicted positions, FLIP) are sampled at once, on the grid of the
+ * step just taken, which the particles left by up to a cell: 5 × 5 × 5 cells a point, and a
+ * second launch for the gauges' levels.
+ *
+ * A row holds, for each probe, its
  * fluid fraction, pressure, density and velocity (6 floats), then each gauge's level (1), then
  * each load's force and torque (6: the sums of the elements the solver filled in the step,
  * sim->loads, one work-group per load with a fixed reduction tree), then each moving
@@ -41,10 +54,12 @@ typedef struct mz_observers {
     double *rate;       /* per observer */
     unsigned char *due_now; /* per observer: due after the step observe_step looks at */
     cl_program program;
-    cl_kernel k_sums, k_level, k_loads, k_motion;
+    cl_kernel k_sums, k_near, k_level, k_loads, k_motion;
     cl_mem about;       /* per load, the point its torque is taken about (float4) */
     cl_mem points;      /* the probes, then the gauges' points */
-    cl_mem gauge_sums, gauge_first, gauge_count, gauge_ds; /* the gauges' points' sums, ... */
+    /* the gauges' points' sums (two samples' worth: one launch writes a sample's while it
+     * reads the sample before's for the levels), ... */
+    cl_mem gauge_sums, gauge_first, gauge_count, gauge_ds;
     cl_mem wall_table;  /* the walls' share of a kernel by distance (gauge_level) */
     cl_float4 lo, hi;   /* the domain */
     size_t n_gauge_pts;
@@ -62,6 +77,17 @@ typedef struct mz_observers {
     cl_mem stage_pin;
     cl_event staged_done;
     struct mz_obs_dist *dist; /* under mpirun: the samples' assembly (observe_dist.h) */
+    /* The solver has grid_now (sim.h): probes and gauges wait for the next grid build. */
+    bool deferred;
+    struct {
+        bool on, probes, gauges;
+        size_t slot; /* its device row (the last one used) */
+    } waiting; /* the sample whose probes and gauges wait for the next build */
+    struct {
+        bool on;
+        size_t slot;
+        cl_uint sums; /* where its points' sums are in gauge_sums (points, not bytes) */
+    } levels; /* the sample whose gauges' levels wait for the next launch (one process) */
     long samples;       /* taken in this process (the run's summary) */
     bool failed;        /* a launch or a read-back failed (reported); observe_collect says so */
 } mz_observers;
@@ -71,8 +97,11 @@ typedef struct mz_observers {
 int observe_create(mz_observers *o, mz_sim *sim);
 /* Whether a load (a force on a solid) is due after a step from t0 to t1. */
 bool observe_loads_due(const mz_observers *o, double t0, double t1);
-/* After a step from t0 to sim->time: sample what is due. */
+/* After a step from t0 to sim->time: sample what is due (probes and gauges, with a grid_now
+ * solver, after the next build). */
 void observe_step(mz_observers *o, mz_sim *sim, double t0);
+/* After a grid_now solver's build (sim_grid_built): the waiting probes and gauges sampled. */
+void observe_after_build(mz_observers *o, mz_sim *sim);
 /* Start reading back the samples taken so far, without waiting (those of the read-back before
  * land first). 0, or -1 after a failure (reported). */
 int observe_flush(mz_observers *o, mz_sim *sim);

@@ -11,11 +11,15 @@
 
 typedef struct mz_obs_dist {
     size_t n_points; /* the probes, then the gauges' points */
-    size_t group;    /* cells a point sums: MZ_PROBE_GROUP of kernels/grid/probes.cl */
+    /* The sample being assembled: the layers either side of a point's that it sums (2 on the
+     * step's grid, probe_sums; 1 after the next build, probe_near), and its cells' sums a
+     * point (MZ_PROBE_GROUP or MZ_NEAR_LANES of kernels/grid/probes.cl). */
+    int reach;
+    size_t group;
     int *layer;      /* per point: its layer along the slab axis, as the device finds it */
     cl_mem parts;    /* per point, group cells' sums (float8): those probe_sums left */
     cl_mem fin_parts, fin_which; /* rank 0: the points to finish, their cells assembled */
-    cl_kernel k_finish, k_layers;
+    cl_kernel k_finish, k_finish_near, k_layers;
     float *row;      /* the sample row, read back; on rank 0 completed and written again */
     float *gsums;    /* the gauges' points' sums (8 floats each), the same way */
     float *cells;    /* the cells' sums of the points this rank shares, as parts holds them */
@@ -28,12 +32,13 @@ typedef struct mz_obs_dist {
 
 typedef enum { ROLE_NONE, ROLE_WHOLE, ROLE_PART } point_role;
 
-/* What rank r does for a point of layer L: nothing (none of its 5 layers is r's), finish it
- * (all of them that are in the grid are r's), or sum its cells of r's layers. probe_sums
- * decides alike. */
-static point_role role_of(const mz_slabs *s, int r, int L)
+/* What rank r does for a point of layer L: nothing (none of its layers L ± reach is r's),
+ * finish it (all of them that are in the grid are r's), or sum its cells of r's layers.
+ * probe_sums and probe_near decide alike. */
+static point_role role_of(const mz_slabs *s, int reach, int r, int L)
 {
-    int a = L - 2 > 0 ? L - 2 : 0, b = L + 2 < s->layers - 1 ? L + 2 : s->layers - 1;
+    int a = L - reach > 0 ? L - reach : 0;
+    int b = L + reach < s->layers - 1 ? L + reach : s->layers - 1;
     if (a >= s->lo[r] && b < s->hi[r])
         return ROLE_WHOLE;
     return b < s->lo[r] || a >= s->hi[r] ? ROLE_NONE : ROLE_PART;
@@ -56,7 +61,7 @@ static size_t floats_of(const mz_observers *o, const mz_slabs *s, int r, size_t 
 {
     size_t n = 6 * n_loads;
     for (size_t i = from; i < to; i++)
-        n += floats_for(o, role_of(s, r, o->dist->layer[i]), i);
+        n += floats_for(o, role_of(s, o->dist->reach, r, o->dist->layer[i]), i);
     return n;
 }
 
@@ -82,8 +87,8 @@ int observe_dist_create(mz_observers *o, mz_sim *sim)
         return 0;
     mz_obs_dist *d = o->dist = xcalloc(1, sizeof *o->dist);
     d->n_points = o->n_probes + o->n_gauge_pts;
-    d->group = sim->scene->sim.dimensions == 3 ? 128 : 32;
-    size_t np = d->n_points ? d->n_points : 1, cells = 32 * d->group * np;
+    /* room for the larger of the two searches' cells */
+    size_t np = d->n_points ? d->n_points : 1, cells = 32 * 128 * np;
     d->layer = xcalloc(np, sizeof *d->layer);
     d->row = xcalloc(o->row, sizeof *d->row);
     d->gsums = xcalloc(8 * (o->n_gauge_pts ? o->n_gauge_pts : 1), sizeof *d->gsums);
@@ -94,6 +99,9 @@ int observe_dist_create(mz_observers *o, mz_sim *sim)
     cl_int err;
     d->k_finish = clCreateKernel(o->program, "probe_finish", &err);
     if (!cl_ok(err, "clCreateKernel(probe_finish)"))
+        return -1;
+    d->k_finish_near = clCreateKernel(o->program, "probe_finish_near", &err);
+    if (!cl_ok(err, "clCreateKernel(probe_finish_near)"))
         return -1;
     d->k_layers = clCreateKernel(o->program, "probe_layers", &err);
     if (!cl_ok(err, "clCreateKernel(probe_layers)"))
@@ -152,7 +160,7 @@ static size_t pack(mz_observers *o, mz_sim *sim, size_t slot, size_t from, size_
      * points a read. */
     size_t run = 0, cell_floats = 8 * d->group;
     for (size_t i = from; ok && i <= to; i++) {
-        bool part = i < to && role_of(s, s->rank, d->layer[i]) == ROLE_PART;
+        bool part = i < to && role_of(s, o->dist->reach, s->rank, d->layer[i]) == ROLE_PART;
         if (!part && run > 0) {
             size_t first = i - run;
             ok = cl_ok(clEnqueueReadBuffer(q, d->parts, CL_FALSE, 4 * cell_floats * first,
@@ -166,7 +174,7 @@ static size_t pack(mz_observers *o, mz_sim *sim, size_t slot, size_t from, size_
     check(ok && cl_ok(clFinish(q), "clFinish(samples)"));
     float *at = send;
     for (size_t i = from; i < to; i++) {
-        point_role k = role_of(s, s->rank, d->layer[i]);
+        point_role k = role_of(s, o->dist->reach, s->rank, d->layer[i]);
         size_t m = sums_of(o, i);
         if (k == ROLE_WHOLE && i < o->n_probes)
             memcpy(at, d->row + 6 * i, 6 * sizeof *at);
@@ -190,7 +198,7 @@ static size_t unpack(mz_observers *o, const mz_slabs *s, size_t from, size_t to,
     for (size_t i = from; i < to; i++) {
         bool whole = false;
         for (int r = 0; r < s->ranks && !whole; r++)
-            whole = role_of(s, r, d->layer[i]) == ROLE_WHOLE;
+            whole = role_of(s, o->dist->reach, r, d->layer[i]) == ROLE_WHOLE;
         if (!whole) {
             d->fin_at[i] = nfin;
             d->which[nfin++] = (cl_uint)i;
@@ -201,7 +209,7 @@ static size_t unpack(mz_observers *o, const mz_slabs *s, size_t from, size_t to,
     const float *p = d->recv;
     for (int r = 0; r < s->ranks; r++) {
         for (size_t i = from; i < to; i++) {
-            point_role k = role_of(s, r, d->layer[i]);
+            point_role k = role_of(s, o->dist->reach, r, d->layer[i]);
             size_t m = sums_of(o, i);
             if (k == ROLE_WHOLE && i < o->n_probes) {
                 memcpy(d->row + 6 * i, p, 6 * sizeof *p);
@@ -226,10 +234,14 @@ static size_t unpack(mz_observers *o, const mz_slabs *s, size_t from, size_t to,
 }
 
 void observe_dist_assemble(mz_observers *o, mz_sim *sim, size_t slot, bool probes, bool gauges,
-                           bool loads)
+                           bool loads, bool near)
 {
     mz_obs_dist *d = o->dist;
     const mz_slabs *s = sim->slabs;
+    bool three = sim->scene->sim.dimensions == 3;
+    d->reach = near ? 1 : 2;
+    d->group = near ? (three ? 32 : 16) : (three ? 128 : 32);
+    cl_kernel finish = near ? d->k_finish_near : d->k_finish;
     size_t from = probes ? 0 : o->n_probes;
     size_t to = gauges ? o->n_probes + o->n_gauge_pts : probes ? o->n_probes : 0;
     size_t n_loads = loads ? o->n_loads : 0;
@@ -263,9 +275,9 @@ void observe_dist_assemble(mz_observers *o, mz_sim *sim, size_t slot, bool probe
              cl_ok(clEnqueueWriteBuffer(q, d->fin_which, CL_FALSE, 0, 4 * nfin, d->which, 0,
                                         NULL, NULL),
                    "clEnqueueWriteBuffer(probe cells)") &&
-             KARGS(d->k_finish, "probe_finish", A(d->fin_parts), A(d->fin_which), A(np),
+             KARGS(finish, "probe_finish", A(d->fin_parts), A(d->fin_which), A(np),
                    A(o->inv_rest), A(o->rows), A(base), A(gsums)) &&
-             sim_launch_local(sim, d->k_finish, 0, nfin * d->group, d->group, MZ_STAGE_OBSERVE,
+             sim_launch_local(sim, finish, 0, nfin * d->group, d->group, MZ_STAGE_OBSERVE,
                               "probe_finish");
     }
     check(ok);
@@ -278,7 +290,7 @@ void observe_dist_release(mz_observers *o, mz_cl *cl)
         return;
     if (cl && cl->queue) /* the writes from the host buffers below */
         clFinish(cl->queue);
-    cl_kernel ks[] = {d->k_finish, d->k_layers};
+    cl_kernel ks[] = {d->k_finish, d->k_finish_near, d->k_layers};
     mz_cl_release_kernels(ks, sizeof ks / sizeof *ks);
     cl_mem ms[] = {d->parts, d->fin_parts, d->fin_which};
     mz_cl_release_mems(ms, sizeof ms / sizeof *ms);

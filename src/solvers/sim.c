@@ -183,6 +183,12 @@ void sim_count_step(mz_sim *sim, double dt)
         observe_step(sim->obs, sim, t0);
 }
 
+void sim_grid_built(mz_sim *sim)
+{
+    if (sim->obs)
+        observe_after_build(sim->obs, sim);
+}
+
 bool sim_frame_left(const mz_sim *sim, double frame_dt)
 {
     return frame_dt - sim->frame_time > 1e-9 * frame_dt;

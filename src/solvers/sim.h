@@ -74,6 +74,15 @@ typedef struct mz_solver {
      * id as slots): a checkpoint a distributed run wrote, in the ranks' order, is put back in
      * id order when one process restores it. */
     bool id_order;
+    /* A solver whose step starts by building sim->grid from the positions the last step left
+     * (nothing moves them before), and calls sim_grid_built right after: the probes and
+     * gauges due at a step's end are sampled then, on a grid of the positions sampled
+     * (solvers/observe.h). grid_now gives that grid without a step, for a sample that cannot
+     * wait (a checkpoint, the run's end): in one process indexed only (grid_index: nothing
+     * moves, and the step's build orders the particles alike); a distributed rank exchanges
+     * and builds as its step would, which then changes nothing (a stable sort of sorted keys).
+     * NULL: samples are taken at once, on the step's own grid. */
+    int (*grid_now)(mz_sim *sim);
 } mz_solver;
 
 /* The domain walls as kernels take them (layout of mz_walls in kernels/common/walls.clh). */
@@ -200,8 +209,11 @@ int sim_substep(mz_sim *sim, double dt);
  * fills sim->loads in it). */
 bool sim_loads_due(const mz_sim *sim, double dt);
 /* Count a step a solver took (advance solvers call it), in the run and in the frame, and
- * sample the probes and gauges that are due. */
+ * sample the probes and gauges that are due (or mark them, mz_solver.grid_now). */
 void sim_count_step(mz_sim *sim, double dt);
+/* A grid_now solver's step has built its grid: the samples marked at the last step's end are
+ * taken now. */
+void sim_grid_built(mz_sim *sim);
 
 mz_walls_arg sim_walls(const mz_scene *scene);
 /* The domain's frame at time t (solvers/frame.c); whether it turns (kernels are then built

@@ -242,6 +242,7 @@ static int dfsph_step(mz_sim *sim, dfsph_state *st, double frame_dt)
     if (boundary_move(&st->bound, sim, sim->time) != 0 || grid_build(&st->grid, sim->pos) != 0)
         return -1;
     sim_profile_grid(sim, &st->grid, STAGE_GRID);
+    sim_grid_built(sim); /* the probes due at the last step's end, before anything moves */
     if (!density_alpha(sim, st))
         return -1;
     st->s_first = true;
@@ -466,6 +467,14 @@ static void dfsph_report(const mz_sim *sim, FILE *out)
             MAX_ITERATIONS);
 }
 
+/* The next step's grid now (mz_solver.grid_now), indexed: the step builds it from the same
+ * positions. */
+static int dfsph_grid_now(mz_sim *sim)
+{
+    dfsph_state *st = sim->state;
+    return grid_index(&st->grid, sim->pos);
+}
+
 const mz_solver mz_solver_dfsph = {
     .name = "DFSPH",
     .stages = dfsph_stages,
@@ -475,4 +484,5 @@ const mz_solver mz_solver_dfsph = {
     .release = dfsph_release,
     .state = dfsph_state_parts,
     .report = dfsph_report,
+    .grid_now = dfsph_grid_now,
 };

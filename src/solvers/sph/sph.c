@@ -180,14 +180,15 @@ static int sph_grow(void *ctx, size_t cap)
     sph_state *st = sim->state;
     if (grid_reserve(&st->grid, cap) != 0)
         return -1;
-    cl_mem *scratch4[] = {&st->p, &st->a2, &st->drho, &st->rho_next,
-                          st->P.continuity ? NULL : &st->rho}; /* continuity's travels */
+    /* (continuity's densities travel, and with probes the densities and pressures) */
+    cl_mem *scratch4[] = {&st->p, &st->a2, &st->drho, &st->rho_next, &st->rho};
     bool ok = renew(sim, &sim->pred, 16 * cap, "clCreateBuffer(predicted position)") &&
               renew(sim, &st->vel_out, 16 * cap, "clCreateBuffer(new velocity)") &&
               (!st->P.kgc || renew(sim, &st->kgc, kgc_bytes(sim->scene) * cap,
                                   "clCreateBuffer(gradient correction)"));
     for (size_t i = 0; ok && i < sizeof scratch4 / sizeof *scratch4; i++)
-        ok = !scratch4[i] || renew(sim, scratch4[i], 4 * cap, "clCreateBuffer(SPH scratch)");
+        ok = grid_moves(&st->grid, scratch4[i]) ||
+             renew(sim, scratch4[i], 4 * cap, "clCreateBuffer(SPH scratch)");
     if (!ok)
         return -1;
     sim->cap = cap;
@@ -293,6 +294,13 @@ static int sph_init(mz_sim *sim)
                    "clEnqueueFillBuffer(density)"))
             return -1;
     }
+    /* Distributed with probes: they read the densities and pressures of the step just taken
+     * after the next step's exchange and build (solvers/observe.h), so those go with their
+     * owners. (Collapsed SPH's newest densities, rho_prev, already do.) */
+    if (sim->plan && s->n_probes > 0 &&
+        ((!st->collapsed && !st->P.continuity && grid_register_owned(&st->grid, &st->rho, 4)) ||
+         grid_register_owned(&st->grid, &st->p, 4)))
+        return -1;
     if (sph_loads_init(&st->loads, sim, &st->bound, st->program, "sph_wall_loads") != 0)
         return -1;
     /* WCSPH in one process: the density pass's lists for the forces pass. */
@@ -413,20 +421,35 @@ static bool density_and_forces(mz_sim *sim, sph_state *st, cl_float dt, cl_int r
            run_forces(sim, st, ie, end, dt, rest_out);
 }
 
+/* Distributed: the owned particles to the windows of their layers now. */
+static int exchange(mz_sim *sim, sph_state *st)
+{
+    if (!st->slabs_made)
+        return 0;
+    if (slabs_exchange(&st->slabs, sim->pos) != 0)
+        return -1;
+    sim_set_count(sim, st->grid.n);
+    return 0;
+}
+
+static int build_grid(mz_sim *sim, sph_state *st)
+{
+    return grid_build(&st->grid, sim->pos) != 0 ||
+                   (st->slabs_made && slabs_after_build(&st->slabs) != 0)
+               ? -1
+               : 0;
+}
+
 static int sph_step(mz_sim *sim, sph_state *st, double dt_seconds)
 {
     cl_float dt = (cl_float)dt_seconds;
-    if (st->slabs_made) {
-        if (slabs_exchange(&st->slabs, sim->pos) != 0)
-            return -1;
-        sim_set_count(sim, st->grid.n);
-    }
+    if (exchange(sim, st) != 0)
+        return -1;
     st->frame = sim_frame(sim->scene, sim->time);
-    if (boundary_move(&st->bound, sim, sim->time) != 0 ||
-        grid_build(&st->grid, sim->pos) != 0 ||
-        (st->slabs_made && slabs_after_build(&st->slabs) != 0))
+    if (boundary_move(&st->bound, sim, sim->time) != 0 || build_grid(sim, st) != 0)
         return -1;
     sim_profile_grid(sim, &st->grid, STAGE_GRID);
+    sim_grid_built(sim); /* the probes due at the last step's end, before anything moves */
     boundary_args b = boundary_of(&st->bound, st->grid.desc);
     size_t begin, end;
     sim_owned(sim, &begin, &end);
@@ -462,6 +485,17 @@ static int sph_step(mz_sim *sim, sph_state *st, double dt_seconds)
     swap_mem(&sim->pos, &sim->pred);
     swap_mem(&sim->vel, &st->vel_out);
     return 0;
+}
+
+/* The next step's grid now (mz_solver.grid_now): indexed in one process; a rank exchanges and
+ * builds, as the step will again (the same windows and order: the exchange places owned
+ * particles by their layers, and the build's stable sort keeps sorted keys where they are). */
+static int sph_grid_now(mz_sim *sim)
+{
+    sph_state *st = sim->state;
+    if (!st->slabs_made)
+        return grid_index(&st->grid, sim->pos);
+    return exchange(sim, st) != 0 || build_grid(sim, st) != 0 ? -1 : 0;
 }
 
 /* One fixed step (sim_substep counts it). */
@@ -635,7 +669,7 @@ static size_t sph_device_bytes(const mz_scene *s, size_t n)
     bool collapsed = scene_solver(s) == MZ_SOLVER_COLLAPSED_SPH, slabs = dist_active();
     size_t per = 16 + 4 + 4 + 4 + (P.kgc ? kgc_bytes(s) : 0), fixed = P.kgc ? 0 : kgc_bytes(s);
     /* position, velocity, inverse mass, id, body, then what the solver moves with them */
-    size_t elems[8] = {16, 16, 4, 4, 4};
+    size_t elems[10] = {16, 16, 4, 4, 4};
     int n_reg = 5;
     if (collapsed) {
         per += 3 * 4;
@@ -645,6 +679,11 @@ static size_t sph_device_bytes(const mz_scene *s, size_t n)
     if (P.continuity) {
         per += 4;
         elems[n_reg++] = 4;
+    }
+    if (slabs && s->n_probes > 0) { /* the pressures, and the densities unless they travel */
+        elems[n_reg++] = 4;
+        if (!collapsed && !P.continuity)
+            elems[n_reg++] = 4;
     }
     size_t cells = grid_cells_in(n, P.h, s->sim.dimensions, s->domain.min, s->domain.max,
                                  slabs ? MZ_GRID_DENSE : MZ_GRID_AUTO);
@@ -691,4 +730,5 @@ const mz_solver mz_solver_sph = {
     .release = sph_release,
     .state = sph_state_parts,
     .slab_geometry = sph_slab_geometry,
+    .grid_now = sph_grid_now,
 };
