@@ -137,6 +137,8 @@ fuzz: all
 	  $(FUZZ_BUILD)/fuzz/$(FUZZ_TARGET)
 	@tests/fuzz/run.sh $(BUILD)/mizu $(FUZZ_BUILD) $(FUZZ_TARGET) $(FUZZ_SECONDS) $(FUZZ_FLAGS)
 
+# MIZU_TEST_QUICK=1 (tests/test_util.h, skip_if_quick): the physics validations of tens of seconds
+# skip themselves; `make sanitize MIZU_TEST_QUICK=0` runs them too (docs/testing.md).
 # intercept_tls_get_addr=0: since the Open MPI packages are installed (binary built with or without
 # MPI), clang 14's LeakSanitizer misreads glibc 2.36's dynamic-TLS vector in some runs (a "DTLS"
 # block at 0x17d) and its tracer dies with signal 11 at exit. Off, LSan no longer tracks
@@ -144,7 +146,8 @@ fuzz: all
 sanitize:
 	@$(MAKE) --no-print-directory BUILD=$(SAN_BUILD) CC=$(SAN_CC) CFLAGS="-O1 -g $(SAN_FLAGS)" \
 	  all $(TESTS:$(BUILD)/%=$(SAN_BUILD)/%)
-	@ASAN_OPTIONS=detect_leaks=1:intercept_tls_get_addr=0:$${ASAN_OPTIONS:-} UBSAN_OPTIONS=print_stacktrace=1 \
+	@MIZU_TEST_QUICK=$(or $(MIZU_TEST_QUICK),1) \
+	  ASAN_OPTIONS=detect_leaks=1:intercept_tls_get_addr=0:$${ASAN_OPTIONS:-} UBSAN_OPTIONS=print_stacktrace=1 \
 	  LSAN_OPTIONS=suppressions=$(CURDIR)/tests/sanitize/lsan.supp:print_suppressions=0 \
 	  scripts/run-tests.sh $(SAN_BUILD)/mizu $(TESTS:$(BUILD)/%=$(SAN_BUILD)/%)
 

@@ -15,7 +15,6 @@
 #include <time.h>
 #include <unistd.h>
 
-/* A fresh directory under $TMPDIR for this test program; removed by the OS's tmp cleaning. */
 /* Run only the tests whose names match the environment variable `var` (a cmocka pattern, e.g.
  * SPH_TEST='*dfsph*'), when it is set. */
 static inline void test_filter_from_env(const char *var)
@@ -25,6 +24,18 @@ static inline void test_filter_from_env(const char *var)
         cmocka_set_test_filter(f);
 }
 
+/* A physics validation that runs for tens of seconds (a wave flume, a sloshing tank, a dam
+ * break to its front) skips itself when MIZU_TEST_QUICK is set, as `make sanitize` does: what
+ * it adds to the short tests is its numbers, which `make test` checks, not host code that a
+ * sanitizer would see run differently (docs/testing.md, "What the suite costs"). */
+static inline void skip_if_quick(void)
+{
+    const char *q = getenv("MIZU_TEST_QUICK");
+    if (q && *q && strcmp(q, "0") != 0)
+        skip();
+}
+
+/* A fresh directory under $TMPDIR for this test program; removed by the OS's tmp cleaning. */
 static inline const char *test_dir(void)
 {
     static char dir[256];

@@ -222,6 +222,7 @@ static void test_momentum_dfsph(void **state)
 static void test_tank_walls(void **state)
 {
     (void)state;
+    skip_if_quick();
     const char *sets[] = {"domain.boundary.forces={\"rate\": 200}", "simulation.frames=100"};
     world w;
     world_open_file(&w, "scenes/hydrostatic.json", sets, 2);
@@ -391,18 +392,21 @@ static void buoyancy(const char *solver, const char *density)
 static void test_buoyancy_wcsph(void **state)
 {
     (void)state;
+    skip_if_quick();
     buoyancy("wcsph", ", \"density_method\": \"summation\"");
 }
 
 static void test_buoyancy_collapsed(void **state)
 {
     (void)state;
+    skip_if_quick();
     buoyancy("collapsed_sph", "");
 }
 
 static void test_buoyancy_dfsph(void **state)
 {
     (void)state;
+    skip_if_quick();
     buoyancy("dfsph", "");
 }
 

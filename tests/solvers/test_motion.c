@@ -363,6 +363,7 @@ static double biesel_ratio(double T, double L, double seconds, double *kh_out)
 static void test_biesel(void **state)
 {
     (void)state;
+    skip_if_quick();
     static const double runs[2][3] = {{1.0, 2.5, 5.0}, {1.4, 4.0, 6.0}}; /* T, L, seconds */
     for (int r = 0; r < 2; r++) {
         double kh, ratio = biesel_ratio(runs[r][0], runs[r][1], runs[r][2], &kh);
@@ -486,6 +487,7 @@ static const char wcsph_tank[] = "\"solver\": \"wcsph\", \"support_radius\": 0.0
 static void test_sloshing(void **state)
 {
     (void)state;
+    skip_if_quick();
     static double t[300], d[300], td[300], dd[300];
     size_t n = slosh(wcsph_tank, false, t, d);
     assert_true(fabs(slosh_period(t, d, n, "tank of colliders kicked 6 deg") - 1) < 0.05);
@@ -520,6 +522,7 @@ static void test_sloshing(void **state)
 static void test_fast_walls(void **state)
 {
     (void)state;
+    skip_if_quick();
     const char *piston =
         "{\"mizu_scene\": 1, \"simulation\": {\"fps\": 20, \"frames\": 60, \"dimensions\": 2, "
         "\"adaptive\": true, \"cfl\": 0.2}, \"domain\": {\"min\": [0, 0, 0], \"max\": [2, 0.6, "

@@ -572,6 +572,7 @@ static void test_forces_match_host_corrected(void **state)
 static void test_hydrostatic(void **state)
 {
     (void)state;
+    skip_if_quick();
     const char *sets[] = {"fluids[0].gradient_correction=true"};
     hydrostatic(sets, 1, 0.03, 0.01);
 }
@@ -579,6 +580,7 @@ static void test_hydrostatic(void **state)
 static void test_hydrostatic_uncorrected(void **state)
 {
     (void)state;
+    skip_if_quick();
     hydrostatic(NULL, 0, 0.07, 0.05);
 }
 
@@ -589,6 +591,7 @@ static void test_hydrostatic_uncorrected(void **state)
 static void test_hydrostatic_dfsph(void **state)
 {
     (void)state;
+    skip_if_quick();
     const char *sets[] = {"fluids[0].solver=dfsph", "fluids[0].density_method=summation"};
     hydrostatic(sets, 2, 1.0, 0.2);
 }
@@ -596,6 +599,7 @@ static void test_hydrostatic_dfsph(void **state)
 static void test_dam_break_wcsph(void **state)
 {
     (void)state;
+    skip_if_quick();
     check_dam_break("scenes/dam_break_2d.json", "wcsph");
 }
 
@@ -608,6 +612,7 @@ static void test_dam_break_dfsph(void **state)
 static void test_dam_break_collapsed(void **state)
 {
     (void)state;
+    skip_if_quick();
     check_dam_break("scenes/dam_break_2d.json", "collapsed_sph");
 }
 
@@ -615,6 +620,7 @@ static void test_dam_break_collapsed(void **state)
 static void test_dam_break_water(void **state)
 {
     (void)state;
+    skip_if_quick();
     check_dam_break("scenes/dam_break_2d_water.json", "wcsph");
     check_dam_break("scenes/dam_break_2d_water.json", "collapsed_sph");
 }
@@ -746,6 +752,7 @@ static void flume_3d(const char *solver)
 static void test_flume_3d(void **state)
 {
     (void)state;
+    skip_if_quick();
     flume_3d("wcsph");
     flume_3d("collapsed_sph");
 }
