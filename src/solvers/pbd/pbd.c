@@ -171,12 +171,13 @@ static int pbd_init(mz_sim *sim)
     }
     if (pbf && pbf_boundary_init(sim, st) != 0)
         return -1;
-    if (sim->plan && (st->rigid.nb || (pbf && st->nc))) {
-        mz_error("the position-based solver runs distributed with PBF fluid alone, or cloth "
-                 "and soft bodies alone");
+    if (sim->plan && pbf && bodies_count(s) > 0) {
+        mz_error("the position-based solver runs distributed with PBF fluid alone, or cloth, "
+                 "soft and rigid bodies alone");
         return -1;
     }
-    if (sim->plan && (pbf_dist_init(sim, st) != 0 || (st->nc && cloth_dist_init(sim, st) != 0)))
+    if (sim->plan && (pbf_dist_init(sim, st) != 0 || (st->nc && cloth_dist_init(sim, st) != 0) ||
+                      (st->rigid.nb && rigid_dist_init(sim, st) != 0)))
         return -1;
 
     mz_walls_arg walls = sim_walls(s);
@@ -293,6 +294,7 @@ static int pbd_substep(mz_sim *sim, double dt_seconds)
              (!st->contacts ||
               cl_ok(clSetKernelArg(st->collide, 5, sizeof st->grid.vals, &st->grid.vals),
                     "clSetKernelArg(collide)")) &&
+             (!st->dist.on || !st->contacts || pbf_dist_bind_contacts(sim, st)) &&
              (!st->dist.cloth.on || cloth_dist_bind(sim, st, inv_dt2)) &&
              (!st->fluid.on || pbf_bind_grid(sim, st));
         if (ok)
