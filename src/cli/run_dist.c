@@ -15,11 +15,6 @@ static const char *position_based_refusal(const mz_scene *s, mz_solver_kind k)
         return "moving colliders and a moving domain are not distributed with the "
                "position-based solver yet: run this scene without mpirun (they run distributed "
                "with WCSPH and collapsed SPH)";
-    if (k == MZ_SOLVER_PBF && bodies_count(s) > 0)
-        return "PBF fluid with cloth, soft or rigid bodies is not distributed yet (the fluid's "
-               "attributes and its contacts with the bodies do not reach across slabs): run "
-               "this scene without mpirun; PBF fluid alone, and cloth, soft and rigid bodies "
-               "alone, run under mpirun";
     if (s->n_probes || s->n_gauges || scene_load_count(s))
         return "probes, gauges and forces on solids are not distributed with the position-based "
                "solver yet: run this scene without mpirun, or without its probes[], gauges[] "

@@ -389,6 +389,21 @@ static void test_rigid_checkpoint(void **state)
     assert_same_frames(ref, two, 17);
 }
 
+/* PBF fluid with bodies: a rank makes its window's fluid attributes (mass ratio, volume, fluid
+ * flag) from each particle's body after every build, and the contacts between fluid and bodies
+ * read the halo's bodies and inverse masses. 2D: a light box dropped into a tank (the fluid's
+ * density counts the box's particles, which take the fluid's corrections). 3D: coupled.json,
+ * water poured onto a pinned cloth carrying three boxes (fluid, cloth and rigid bodies in one
+ * particle system). */
+static void test_pbf_with_bodies(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_MPI();
+    assert_ranks_match("PBF with a floating box", "scenes/pbf_box_float.json", 12);
+    assert_ranks_match("PBF with cloth and rigid bodies",
+                       "scenes/coupled.json --set output.every=1", 16);
+}
+
 /* A block falls through the slab boundary within one frame (no rebalance before the frame
  * ends): rank 0's window outgrows the room it was planned with, its buffers grow mid-run, and
  * the output is still the one process's. */
@@ -655,7 +670,6 @@ static void test_refusals(void **state)
         const char *args, *says;
     } cases[] = {
         {"scenes/flip_dam_break_2d.json", "FLIP is not distributed yet"},
-        {"scenes/coupled.json", "PBF fluid with cloth, soft or rigid bodies is not distributed"},
         {"scenes/pbf_dam_break.json --set 'probes=[{\"name\": \"a\", "
          "\"position\": [0.05, 0.05, 0]}]'",
          "probes, gauges and forces on solids are not distributed with the position-based"},
@@ -703,6 +717,7 @@ int main(void)
         cmocka_unit_test(test_cloth_checkpoint),
         cmocka_unit_test(test_rigid_bodies),
         cmocka_unit_test(test_rigid_checkpoint),
+        cmocka_unit_test(test_pbf_with_bodies),
         cmocka_unit_test(test_buffers_grow),
         cmocka_unit_test(test_checkpoint_resume),
         cmocka_unit_test(test_sigterm_checkpoint),

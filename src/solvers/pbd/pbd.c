@@ -171,11 +171,6 @@ static int pbd_init(mz_sim *sim)
     }
     if (pbf && pbf_boundary_init(sim, st) != 0)
         return -1;
-    if (sim->plan && pbf && bodies_count(s) > 0) {
-        mz_error("the position-based solver runs distributed with PBF fluid alone, or cloth, "
-                 "soft and rigid bodies alone");
-        return -1;
-    }
     if (sim->plan && (pbf_dist_init(sim, st) != 0 || (st->nc && cloth_dist_init(sim, st) != 0) ||
                       (st->rigid.nb && rigid_dist_init(sim, st) != 0)))
         return -1;

@@ -33,6 +33,8 @@ typedef struct pbd_fluid {
     cl_program program;
     cl_kernel warm, solve, delta, curl, confine, sort_attr, sort_x, sort_v;
     cl_mem attr, attr_sorted, lambda, lambda_s, density, vs, omega, dv, walls, solid;
+    cl_kernel attributes; /* a distributed rank's: attr from attr_table by body */
+    cl_mem attr_table;
     /* domain.boundary.type "particles": the walls and colliders as boundary particles
      * (SPH's, solvers/boundary.h) in place of the walls' and colliders' tables */
     boundary_set bound;
@@ -73,7 +75,6 @@ typedef struct pbd_dist {
     cl_mem slot;       /* 0, 1, 2, ...: the kernels' slot argument */
     cl_mem keys, vals; /* the window's sort by id before each build */
     int id_bits;
-    cl_float4 attr;    /* every particle's attributes (fluid alone: one value) */
     pbd_cloth_dist cloth;
 } pbd_dist;
 

@@ -20,9 +20,11 @@
  * - Two halo layers: the iterations move a particle after the build, and a particle of the
  *   first owned layer that moved into the halo layer queries one layer further. Bodies need
  *   more when their constraints reach further (twice the longest rest length).
- * - Fluid alone or bodies alone (run_dist.c refuses the rest): a fluid's particles' attributes
- *   are one value, so they are filled, not carried; bodies carry their inverse masses and body
- *   indices to the halo (contacts and constraints read their neighbours'). */
+ * - The fluid's per-particle attributes (mass ratio, volume, fluid flag) are neither carried nor
+ *   checkpointed: a rank makes its window's after every build from each particle's body and
+ *   inverse mass (fluid.c, pbf_attributes). With bodies in the scene, inverse masses and body
+ *   indices travel to the halo (contacts, constraints and the fluid's density read their
+ *   neighbours'); a fluid alone reads them of owned particles only, and they stay with them. */
 #include "build/build.h"
 #include "dist/dist.h"
 #include "scene/bodies.h"
@@ -74,7 +76,7 @@ static bool renew(mz_sim *sim, cl_mem *b, size_t bytes, const char *what)
     return true;
 }
 
-/* slot[i] = i for i < cap, and every particle's attributes. */
+/* slot[i] = i for i < cap. */
 static bool fill_fixed(mz_sim *sim, pbd_state *st, size_t cap)
 {
     cl_uint *id = xmalloc((cap ? cap : 1) * sizeof *id);
@@ -82,11 +84,7 @@ static bool fill_fixed(mz_sim *sim, pbd_state *st, size_t cap)
         id[i] = (cl_uint)i;
     bool ok = cl_ok(clEnqueueWriteBuffer(sim->cl->queue, st->dist.slot, CL_TRUE, 0, 4 * cap, id,
                                          0, NULL, NULL),
-                    "clEnqueueWriteBuffer(slots)") &&
-              (!st->fluid.on ||
-               cl_ok(clEnqueueFillBuffer(sim->cl->queue, st->fluid.attr, &st->dist.attr,
-                                         sizeof st->dist.attr, 0, 16 * cap, 0, NULL, NULL),
-                     "clEnqueueFillBuffer(fluid attributes)"));
+                    "clEnqueueWriteBuffer(slots)");
     free(id);
     return ok;
 }
@@ -120,13 +118,6 @@ int pbf_dist_init(mz_sim *sim, pbd_state *st)
     pbd_dist *d = &st->dist;
     mz_grid *g = &st->grid;
     const mz_scene *s = sim->scene;
-    /* attributes() of a fluid particle (src/solvers/pbd/fluid.c), with the builder's inverse
-     * mass (src/build/build.c) */
-    if (st->fluid.on) {
-        double m = build_particle_mass(s, &s->fluids[0]);
-        float w = (float)(1.0 / m);
-        d->attr = (cl_float4){{(cl_float)((double)w / (1.0 / m)), 1.0f, 1.0f, 0.0f}};
-    }
     while (d->id_bits < 32 && ((size_t)1 << d->id_bits) < sim->n_total)
         d->id_bits++;
     size_t cap = sim->cap;
