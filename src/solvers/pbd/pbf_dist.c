@@ -25,7 +25,6 @@
  *   inverse mass (fluid.c, pbf_attributes). With bodies in the scene, inverse masses and body
  *   indices travel to the halo (contacts, constraints and the fluid's density read their
  *   neighbours'); a fluid alone reads them of owned particles only, and they stay with them. */
-#include "build/build.h"
 #include "dist/dist.h"
 #include "scene/bodies.h"
 #include "solvers/pbd/pbd.h"
