@@ -356,37 +356,49 @@ static void test_rigid_bodies(void **state)
     assert_ranks_match("rigid bodies 2D", args, 16);
 }
 
-/* Rigid bodies checkpointed by 2 ranks (the bodies' states and poses are whole on every rank;
- * the particles are each rank's owned stretch), resumed by 3 ranks and by one process: the
- * frames and the bodies' series of one uninterrupted process. */
+/* scene run `frames` frames by one process; checkpointed by 2 ranks at frame `at` and resumed
+ * by 3 ranks, then by one process: each time the uninterrupted process's frames and poses. */
+static void assert_resumes(const char *name, const char *scene, long frames, long at)
+{
+    char args[2048], *err = NULL;
+    const char *ref = test_path("resref.h5"), *two = test_path("resck.h5");
+    snprintf(args, sizeof args, "run %s --frames %ld -q -o %s", scene, frames, ref);
+    int rc = run_mizu(args, &err);
+    if (rc != 0)
+        fail_msg("%s, reference: exit %d: %s", name, rc, err ? err : "");
+    free(err);
+    snprintf(args, sizeof args, "run %s --frames %ld --checkpoint-every %ld -q -o %s", scene, at,
+             at, two);
+    rc = run_mpi(2, args, &err);
+    if (rc != 0)
+        fail_msg("%s, 2 ranks, checkpointed: exit %d: %s", name, rc, err ? err : "");
+    free(err);
+    snprintf(args, sizeof args, "run --resume %s --frames %ld -q", test_path("resck.ckpt.h5"),
+             frames);
+    rc = run_mpi(3, args, &err);
+    if (rc != 0)
+        fail_msg("%s, resumed with 3 ranks: exit %d: %s", name, rc, err ? err : "");
+    free(err);
+    assert_same_frames(ref, two, frames + 1);
+    rc = run_mizu(args, &err);
+    if (rc != 0)
+        fail_msg("%s, one process resuming the 2-rank checkpoint: exit %d: %s", name, rc,
+                 err ? err : "");
+    free(err);
+    assert_same_frames(ref, two, frames + 1);
+}
+
+/* Rigid bodies checkpointed by ranks: the bodies' states and poses are whole on every rank (rank
+ * 0 writes its own; every rank restores them), the particles each rank's owned stretch. With PBF
+ * fluid too: a resumed rank makes its fluid attributes from the restored bodies. */
 static void test_rigid_checkpoint(void **state)
 {
     (void)state;
     SKIP_WITHOUT_MPI();
-    char args[2048], scene[600], *err = NULL;
+    char scene[600];
     snprintf(scene, sizeof scene, "%s", rigid_bodies_2d());
-    const char *ref = test_path("rigidref.h5"), *two = test_path("rigidck.h5");
-    snprintf(args, sizeof args, "run %s -q -o %s", scene, ref);
-    int rc = run_mizu(args, &err);
-    if (rc != 0)
-        fail_msg("reference: exit %d: %s", rc, err ? err : "");
-    free(err);
-    snprintf(args, sizeof args, "run %s --frames 8 --checkpoint-every 8 -q -o %s", scene, two);
-    rc = run_mpi(2, args, &err);
-    if (rc != 0)
-        fail_msg("2 ranks, checkpointed: exit %d: %s", rc, err ? err : "");
-    free(err);
-    snprintf(args, sizeof args, "run --resume %s --frames 16 -q", test_path("rigidck.ckpt.h5"));
-    rc = run_mpi(3, args, &err);
-    if (rc != 0)
-        fail_msg("resumed with 3 ranks: exit %d: %s", rc, err ? err : "");
-    free(err);
-    assert_same_frames(ref, two, 17);
-    rc = run_mizu(args, &err);
-    if (rc != 0)
-        fail_msg("one process resuming the 2-rank checkpoint: exit %d: %s", rc, err ? err : "");
-    free(err);
-    assert_same_frames(ref, two, 17);
+    assert_resumes("rigid bodies 2D", scene, 16, 8);
+    assert_resumes("PBF with a floating box", "scenes/pbf_box_float.json", 12, 6);
 }
 
 /* PBF fluid with bodies: a rank makes its window's fluid attributes (mass ratio, volume, fluid
