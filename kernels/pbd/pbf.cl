@@ -246,6 +246,23 @@ inline void mz_boundary_push(const mz_pbf *P, mz_grid_desc bg, global const uint
     *grad = P->volume * gb;
 }
 
+/* A distributed rank's attributes (src/solvers/pbd/fluid.c): its window changes with every
+ * exchange, so attr is made after every build from each particle's body, as the host made one
+ * process's (table[b]: an unpinned particle of body b; a pinned one has r = 0). A fluid alone
+ * (by_body 0) is table[0] throughout: its halo holds no bodies or inverse masses. */
+kernel void pbf_attributes(uint n, uint by_body, global const uint *body,
+                           global const float *inv_mass, global const float4 *table,
+                           global float4 *attr)
+{
+    uint i = get_global_id(0);
+    if (i >= n)
+        return;
+    float4 a = table[by_body ? body[i] : 0];
+    if (by_body && inv_mass[i] == 0.0f)
+        a.x = 0.0f;
+    attr[i] = a;
+}
+
 /* Warm start: each substep begins by applying the multipliers the last one ended with (into
  * dlambda in grid order, then pbf_delta). */
 kernel void pbf_warm(uint n, float warm, global const float4 *attr, global const uint *slot,

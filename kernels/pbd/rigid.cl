@@ -106,6 +106,15 @@ kernel void rigid_predict(uint nb, float dt, float keep, mz_frame frame, global 
     rb[b].q_pred = mz_qnormalize(mz_qmul(mz_qexp(dt * w), B.q));
 }
 
+/* A rigid particle's predicted position: its body's predicted pose applied to its rest offset
+ * r0 (w, the contact radius, kept). One function for one process's kernel and a rank's. */
+inline float4 mz_rigid_place(const mz_rigid *B, float4 r0, float w)
+{
+    float4 x = B->c_pred + mz_rotate(B->q_pred, r0);
+    x.w = w;
+    return mz_planar(x);
+}
+
 /* Rigid particles are ids first_rigid .. first_rigid + n − 1; owner[k] is k's body. */
 kernel void rigid_place(uint n, uint first_rigid, global const uint *owner,
                         global const float4 *r0, global const mz_rigid *rb, global float4 *xp)
@@ -115,9 +124,7 @@ kernel void rigid_place(uint n, uint first_rigid, global const uint *owner,
         return;
     mz_rigid B = rb[owner[k]];
     uint i = first_rigid + k;
-    float4 x = B.c_pred + mz_rotate(B.q_pred, r0[k]);
-    x.w = xp[i].w;
-    xp[i] = mz_planar(x);
+    xp[i] = mz_rigid_place(&B, r0[k], xp[i].w);
 }
 
 #define MZ_RIGID_GROUP 128
@@ -171,12 +178,14 @@ inline float4 mz_polar_rotation(float4 a0, float4 a1, float4 a2, float4 q)
     return q;
 }
 
+/* xp[i] is the particle of id at + i: one process's buffer (at 0), or a rank's copy of the rigid
+ * particles alone (at first_rigid, src/solvers/pbd/rigid_dist.c). */
 kernel void rigid_match(uint first_rigid, float4 lo, float4 hi, global const float4 *r0,
-                        global mz_rigid *rb, global float4 *xp)
+                        global mz_rigid *rb, global float4 *xp, uint at)
 {
     local float4 scratch[MZ_RIGID_GROUP];
     uint b = get_group_id(0), l = get_local_id(0);
-    uint first = rb[b].first, count = rb[b].count, base = first - first_rigid;
+    uint base = rb[b].first - first_rigid, count = rb[b].count, first = rb[b].first - at;
     float4 s = (float4)(0.0f);
     for (uint k = l; k < count; k += MZ_RIGID_GROUP)
         s += mz_vec(xp[first + k]);
@@ -245,6 +254,21 @@ kernel void rigid_update(uint nb, float dt, global mz_rigid *rb, global float4 *
     pose[2 * b + 1] = B.q_pred;
 }
 
+/* A rigid particle's velocity from its body's (one process's kernel and a rank's). */
+inline float4 mz_rigid_velocity(const mz_rigid *B, float4 r0)
+{
+    /* the angular velocity the next step starts with (the pose is the step's end): the
+     * particles then carry exactly the body's angular momentum */
+    float4 w = mz_world_mul(B->q, B->inv_ia, B->inv_ib, B->L);
+#if MZ_DIM == 2
+    w.x = w.y = 0.0f;
+#endif
+    w.w = 0.0f;
+    float4 u = B->v + cross(w, mz_rotate(B->q, r0));
+    u.w = 0.0f;
+    return mz_planar(u);
+}
+
 kernel void rigid_velocity(uint n, uint first_rigid, global const uint *owner,
                            global const float4 *r0, global const mz_rigid *rb, global float4 *v)
 {
@@ -252,14 +276,68 @@ kernel void rigid_velocity(uint n, uint first_rigid, global const uint *owner,
     if (k >= n)
         return;
     mz_rigid B = rb[owner[k]];
-    /* the angular velocity the next step starts with (the pose is the step's end): the
-     * particles then carry exactly the body's angular momentum */
-    float4 w = mz_world_mul(B.q, B.inv_ia, B.inv_ib, B.L);
-#if MZ_DIM == 2
-    w.x = w.y = 0.0f;
-#endif
-    w.w = 0.0f;
-    float4 u = B.v + cross(w, mz_rotate(B.q, r0[k]));
-    u.w = 0.0f;
-    v[first_rigid + k] = mz_planar(u);
+    v[first_rigid + k] = mz_rigid_velocity(&B, r0[k]);
+}
+
+/* ---- A rank of a distributed run (src/solvers/pbd/rigid_dist.c): its window holds particles
+ * in the grid's order, each with its id; the rigid ones are found by id. ---- */
+
+/* k = id − first_rigid of the window's slot i, or n_rigid when it is no rigid particle. */
+inline uint mz_rigid_index(global const uint *id, uint i, uint first_rigid, uint n_rigid)
+{
+    uint k = id[i] - first_rigid; /* wraps past n_rigid below first_rigid */
+    return k < n_rigid ? k : n_rigid;
+}
+
+kernel void rigid_place_slots(uint n, uint first_rigid, uint n_rigid, global const uint *id,
+                              global const uint *owner, global const float4 *r0,
+                              global const mz_rigid *rb, global float4 *xp)
+{
+    uint i = get_global_id(0);
+    if (i >= n)
+        return;
+    uint k = mz_rigid_index(id, i, first_rigid, n_rigid);
+    if (k == n_rigid)
+        return;
+    mz_rigid B = rb[owner[k]];
+    xp[i] = mz_rigid_place(&B, r0[k], xp[i].w);
+}
+
+kernel void rigid_velocity_slots(uint n, uint first_rigid, uint n_rigid, global const uint *id,
+                                 global const uint *owner, global const float4 *r0,
+                                 global const mz_rigid *rb, global float4 *v)
+{
+    uint i = get_global_id(0);
+    if (i >= n)
+        return;
+    uint k = mz_rigid_index(id, i, first_rigid, n_rigid);
+    if (k == n_rigid)
+        return;
+    mz_rigid B = rb[owner[k]];
+    v[i] = mz_rigid_velocity(&B, r0[k]);
+}
+
+/* The owned slots [offset, end)'s rigid particles into the copy by id (zeros elsewhere: the
+ * ranks' copies are then OR-ed together, each id set by its one owner). */
+kernel void rigid_to_ids(uint end, uint first_rigid, uint n_rigid, global const uint *id,
+                         global const float4 *xp, global float4 *xr)
+{
+    uint i = get_global_id(0);
+    if (i >= end)
+        return;
+    uint k = mz_rigid_index(id, i, first_rigid, n_rigid);
+    if (k < n_rigid)
+        xr[k] = xp[i];
+}
+
+/* The matched positions back into every window slot holding a rigid particle. */
+kernel void rigid_from_ids(uint n, uint first_rigid, uint n_rigid, global const uint *id,
+                           global const float4 *xr, global float4 *xp)
+{
+    uint i = get_global_id(0);
+    if (i >= n)
+        return;
+    uint k = mz_rigid_index(id, i, first_rigid, n_rigid);
+    if (k < n_rigid)
+        xp[i] = xr[k];
 }

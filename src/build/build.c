@@ -241,6 +241,16 @@ void build_particles_where(const mz_scene *s, mz_particles *p, build_keep_fn kee
     p->n = kept;
 }
 
+void build_body_particles(const mz_scene *s, mz_particles *p)
+{
+    memset(p, 0, sizeof *p);
+    size_t total = scene_particle_count(s), first = fluid_ids(s), n = total - first;
+    alloc_particles(p, n ? n : 1);
+    p->n = n;
+    p->n_total = total;
+    build_bodies(s, p, 0, first);
+}
+
 /* The cloths and meshes after the fluids: particles from slot `first` on, ids from `id`, their
  * constraints and triangles (in particle ids). */
 static void build_bodies(const mz_scene *s, mz_particles *p, size_t first, size_t id)

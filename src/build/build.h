@@ -78,6 +78,9 @@ void build_particles(const mz_scene *s, mz_particles *p);
  * the host first, then those keep takes kept). */
 typedef bool (*build_keep_fn)(void *ctx, const float x[3]);
 void build_particles_where(const mz_scene *s, mz_particles *p, build_keep_fn keep, void *ctx);
+/* The bodies' particles alone, whole, in id order (from the first body's id; slot k holds id
+ * first + k): a distributed rank's rigid bodies are set up from all their particles. */
+void build_body_particles(const mz_scene *s, mz_particles *p);
 /* The body indices (as mz_particles.body) and the phases (MZ_PHASE_*) of ids
  * [first, first + count), without building the particles. */
 void build_body_of_ids(const mz_scene *s, size_t first, size_t count, uint32_t *body);

@@ -11,19 +11,10 @@
 /* What the position-based solver cannot run distributed in the scene, or NULL. */
 static const char *position_based_refusal(const mz_scene *s, mz_solver_kind k)
 {
-    if (s->n_rigids > 0)
-        return "rigid bodies are not distributed yet (their shape matching sums over each "
-               "body's particles, which the slabs split): run this scene without mpirun; cloth "
-               "and soft bodies, PBF fluid, WCSPH and collapsed SPH scenes run under mpirun";
     if (scene_pose_count(s) > 0)
         return "moving colliders and a moving domain are not distributed with the "
                "position-based solver yet: run this scene without mpirun (they run distributed "
                "with WCSPH and collapsed SPH)";
-    if (k == MZ_SOLVER_PBF && bodies_count(s) > 0)
-        return "PBF fluid with cloth or soft bodies is not distributed yet (the fluid's "
-               "attributes and its contacts with the bodies do not reach across slabs): run "
-               "this scene without mpirun; PBF fluid alone, and cloth and soft bodies alone, run "
-               "under mpirun";
     if (s->n_probes || s->n_gauges || scene_load_count(s))
         return "probes, gauges and forces on solids are not distributed with the position-based "
                "solver yet: run this scene without mpirun, or without its probes[], gauges[] "

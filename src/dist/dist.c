@@ -120,6 +120,15 @@ void dist_sum_u64(uint64_t *v, size_t n)
         MPI_Allreduce(MPI_IN_PLACE, v, (int)n, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
 }
 
+void dist_or_u32(uint32_t *v, size_t n)
+{
+    for (size_t at = 0; world_size > 1 && at < n;) { /* MPI's counts are int */
+        size_t m = n - at < (size_t)INT_MAX ? n - at : (size_t)INT_MAX;
+        MPI_Allreduce(MPI_IN_PLACE, v + at, (int)m, MPI_UINT32_T, MPI_BOR, MPI_COMM_WORLD);
+        at += m;
+    }
+}
+
 void dist_alltoall_u64(const uint64_t *send, uint64_t *recv) { dist_alltoall_u64s(send, recv, 1); }
 
 void dist_alltoall_u64s(const uint64_t *send, uint64_t *recv, int k)
@@ -245,6 +254,11 @@ long dist_min_long(long v) { return v; }
 double dist_max_double(double v) { return v; }
 float dist_max_float(float v) { return v; }
 void dist_sum_u64(uint64_t *v, size_t n)
+{
+    (void)v;
+    (void)n;
+}
+void dist_or_u32(uint32_t *v, size_t n)
 {
     (void)v;
     (void)n;

@@ -34,6 +34,9 @@ long dist_min_long(long v);
 double dist_max_double(double v);
 float dist_max_float(float v);
 void dist_sum_u64(uint64_t *v, size_t n);
+/* Bitwise OR over all ranks, in place: a word one rank sets and the others leave 0 reaches every
+ * rank bit for bit (a float's -0 or NaN too, which a sum would not promise). */
+void dist_or_u32(uint32_t *v, size_t n);
 /* Every rank r sends send[q] to rank q and receives recv[r'] from each rank r'. */
 void dist_alltoall_u64(const uint64_t *send, uint64_t *recv);
 /* The same with k values to and from each rank (send[k q .. k q + k) to rank q). */

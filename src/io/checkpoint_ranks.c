@@ -72,6 +72,13 @@ int ckpt_write_gathered_part(hid_t file, const char *name, mz_sim *sim,
     return rc == 0 && at == total ? 0 : -1;
 }
 
+/* A part that is not per particle: host bytes, or a whole device buffer (the rigid bodies and
+ * their poses: the same bits on every rank). */
+static size_t whole_bytes(const mz_state_part *part)
+{
+    return part->mem ? ckpt_mem_size(*part->mem) : part->bytes;
+}
+
 /* Distributed, rank 0: every part read in pieces of 64 MiB, its size, the ids (a permutation,
  * tracked in a bitmap of n bits), body indices and the state's digest checked; nothing is kept.
  * 0, or -1 after reporting. */
@@ -96,7 +103,7 @@ static int verify_state(const char *path, hid_t file, mz_sim *sim, mz_state_part
     for (size_t i = 0; i < np && rc == 0; i++) {
         char name[96];
         snprintf(name, sizeof name, "/state/%s", parts[i].name);
-        size_t want = parts[i].elem ? parts[i].elem * n : parts[i].bytes, got = 0;
+        size_t want = parts[i].elem ? parts[i].elem * n : whole_bytes(&parts[i]), got = 0;
         hid_t d = H5Lexists(file, name, H5P_DEFAULT) > 0 ? H5Dopen2(file, name, H5P_DEFAULT) : -1;
         hid_t sp = d < 0 ? -1 : H5Dget_space(d);
         hssize_t pts = sp < 0 ? -1 : H5Sget_simple_extent_npoints(sp);
@@ -145,7 +152,7 @@ static int verify_state(const char *path, hid_t file, mz_sim *sim, mz_state_part
 /* Distributed: after rank 0 checked the whole state, rank r takes the r-th equal stretch of
  * the one-process device order of every per-particle part as its owned particles (any split
  * into stretches in rank order is one the next exchange turns into the slabs' windows, with the
- * one-process order kept: docs/distributed.md), and every host part whole. */
+ * one-process order kept: docs/distributed.md), and every other part whole. */
 int ckpt_restore_share(const char *path, hid_t file, mz_sim *sim)
 {
     mz_state_part parts[MZ_MAX_STATE_PARTS];
@@ -163,13 +170,13 @@ int ckpt_restore_share(const char *path, hid_t file, mz_sim *sim)
     for (size_t i = 0; i < np && rc == 0; i++) {
         char name[96];
         snprintf(name, sizeof name, "/state/%s", parts[i].name);
-        size_t bytes = parts[i].elem ? parts[i].elem * count : parts[i].bytes;
-        void *buf = parts[i].elem ? xmalloc(bytes ? bytes : 1) : parts[i].host;
+        size_t bytes = parts[i].elem ? parts[i].elem * count : whole_bytes(&parts[i]);
+        void *buf = parts[i].mem ? xmalloc(bytes ? bytes : 1) : parts[i].host;
         hid_t d = H5Dopen2(file, name, H5P_DEFAULT);
         if (d < 0 || ckpt_bytes_at(d, parts[i].elem * first, bytes, buf, false) != 0) {
             ckpt_fail(path, name);
             rc = -1;
-        } else if (parts[i].elem && bytes > 0 &&
+        } else if (parts[i].mem && bytes > 0 &&
                    !cl_ok(clEnqueueWriteBuffer(sim->cl->queue, *parts[i].mem, CL_TRUE, 0, bytes,
                                                buf, 0, NULL, NULL),
                           "clEnqueueWriteBuffer(checkpoint)")) {
@@ -177,7 +184,7 @@ int ckpt_restore_share(const char *path, hid_t file, mz_sim *sim)
         }
         if (d >= 0)
             H5Dclose(d);
-        if (parts[i].elem)
+        if (parts[i].mem)
             free(buf);
     }
     if (rc == 0 && slabs_own_all(sim->slabs, count) != 0)

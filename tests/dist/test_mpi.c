@@ -293,6 +293,129 @@ static void test_cloth_checkpoint(void **state)
     assert_same_frames(ref, two, 17);
 }
 
+/* Rigid bodies (src/solvers/pbd/rigid_dist.c): every rank matches every body on all its
+ * particles' x*, gathered by id from their owners, so the bodies and their particles are one
+ * process's bits. 3D: a tall box spinning across the slab boundaries, a cube thrown onto it, a
+ * spinning ball and a tilted plate, clamp walls; they fall, collide and scatter through every
+ * slab (over 60 frames too, by hand). 2D: a spinning tower toppling onto a box, a wheel rolling
+ * in, penalty walls. */
+static const char *rigid_bodies_3d(void)
+{
+    const char *scene = test_path("rigid3d.json");
+    write_text(scene,
+               "{\"mizu_scene\": 1, \"simulation\": {\"fps\": 60, \"frames\": 12, "
+               "\"substeps\": 4, \"iterations\": 3, \"damping\": 0.05},"
+               "\"domain\": {\"min\": [0, 0, 0], \"max\": [0.4, 0.5, 0.4], "
+               "\"boundary\": {\"type\": \"clamp\"}},"
+               "\"rigids\": ["
+               "{\"name\": \"tall\", \"box\": {\"min\": [0.05, 0.05, 0.05], "
+               "\"max\": [0.11, 0.2, 0.35]}, \"density\": 500, \"spacing\": 0.02, "
+               "\"angular_velocity\": [0, 2, 1]},"
+               "{\"name\": \"cube\", \"box\": {\"min\": [0.08, 0.25, 0.1], "
+               "\"max\": [0.16, 0.33, 0.3]}, \"density\": 800, \"spacing\": 0.02, "
+               "\"velocity\": [0.3, 0, 0.2]},"
+               "{\"name\": \"ball\", \"sphere\": {\"center\": [0.28, 0.3, 0.2], "
+               "\"radius\": 0.06}, \"density\": 300, \"spacing\": 0.02, "
+               "\"angular_velocity\": [3, 0, 0]},"
+               "{\"name\": \"plate\", \"box\": {\"min\": [0.2, 0.1, 0.05], "
+               "\"max\": [0.36, 0.13, 0.36]}, \"density\": 1000, \"spacing\": 0.02, "
+               "\"rotate\": [10, 0, 20]}],"
+               "\"output\": {\"fields\": [\"position\", \"velocity\"]}}");
+    return scene;
+}
+
+static const char *rigid_bodies_2d(void)
+{
+    const char *scene = test_path("rigid2d.json");
+    write_text(scene,
+               "{\"mizu_scene\": 1, \"simulation\": {\"fps\": 60, \"frames\": 16, "
+               "\"substeps\": 4, \"iterations\": 4, \"dimensions\": 2},"
+               "\"domain\": {\"min\": [0, 0, 0], \"max\": [0.4, 0.6, 0], "
+               "\"boundary\": {\"type\": \"penalty\"}},"
+               "\"rigids\": ["
+               "{\"name\": \"floor box\", \"box\": {\"min\": [0.05, 0.02, 0], "
+               "\"max\": [0.3, 0.08, 0]}, \"density\": 800, \"spacing\": 0.01},"
+               "{\"name\": \"tower\", \"box\": {\"min\": [0.15, 0.1, 0], "
+               "\"max\": [0.2, 0.45, 0]}, \"density\": 500, \"spacing\": 0.01, "
+               "\"angular_velocity\": [0, 0, 1.5]},"
+               "{\"name\": \"wheel\", \"sphere\": {\"center\": [0.3, 0.45, 0], "
+               "\"radius\": 0.05}, \"density\": 300, \"spacing\": 0.01, "
+               "\"velocity\": [-0.5, 0, 0], \"angular_velocity\": [0, 0, -6]}],"
+               "\"output\": {\"fields\": [\"position\", \"velocity\"]}}");
+    return scene;
+}
+
+static void test_rigid_bodies(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_MPI();
+    char args[600];
+    snprintf(args, sizeof args, "%s", rigid_bodies_3d());
+    assert_ranks_match("rigid bodies 3D", args, 12);
+    snprintf(args, sizeof args, "%s", rigid_bodies_2d());
+    assert_ranks_match("rigid bodies 2D", args, 16);
+}
+
+/* scene run `frames` frames by one process; checkpointed by 2 ranks at frame `at` and resumed
+ * by 3 ranks, then by one process: each time the uninterrupted process's frames and poses. */
+static void assert_resumes(const char *name, const char *scene, long frames, long at)
+{
+    char args[2048], *err = NULL;
+    const char *ref = test_path("resref.h5"), *two = test_path("resck.h5");
+    snprintf(args, sizeof args, "run %s --frames %ld -q -o %s", scene, frames, ref);
+    int rc = run_mizu(args, &err);
+    if (rc != 0)
+        fail_msg("%s, reference: exit %d: %s", name, rc, err ? err : "");
+    free(err);
+    snprintf(args, sizeof args, "run %s --frames %ld --checkpoint-every %ld -q -o %s", scene, at,
+             at, two);
+    rc = run_mpi(2, args, &err);
+    if (rc != 0)
+        fail_msg("%s, 2 ranks, checkpointed: exit %d: %s", name, rc, err ? err : "");
+    free(err);
+    snprintf(args, sizeof args, "run --resume %s --frames %ld -q", test_path("resck.ckpt.h5"),
+             frames);
+    rc = run_mpi(3, args, &err);
+    if (rc != 0)
+        fail_msg("%s, resumed with 3 ranks: exit %d: %s", name, rc, err ? err : "");
+    free(err);
+    assert_same_frames(ref, two, frames + 1);
+    rc = run_mizu(args, &err);
+    if (rc != 0)
+        fail_msg("%s, one process resuming the 2-rank checkpoint: exit %d: %s", name, rc,
+                 err ? err : "");
+    free(err);
+    assert_same_frames(ref, two, frames + 1);
+}
+
+/* Rigid bodies checkpointed by ranks: the bodies' states and poses are whole on every rank (rank
+ * 0 writes its own; every rank restores them), the particles each rank's owned stretch. With PBF
+ * fluid too: a resumed rank makes its fluid attributes from the restored bodies. */
+static void test_rigid_checkpoint(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_MPI();
+    char scene[600];
+    snprintf(scene, sizeof scene, "%s", rigid_bodies_2d());
+    assert_resumes("rigid bodies 2D", scene, 16, 8);
+    assert_resumes("PBF with a floating box", "scenes/pbf_box_float.json", 12, 6);
+}
+
+/* PBF fluid with bodies: a rank makes its window's fluid attributes (mass ratio, volume, fluid
+ * flag) from each particle's body after every build, and the contacts between fluid and bodies
+ * read the halo's bodies and inverse masses. 2D: a light box dropped into a tank (the fluid's
+ * density counts the box's particles, which take the fluid's corrections). 3D: coupled.json,
+ * water poured onto a pinned cloth carrying three boxes (fluid, cloth and rigid bodies in one
+ * particle system). */
+static void test_pbf_with_bodies(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_MPI();
+    assert_ranks_match("PBF with a floating box", "scenes/pbf_box_float.json", 12);
+    assert_ranks_match("PBF with cloth and rigid bodies",
+                       "scenes/coupled.json --set output.every=1", 16);
+}
+
 /* A block falls through the slab boundary within one frame (no rebalance before the frame
  * ends): rank 0's window outgrows the room it was planned with, its buffers grow mid-run, and
  * the output is still the one process's. */
@@ -559,9 +682,6 @@ static void test_refusals(void **state)
         const char *args, *says;
     } cases[] = {
         {"scenes/flip_dam_break_2d.json", "FLIP is not distributed yet"},
-        {"scenes/coupled.json", "rigid bodies are not distributed yet"},
-        {"scenes/coupled.json --set rigids=[]",
-         "PBF fluid with cloth or soft bodies is not distributed yet"},
         {"scenes/pbf_dam_break.json --set 'probes=[{\"name\": \"a\", "
          "\"position\": [0.05, 0.05, 0]}]'",
          "probes, gauges and forces on solids are not distributed with the position-based"},
@@ -607,6 +727,9 @@ int main(void)
         cmocka_unit_test(test_cloth_on_sphere),
         cmocka_unit_test(test_soft_body),
         cmocka_unit_test(test_cloth_checkpoint),
+        cmocka_unit_test(test_rigid_bodies),
+        cmocka_unit_test(test_rigid_checkpoint),
+        cmocka_unit_test(test_pbf_with_bodies),
         cmocka_unit_test(test_buffers_grow),
         cmocka_unit_test(test_checkpoint_resume),
         cmocka_unit_test(test_sigterm_checkpoint),

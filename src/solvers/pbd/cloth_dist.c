@@ -53,19 +53,12 @@ bool cloth_dist_bind(mz_sim *sim, pbd_state *st, float inv_dt2)
     cl_uint window = sim->n_u, owned_end = window;
     cl_float omega = (cl_float)sim->scene->sim.relaxation;
     cl_int first = 1;
-    bool ok = KARGS(c->map, "slot_map", A(window), A(sim->id), A(c->slot_of)) &&
-              sim_launch(sim, c->map, sim->n, STAGE_GRID, "slot_map") &&
-              KARGS(c->gather, "distance_gather", A(owned_end), A(window), A(inv_dt2),
-                    A(omega), A(first), A(sim->id), A(c->slot_of), A(st->ends), A(st->params),
-                    A(st->adj_start), A(st->adj), A(st->adj_other), A(st->degree),
-                    A(sim->pred), A(sim->inv_mass), A(c->lambda), A(c->out), A(c->missing));
-    /* the contacts' buffers moved with the exchange and the build; the window's table too */
-    if (ok && st->contacts)
-        ok = KARGS(st->collide, "collide", A(window), A(st->grid.desc), A(st->grid.cell_start),
-                   A(st->grid.cell_end), A(st->sorted), A(st->dist.slot), A(sim->pos),
-                   A(sim->inv_mass), A(sim->body), A(st->bodies), A(st->adj_start),
-                   A(st->adj_other), A(omega), A(sim->pred), A(sim->id));
-    return ok;
+    return KARGS(c->map, "slot_map", A(window), A(sim->id), A(c->slot_of)) &&
+           sim_launch(sim, c->map, sim->n, STAGE_GRID, "slot_map") &&
+           KARGS(c->gather, "distance_gather", A(owned_end), A(window), A(inv_dt2), A(omega),
+                 A(first), A(sim->id), A(c->slot_of), A(st->ends), A(st->params),
+                 A(st->adj_start), A(st->adj), A(st->adj_other), A(st->degree), A(sim->pred),
+                 A(sim->inv_mass), A(c->lambda), A(c->out), A(c->missing));
 }
 
 bool cloth_dist_project(mz_sim *sim, pbd_state *st, bool first)

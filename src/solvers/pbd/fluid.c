@@ -2,6 +2,8 @@
  * each iteration, XSPH viscosity and vorticity confinement after the update (kernels/pbd/pbf.cl
  * explains the formulas and the scaling that makes physical units work). */
 #include "build/build.h"
+#include "device/cl_prog.h"
+#include "scene/bodies.h"
 #include "solvers/pbd/pbd.h"
 #include "util/err.h"
 
@@ -126,24 +128,49 @@ static pbf_params params(const mz_scene *s, double *cap)
     return P;
 }
 
-/* Per particle (id order): r = m_fluid/m (0 pinned), ψ = its volume over a fluid particle's
- * for what the density sees (fluid 1, rigid (spacing/fluid spacing)^d, cloth 0), fluid flag. */
-static float *attributes(const mz_scene *s, const mz_particles *p, size_t cap)
+/* A particle's attributes from its inverse mass, phase and contact radius: r = m_fluid/m (0
+ * pinned), ψ = its volume over a fluid particle's for what the density sees (fluid 1, rigid
+ * (spacing/fluid spacing)^d, cloth 0), fluid flag. */
+static void attribute(const mz_scene *s, float inv_mass, uint32_t phase, float radius, float a[4])
 {
-    int dim = s->sim.dimensions;
     const mz_fluid *f = &s->fluids[0];
     double w_fluid = 1.0 / build_particle_mass(s, f);
-    float *a = xcalloc(4 * (cap > p->n ? cap : p->n + 1), sizeof *a); /* cap: the buffer's room */
-    for (size_t i = 0; i < p->n; i++) {
-        a[4 * i + 0] = (float)(p->inv_mass[i] / w_fluid);
-        if (p->phase[i] == MZ_PHASE_FLUID) {
-            a[4 * i + 1] = 1.0f;
-            a[4 * i + 2] = 1.0f;
-        } else if (p->phase[i] == MZ_PHASE_RIGID) {
-            a[4 * i + 1] = (float)pow(2.0 * p->pos[4 * i + 3] / f->spacing, dim);
-        }
+    a[0] = (float)(inv_mass / w_fluid);
+    a[1] = a[2] = a[3] = 0.0f;
+    if (phase == MZ_PHASE_FLUID) {
+        a[1] = 1.0f;
+        a[2] = 1.0f;
+    } else if (phase == MZ_PHASE_RIGID) {
+        a[1] = (float)pow(2.0 * radius / f->spacing, s->sim.dimensions);
     }
+}
+
+/* Per particle (id order) its attributes. */
+static float *attributes(const mz_scene *s, const mz_particles *p, size_t cap)
+{
+    float *a = xcalloc(4 * (cap > p->n ? cap : p->n + 1), sizeof *a); /* cap: the buffer's room */
+    for (size_t i = 0; i < p->n; i++)
+        attribute(s, p->inv_mass[i], p->phase[i], p->pos[4 * i + 3], &a[4 * i]);
     return a;
+}
+
+/* Per body index (fluids, then the bodies) the attributes of its unpinned particles, with the
+ * inverse mass and contact radius the builder gives them (src/build/build.c): a distributed
+ * rank computes its window's attributes from these after every build (pbf_attributes), so that
+ * nothing but a particle's body and inverse mass need travel or be checkpointed. */
+static cl_float4 *attribute_table(const mz_scene *s, size_t *nb)
+{
+    *nb = s->n_fluids + bodies_count(s);
+    cl_float4 *t = xcalloc(*nb, sizeof *t);
+    for (size_t b = 0; b < s->n_fluids; b++)
+        attribute(s, (float)(1.0 / build_particle_mass(s, &s->fluids[b])), MZ_PHASE_FLUID,
+                  (float)(0.5 * s->fluids[b].spacing), t[b].s);
+    for (size_t k = 0; k < bodies_count(s); k++) {
+        const mz_body *b = bodies_get(s, k);
+        attribute(s, (float)(1.0 / bodies_particle_mass(s, b)), (uint32_t)b->geom->phase,
+                  (float)(0.5 * b->geom->thickness), t[s->n_fluids + k].s);
+    }
+    return t;
 }
 
 int pbf_init(mz_sim *sim, pbd_state *st)
@@ -174,8 +201,18 @@ int pbf_init(mz_sim *sim, pbd_state *st)
     size_t n = sim->cap; /* room: more than the particles on a rank of a distributed run */
     float *a = attributes(s, sim->parts, n);
     cl_mem_flags rw = CL_MEM_READ_WRITE;
-    fl->attr = mz_cl_buffer(cl, CL_MEM_READ_ONLY, 16 * n, a, "clCreateBuffer(fluid attributes)");
+    fl->attr = mz_cl_buffer(cl, CL_MEM_READ_WRITE, 16 * n, a, "clCreateBuffer(fluid attributes)");
     free(a);
+    if (sim->plan) { /* a rank: the window's attributes by body, after every build */
+        size_t nb;
+        cl_float4 *t = attribute_table(s, &nb);
+        fl->attr_table = mz_cl_buffer(cl, CL_MEM_READ_ONLY, nb * sizeof *t, t,
+                                      "clCreateBuffer(attributes by body)");
+        free(t);
+        fl->attributes = cl_prog_kernel(fl->program, "pbf_attributes");
+        if (!fl->attr_table || !fl->attributes)
+            return -1;
+    }
     float *zero = xcalloc(n, sizeof *zero);
     fl->density = mz_cl_buffer(cl, rw, 4 * n, zero, "clCreateBuffer(density)");
     fl->lambda = mz_cl_buffer(cl, rw, 4 * n, zero, "clCreateBuffer(density multipliers)");
@@ -231,7 +268,14 @@ bool pbf_bind_grid(mz_sim *sim, pbd_state *st)
     cl_float4 lo = sim_float4(sim->scene->domain.min), hi = sim_float4(sim->scene->domain.max);
     cl_float none = 0.0f; /* the warm start's pass: no s_corr (each iteration takes its share) */
     boundary_args b = boundary_of(&fl->bound, g->desc); /* stand-ins when not particles */
-    bool ok = KARGS(fl->sort_attr, "sort_positions", A(sim->n_u), A(slot), A(fl->attr),
+    /* a rank: its window's attributes, from the bodies and inverse masses that travelled */
+    cl_uint by_body = bodies_count(sim->scene) > 0;
+    bool ok = !st->dist.on ||
+              (KARGS(fl->attributes, "pbf_attributes", A(sim->n_u), A(by_body), A(sim->body),
+                     A(sim->inv_mass), A(fl->attr_table), A(fl->attr)) &&
+               (sim->n == 0 || sim_launch(sim, fl->attributes, sim->n, STAGE_GRID,
+                                          "pbf_attributes")));
+    ok = ok && KARGS(fl->sort_attr, "sort_positions", A(sim->n_u), A(slot), A(fl->attr),
                     A(fl->attr_sorted)) &&
               KARGS(fl->warm, "pbf_warm", A(sim->n_u), A(fl->warm_start), A(fl->attr_sorted), A(slot),
                     A(fl->lambda), A(fl->lambda_s)) &&
@@ -291,11 +335,12 @@ bool pbf_velocities(mz_sim *sim, pbd_state *st, float dt)
 
 void pbf_release(pbd_fluid *fl)
 {
-    cl_kernel ks[] = {fl->warm, fl->solve, fl->delta,  fl->curl,  fl->confine,
-                      fl->sort_attr, fl->sort_x, fl->sort_v};
+    cl_kernel ks[] = {fl->warm,      fl->solve,  fl->delta,  fl->curl,      fl->confine,
+                      fl->sort_attr, fl->sort_x, fl->sort_v, fl->attributes};
     mz_cl_release_kernels(ks, sizeof ks / sizeof *ks);
     cl_mem ms[] = {fl->walls,    fl->solid,   fl->attr, fl->attr_sorted, fl->lambda,
-                   fl->lambda_s, fl->density, fl->vs,   fl->omega,       fl->dv};
+                   fl->lambda_s, fl->density, fl->vs,   fl->omega,       fl->dv,
+                   fl->attr_table};
     mz_cl_release_mems(ms, sizeof ms / sizeof *ms);
     if (fl->program)
         clReleaseProgram(fl->program);

@@ -12,9 +12,10 @@
  * Every sweep is a per-constraint pass followed by a per-particle gather (Jacobi; see
  * kernels/pbd/pbd_constraints.cl), so runs are deterministic. λ is reset every substep. Particle
  * buffers stay in id order (constraints name particles by id); contacts read a snapshot of the
- * predicted positions sorted by cell. Under mpirun (pbf_dist.c, cloth_dist.c) a rank keeps its
- * window in the grid's order instead, exchanges it after predict, shares x* with the other ranks
- * after every pass that moves it, and gathers each owned particle's constraints itself. The
+ * predicted positions sorted by cell. Under mpirun (pbf_dist.c, cloth_dist.c, rigid_dist.c) a
+ * rank keeps its window in the grid's order instead, exchanges it after predict, shares x* with
+ * the other ranks after every pass that moves it, gathers each owned particle's constraints
+ * itself, and matches every rigid body on all its particles' x*, gathered by id. The
  * stage enum and names are the --profile rows. */
 #include "dist/dist.h"
 #include "scene/bodies.h"
@@ -171,12 +172,8 @@ static int pbd_init(mz_sim *sim)
     }
     if (pbf && pbf_boundary_init(sim, st) != 0)
         return -1;
-    if (sim->plan && (st->rigid.nb || (pbf && st->nc))) {
-        mz_error("the position-based solver runs distributed with PBF fluid alone, or cloth "
-                 "and soft bodies alone");
-        return -1;
-    }
-    if (sim->plan && (pbf_dist_init(sim, st) != 0 || (st->nc && cloth_dist_init(sim, st) != 0)))
+    if (sim->plan && (pbf_dist_init(sim, st) != 0 || (st->nc && cloth_dist_init(sim, st) != 0) ||
+                      (st->rigid.nb && rigid_dist_init(sim, st) != 0)))
         return -1;
 
     mz_walls_arg walls = sim_walls(s);
@@ -293,6 +290,7 @@ static int pbd_substep(mz_sim *sim, double dt_seconds)
              (!st->contacts ||
               cl_ok(clSetKernelArg(st->collide, 5, sizeof st->grid.vals, &st->grid.vals),
                     "clSetKernelArg(collide)")) &&
+             (!st->dist.on || !st->contacts || pbf_dist_bind_contacts(sim, st)) &&
              (!st->dist.cloth.on || cloth_dist_bind(sim, st, inv_dt2)) &&
              (!st->fluid.on || pbf_bind_grid(sim, st));
         if (ok)
@@ -391,9 +389,14 @@ static size_t pbd_device_bytes(const mz_scene *s, size_t n)
     bytes += sim_grid_bytes(s, n, cell);
     for (size_t k = 0; k < s->n_rigids; k++)
         bytes += s->rigids[k].geom ? s->rigids[k].geom->n * 20 + 200 : 0;
-    /* a rank's bodies (cloth_dist.c): every id's slot, λ at both ends, the gather's x* */
+    /* a rank's bodies (cloth_dist.c): every id's slot, λ at both ends, the gather's x*; every
+     * rigid particle's x* by id (rigid_dist.c); the fluid's attributes by body */
     if (dist_active() && bodies_constraint_count(s))
         bytes += 4 * scene_particle_count(s) + 8 * bodies_constraint_count(s) + 16 * n;
+    for (size_t k = 0; dist_active() && k < s->n_rigids; k++)
+        bytes += s->rigids[k].geom ? s->rigids[k].geom->n * 16 : 0;
+    if (dist_active() && pbf)
+        bytes += 16 * (s->n_fluids + bodies_count(s));
     return bytes;
 }
 

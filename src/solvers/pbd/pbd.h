@@ -33,17 +33,27 @@ typedef struct pbd_fluid {
     cl_program program;
     cl_kernel warm, solve, delta, curl, confine, sort_attr, sort_x, sort_v;
     cl_mem attr, attr_sorted, lambda, lambda_s, density, vs, omega, dv, walls, solid;
+    cl_kernel attributes; /* a distributed rank's: attr from attr_table by body */
+    cl_mem attr_table;
     /* domain.boundary.type "particles": the walls and colliders as boundary particles
      * (SPH's, solvers/boundary.h) in place of the walls' and colliders' tables */
     boundary_set bound;
     cl_int bparts;
 } pbd_fluid;
 
+/* A rank's rigid bodies (src/solvers/pbd/rigid_dist.c): every rigid particle's x* by id. */
+typedef struct pbd_rigid_dist {
+    cl_kernel place, velocity, to_ids, from_ids; /* over the window's slots */
+    cl_mem x;         /* per rigid particle, by id: the x* shape matching reads */
+    uint32_t *host;   /* its bytes, OR-ed over the ranks */
+} pbd_rigid_dist;
+
 typedef struct pbd_rigid {
     cl_uint nb, n, first; /* bodies, their particles, the first one's id */
     cl_program program;
     cl_kernel predict, place, match, update, velocity;
     cl_mem bodies, owner, r0;
+    pbd_rigid_dist dist;
 } pbd_rigid;
 
 /* Cloth and soft bodies on a rank of a distributed run (src/solvers/pbd/cloth_dist.c): the
@@ -65,7 +75,6 @@ typedef struct pbd_dist {
     cl_mem slot;       /* 0, 1, 2, ...: the kernels' slot argument */
     cl_mem keys, vals; /* the window's sort by id before each build */
     int id_bits;
-    cl_float4 attr;    /* every particle's attributes (fluid alone: one value) */
     pbd_cloth_dist cloth;
 } pbd_dist;
 
@@ -111,18 +120,33 @@ bool rigid_match(mz_sim *sim, pbd_state *st);
 bool rigid_update(mz_sim *sim, pbd_state *st, float dt);
 void rigid_release(mz_sim *sim, pbd_rigid *r);
 
+/* Rigid bodies under mpirun (src/solvers/pbd/rigid_dist.c). rigid_dist_init: after
+ * pbf_dist_init, the copy by id and the kernels by slot, rigid_match pointed at the copy.
+ * rigid_dist_place and rigid_dist_velocity: the window's rigid particles from their bodies
+ * (rigid_place and rigid_velocity by slot). rigid_dist_gather: before shape matching, every
+ * rigid particle's x* from its owner into every rank's copy by id; rigid_dist_scatter: after
+ * it, the matched x* into the window's slots. */
+int rigid_dist_init(mz_sim *sim, pbd_state *st);
+bool rigid_dist_place(mz_sim *sim, pbd_state *st);
+bool rigid_dist_gather(mz_sim *sim, pbd_state *st);
+bool rigid_dist_scatter(mz_sim *sim, pbd_state *st);
+bool rigid_dist_velocity(mz_sim *sim, pbd_state *st);
+void rigid_dist_release(pbd_rigid_dist *d);
+
 /* Distributed PBF (src/solvers/pbd/pbf_dist.c). pbf_dist_init: after the grid and the fluid's
  * buffers exist, under mpirun: the buffers that travel registered, this rank's window kept,
  * the first build. pbf_dist_bind: the integration kernels' counts and buffers (they move with
  * every exchange and build). pbf_dist_exchange: before the grid build, the owned particles to
  * the windows of their predicted positions, then the window in id order (one process's order
  * within a cell). pbf_dist_share: the owned values of buf into the other windows' halo slots.
+ * pbf_dist_bind_contacts: after every build, the contacts' buffers and the window's slots.
  * pbf_dist_launch_owned: a per-particle kernel on the owned particles only (their inverse
  * masses and bodies do not travel to the halo). pbf_dist_slot: the kernels' slot argument. */
 int pbf_dist_init(mz_sim *sim, pbd_state *st);
 bool pbf_dist_bind(mz_sim *sim, pbd_state *st);
 bool pbf_dist_exchange(mz_sim *sim, pbd_state *st);
 bool pbf_dist_share(mz_sim *sim, pbd_state *st, cl_mem buf, size_t elem);
+bool pbf_dist_bind_contacts(mz_sim *sim, pbd_state *st);
 bool pbf_dist_launch_owned(mz_sim *sim, pbd_state *st, cl_kernel k, int stage,
                            const char *name);
 cl_mem pbf_dist_slot(const pbd_state *st);

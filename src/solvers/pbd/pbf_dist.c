@@ -20,10 +20,11 @@
  * - Two halo layers: the iterations move a particle after the build, and a particle of the
  *   first owned layer that moved into the halo layer queries one layer further. Bodies need
  *   more when their constraints reach further (twice the longest rest length).
- * - Fluid alone or bodies alone (run_dist.c refuses the rest): a fluid's particles' attributes
- *   are one value, so they are filled, not carried; bodies carry their inverse masses and body
- *   indices to the halo (contacts and constraints read their neighbours'). */
-#include "build/build.h"
+ * - The fluid's per-particle attributes (mass ratio, volume, fluid flag) are neither carried nor
+ *   checkpointed: a rank makes its window's after every build from each particle's body and
+ *   inverse mass (fluid.c, pbf_attributes). With bodies in the scene, inverse masses and body
+ *   indices travel to the halo (contacts, constraints and the fluid's density read their
+ *   neighbours'); a fluid alone reads them of owned particles only, and they stay with them. */
 #include "dist/dist.h"
 #include "scene/bodies.h"
 #include "solvers/pbd/pbd.h"
@@ -74,7 +75,7 @@ static bool renew(mz_sim *sim, cl_mem *b, size_t bytes, const char *what)
     return true;
 }
 
-/* slot[i] = i for i < cap, and every particle's attributes. */
+/* slot[i] = i for i < cap. */
 static bool fill_fixed(mz_sim *sim, pbd_state *st, size_t cap)
 {
     cl_uint *id = xmalloc((cap ? cap : 1) * sizeof *id);
@@ -82,11 +83,7 @@ static bool fill_fixed(mz_sim *sim, pbd_state *st, size_t cap)
         id[i] = (cl_uint)i;
     bool ok = cl_ok(clEnqueueWriteBuffer(sim->cl->queue, st->dist.slot, CL_TRUE, 0, 4 * cap, id,
                                          0, NULL, NULL),
-                    "clEnqueueWriteBuffer(slots)") &&
-              (!st->fluid.on ||
-               cl_ok(clEnqueueFillBuffer(sim->cl->queue, st->fluid.attr, &st->dist.attr,
-                                         sizeof st->dist.attr, 0, 16 * cap, 0, NULL, NULL),
-                     "clEnqueueFillBuffer(fluid attributes)"));
+                    "clEnqueueWriteBuffer(slots)");
     free(id);
     return ok;
 }
@@ -120,13 +117,6 @@ int pbf_dist_init(mz_sim *sim, pbd_state *st)
     pbd_dist *d = &st->dist;
     mz_grid *g = &st->grid;
     const mz_scene *s = sim->scene;
-    /* attributes() of a fluid particle (src/solvers/pbd/fluid.c), with the builder's inverse
-     * mass (src/build/build.c) */
-    if (st->fluid.on) {
-        double m = build_particle_mass(s, &s->fluids[0]);
-        float w = (float)(1.0 / m);
-        d->attr = (cl_float4){{(cl_float)((double)w / (1.0 / m)), 1.0f, 1.0f, 0.0f}};
-    }
     while (d->id_bits < 32 && ((size_t)1 << d->id_bits) < sim->n_total)
         d->id_bits++;
     size_t cap = sim->cap;
@@ -192,6 +182,16 @@ bool pbf_dist_bind(mz_sim *sim, pbd_state *st)
            set_args(st->domain, "clSetKernelArg(domain)", 3, id, md) &&
            set_args(st->update, "clSetKernelArg(update)", 3, iu, mu) &&
            set_args(st->colliders, "clSetKernelArg(colliders)", 3, ic, mc);
+}
+
+bool pbf_dist_bind_contacts(mz_sim *sim, pbd_state *st)
+{
+    /* the contacts' buffers moved with the exchange and the build; the window's table too */
+    cl_float omega = (cl_float)sim->scene->sim.relaxation;
+    return KARGS(st->collide, "collide", A(sim->n_u), A(st->grid.desc), A(st->grid.cell_start),
+                 A(st->grid.cell_end), A(st->sorted), A(st->dist.slot), A(sim->pos),
+                 A(sim->inv_mass), A(sim->body), A(st->bodies), A(st->adj_start),
+                 A(st->adj_other), A(omega), A(sim->pred), A(sim->id));
 }
 
 bool pbf_dist_launch_owned(mz_sim *sim, pbd_state *st, cl_kernel k, int stage, const char *name)

@@ -1,5 +1,7 @@
 /* Rigid bodies inside the position-based solver (kernels/pbd/rigid.cl): the host sets up each body's
- * rest offsets, inertia and momenta from its particles, and launches the per-body stages. */
+ * rest offsets, inertia and momenta from its particles, and launches the per-body stages. Under
+ * mpirun the per-particle stages go through rigid_dist.c. */
+#include "build/build.h"
 #include "scene/bodies.h"
 #include "solvers/pbd/pbd.h"
 #include "util/err.h"
@@ -38,7 +40,7 @@ static void invert3(const double m[9], double out[9])
     out[8] = (m[0] * m[4] - m[1] * m[3]) / det;
 }
 
-/* Body b's particles [first, first + count): centre of mass, rest offsets into r0, inertia of
+/* Body b's particles in slots [first, first + count) of p: centre of mass, rest offsets into r0, inertia of
  * the points (the momentum the particles carry; a body of collinear points, whose tensor is
  * singular, counts each particle as a ball of its contact radius), linear and angular momentum
  * from the particles' velocities. */
@@ -80,14 +82,28 @@ static void setup_body(const mz_particles *p, size_t first, size_t count, cl_flo
     d->ib = f4(I[1], I[2], I[5], 0);
     d->inv_ia = f4(inv[0], inv[4], inv[8], 0);
     d->inv_ib = f4(inv[1], inv[2], inv[5], 0);
-    d->first = (cl_uint)first;
+    d->first = p->id[first]; /* ids: one process's slots */
     d->count = (cl_uint)count;
 }
 
+/* The rest offsets, inertia and momenta from all of a body's particles: a rank holds a share of
+ * them, so it builds the bodies' particles whole (the same floats as one process's). */
+static int setup(mz_sim *sim, pbd_state *st, const mz_particles *p);
+
 int rigid_init(mz_sim *sim, pbd_state *st)
 {
+    if (!sim->plan)
+        return setup(sim, st, sim->parts);
+    mz_particles whole;
+    build_body_particles(sim->scene, &whole);
+    int rc = setup(sim, st, &whole);
+    particles_free(&whole);
+    return rc;
+}
+
+static int setup(mz_sim *sim, pbd_state *st, const mz_particles *p)
+{
     const mz_scene *s = sim->scene;
-    const mz_particles *p = sim->parts;
     pbd_rigid *r = &st->rigid;
     size_t nb = s->n_rigids, first_body = s->n_fluids + s->n_cloths + s->n_meshes;
     size_t first = p->n;
@@ -111,7 +127,7 @@ int rigid_init(mz_sim *sim, pbd_state *st)
     }
     r->nb = (cl_uint)nb;
     r->n = (cl_uint)n;
-    r->first = (cl_uint)first;
+    r->first = n ? p->id[first] : 0;
     mz_cl *cl = sim->cl;
     r->bodies = mz_cl_buffer(cl, CL_MEM_READ_WRITE, nb * sizeof *dev, dev,
                              "clCreateBuffer(rigid bodies)");
@@ -135,6 +151,7 @@ int rigid_init(mz_sim *sim, pbd_state *st)
     if (!r->program)
         return -1;
     cl_float dt = 0.0f, keep = 1.0f; /* set per substep */
+    cl_uint at = 0;                  /* pred is by id from 0 */
     mz_frame_arg frame = sim_frame(s, sim->time); /* set per substep */
     cl_float4 lo = sim_float4(s->domain.min), hi = sim_float4(s->domain.max);
     return KARGS(r->predict, "rigid_predict", A(r->nb), A(dt), A(keep), A(frame),
@@ -142,7 +159,7 @@ int rigid_init(mz_sim *sim, pbd_state *st)
                    KARGS(r->place, "rigid_place", A(r->n), A(r->first), A(r->owner), A(r->r0),
                          A(r->bodies), A(sim->pred)) &&
                    KARGS(r->match, "rigid_match", A(r->first), A(lo), A(hi), A(r->r0),
-                         A(r->bodies), A(sim->pred)) &&
+                         A(r->bodies), A(sim->pred), A(at)) &&
                    KARGS(r->update, "rigid_update", A(r->nb), A(dt), A(r->bodies),
                          A(sim->rigid_pose)) &&
                    KARGS(r->velocity, "rigid_velocity", A(r->n), A(r->first), A(r->owner),
@@ -160,14 +177,18 @@ bool rigid_predict(mz_sim *sim, pbd_state *st, float dt, float keep, const mz_fr
            cl_ok(clSetKernelArg(r->predict, 2, sizeof keep, &keep),
                  "clSetKernelArg(rigid_predict)") &&
            sim_launch(sim, r->predict, r->nb, STAGE_PREDICT, "rigid_predict") &&
-           sim_launch(sim, r->place, r->n, STAGE_PREDICT, "rigid_place");
+           (st->dist.on ? rigid_dist_place(sim, st)
+                        : sim_launch(sim, r->place, r->n, STAGE_PREDICT, "rigid_place"));
 }
 
 bool rigid_match(mz_sim *sim, pbd_state *st)
 {
     pbd_rigid *r = &st->rigid;
-    return sim_launch_local(sim, r->match, 0, (size_t)r->nb * RIGID_GROUP, RIGID_GROUP, STAGE_SHAPE,
-                            "rigid_match");
+    /* distributed: on every rank, over every body's particles gathered from their owners */
+    return (!st->dist.on || rigid_dist_gather(sim, st)) &&
+           sim_launch_local(sim, r->match, 0, (size_t)r->nb * RIGID_GROUP, RIGID_GROUP,
+                            STAGE_SHAPE, "rigid_match") &&
+           (!st->dist.on || rigid_dist_scatter(sim, st));
 }
 
 bool rigid_update(mz_sim *sim, pbd_state *st, float dt)
@@ -175,7 +196,8 @@ bool rigid_update(mz_sim *sim, pbd_state *st, float dt)
     pbd_rigid *r = &st->rigid;
     return cl_ok(clSetKernelArg(r->update, 1, sizeof dt, &dt), "clSetKernelArg(rigid_update)") &&
            sim_launch(sim, r->update, r->nb, STAGE_UPDATE, "rigid_update") &&
-           sim_launch(sim, r->velocity, r->n, STAGE_UPDATE, "rigid_velocity");
+           (st->dist.on ? rigid_dist_velocity(sim, st)
+                        : sim_launch(sim, r->velocity, r->n, STAGE_UPDATE, "rigid_velocity"));
 }
 
 void rigid_release(mz_sim *sim, pbd_rigid *r)
@@ -186,6 +208,7 @@ void rigid_release(mz_sim *sim, pbd_rigid *r)
     mz_cl_release_mems(ms, sizeof ms / sizeof *ms);
     sim->rigid_pose = NULL;
     sim->n_rigids = 0;
+    rigid_dist_release(&r->dist);
     if (r->program)
         clReleaseProgram(r->program);
 }
