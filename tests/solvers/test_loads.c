@@ -65,6 +65,16 @@ static void timed_load(const mz_observers *o, size_t k, double since, double f[3
         f[a] /= total;
 }
 
+/* The scene `json` opened into *w and run for `frames` frames, its samples collected. */
+static mz_observers *run_observed(world *w, const char *json, int frames)
+{
+    world_open(w, json, NULL, 0);
+    for (int f = 0; f < frames; f++)
+        assert_int_equal(sim_advance_frame(&w->sim, scene_frame_dt(&w->scene)), 0);
+    assert_int_equal(observe_collect(w->sim.obs, &w->sim), 0);
+    return w->sim.obs;
+}
+
 /* The last sample's loads against the host's sums over the elements the device filled. */
 static void check_sums(world *w)
 {
@@ -286,11 +296,7 @@ static void tank_pbf(const char *walls)
         "\"fluids\": [{\"solver\": \"pbf\", \"box\": {\"min\": [0, 0, 0], \"max\": [0.4, 0.2, "
         "0]}, \"spacing\": 0.01}]}", walls);
     world w;
-    world_open(&w, json, NULL, 0);
-    for (int f = 0; f < 100; f++)
-        assert_int_equal(sim_advance_frame(&w.sim, scene_frame_dt(&w.scene)), 0);
-    mz_observers *o = w.sim.obs;
-    assert_int_equal(observe_collect(o, &w.sim), 0);
+    mz_observers *o = run_observed(&w, json, 100);
     double f[4][3], t[4][3];
     for (size_t k = 0; k < 4; k++)
         mean_load(o, k, 1.0, f[k], t[k]);
@@ -355,10 +361,7 @@ static void test_flip_forces(void **state)
              "\"fluids\": [%s], \"colliders\": [{\"name\": \"block\", \"box\": {\"min\": [0.16, "
              "0.16, 0], \"max\": [0.24, 0.24, 0]}, \"forces\": {\"rate\": 100}}]}",
              fluids);
-    world_open(&w, json, NULL, 0);
-    for (int k = 0; k < 50; k++)
-        assert_int_equal(sim_advance_frame(&w.sim, scene_frame_dt(&w.scene)), 0);
-    assert_int_equal(observe_collect(w.sim.obs, &w.sim), 0);
+    run_observed(&w, json, 50);
     double fb[3], tb[3], ref = 1000 * 9.81 * 0.08 * 0.08;
     mean_load(w.sim.obs, 0, 0.5, fb, tb);
     print_message("flip: the submerged box feels (%.4f, %.3f) N/m, buoyancy %.3f N/m: %+.2f%%\n",
@@ -401,10 +404,7 @@ static void buoyancy(const char *solver, const char *density)
              SUBMERGED_BOX "}",
              fluids);
     world w;
-    world_open(&w, json, NULL, 0);
-    for (int f = 0; f < 100; f++)
-        assert_int_equal(sim_advance_frame(&w.sim, scene_frame_dt(&w.scene)), 0);
-    assert_int_equal(observe_collect(w.sim.obs, &w.sim), 0);
+    run_observed(&w, json, 100);
     double f[3], t[3], ref = 1000 * 9.81 * 0.1 * 0.1;
     mean_load(w.sim.obs, 0, 1.3, f, t);
     print_message("%s: the submerged box feels (%.3f, %.3f) N/m, buoyancy %.3f N/m: %+.2f%%\n",
@@ -451,11 +451,7 @@ static void test_buoyancy_dfsph(void **state)
              "\"forces\": {\"rate\": 5000}}]}",
              fluids);
     world w;
-    world_open(&w, json, NULL, 0);
-    for (int f = 0; f < 100; f++)
-        assert_int_equal(sim_advance_frame(&w.sim, scene_frame_dt(&w.scene)), 0);
-    mz_observers *o = w.sim.obs;
-    assert_int_equal(observe_collect(o, &w.sim), 0);
+    mz_observers *o = run_observed(&w, json, 100);
     assert_int_equal((long)o->taken.count, w.sim.step); /* every step */
     double box[3], floor[3] = {0, 0, 0}, ref = 1000 * 9.81 * 0.1 * 0.1;
     for (size_t k = 0; k < o->n_loads; k++) {
@@ -509,10 +505,7 @@ static void buoyancy_pbf(const char *walls, double *box_err, double *side, doubl
              "{\"rate\": 100}}}, \"fluids\": [%s], " SUBMERGED_BOX "}",
              walls, fluids);
     world w;
-    world_open(&w, json, NULL, 0);
-    for (int f = 0; f < 150; f++)
-        assert_int_equal(sim_advance_frame(&w.sim, scene_frame_dt(&w.scene)), 0);
-    assert_int_equal(observe_collect(w.sim.obs, &w.sim), 0);
+    run_observed(&w, json, 150);
     double box[3], floor[3], ref = 1000 * 9.81 * 0.1 * 0.1;
     mean_named(&w, "block", 1.0, box);
     mean_named(&w, "y_min", 1.0, floor);
