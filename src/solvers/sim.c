@@ -39,7 +39,9 @@ mz_walls_arg sim_walls(const mz_scene *scene)
 
 size_t sim_device_bytes(const mz_scene *scene, size_t n)
 {
-    return n * COMMON_BYTES_PER_PARTICLE + sim_solver_for(scene)->device_bytes(scene, n);
+    size_t held, most = sim_solver_for(scene)->device_bytes(scene, n, &held);
+    held += observe_device_bytes(scene);
+    return n * COMMON_BYTES_PER_PARTICLE + (held > most ? held : most);
 }
 
 size_t sim_grid_bytes(const mz_scene *scene, size_t n, double cell)

@@ -492,10 +492,10 @@ static void flip_release(mz_sim *sim)
  * copies; its reorder copies of position, velocity, inverse mass, id and body; the pressure
  * grid. With APIC, the velocity gradients (a float4 per simulated axis) and their reorder
  * copies. */
-static size_t flip_device_bytes(const mz_scene *s, size_t n)
+static size_t flip_device_bytes(const mz_scene *s, size_t n, size_t *held)
 {
     size_t apic = s->fluids[0].transfer == MZ_TRANSFER_APIC ? 2 * 16 * s->sim.dimensions : 0;
-    return n * (2 * 4 + 16 + (16 + 16 + 4 * 3) + apic) + flip_grid_bytes(s);
+    return *held = n * (2 * 4 + 16 + (16 + 16 + 4 * 3) + apic) + flip_grid_bytes(s);
 }
 
 const mz_solver mz_solver_flip = {

@@ -374,7 +374,7 @@ static size_t pbd_state_parts(mz_sim *sim, mz_state_part *parts, size_t max)
  * ends, parameters, λ, correction, adjacency and partners at both ends; PBF's attributes and
  * their sorted copy, λ, density, sorted velocity, curl and XSPH; the neighbour grid's cell
  * tables; the rigids' rest offset and owner per particle and ~200 B a body. */
-static size_t pbd_device_bytes(const mz_scene *s, size_t n)
+static size_t pbd_device_bytes(const mz_scene *s, size_t n, size_t *held)
 {
     bool pbf = scene_solver(s) == MZ_SOLVER_PBF;
     size_t bytes = n * (16 + 4 + 4 + 16) + pbd_loads_bytes(s, n);
@@ -394,7 +394,7 @@ static size_t pbd_device_bytes(const mz_scene *s, size_t n)
     /* a rank's bodies (cloth_dist.c): every id's slot, λ at both ends, the gather's x* */
     if (dist_active() && bodies_constraint_count(s))
         bytes += 4 * scene_particle_count(s) + 8 * bodies_constraint_count(s) + 16 * n;
-    return bytes;
+    return *held = bytes;
 }
 
 /* A frame of substeps; distributed, then new slabs when a rank owns more than 10% above the

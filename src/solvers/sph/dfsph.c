@@ -428,9 +428,9 @@ static size_t dfsph_state_parts(mz_sim *sim, mz_state_part *parts, size_t max)
 /* Density, α, k, K, K_v, pressure, |a|² (4 bytes each); the neighbour lists and their counts;
  * the grid's keys, values and their copies; its reorder copies of position, velocity, inverse
  * mass, id, body, K and K_v; the boundary particles; the cell tables. */
-static size_t dfsph_device_bytes(const mz_scene *s, size_t n)
+static size_t dfsph_device_bytes(const mz_scene *s, size_t n, size_t *held)
 {
-    return n * (7 * 4 + sph_lists_bytes(s) + 16 + (16 + 16 + 4 * 5)) + boundary_bytes(s) +
+    return *held = n * (7 * 4 + sph_lists_bytes(s) + 16 + (16 + 16 + 4 * 5)) + boundary_bytes(s) +
            (scene_load_count(s) ? 4 * n : 0) + sph_loads_bytes(s, n) +
            sim_grid_bytes(s, n, scene_support_radius(s));
 }
