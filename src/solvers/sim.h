@@ -172,9 +172,6 @@ struct mz_sim {
 
 /* Device memory a scene needs (the common buffers and the solver's own), in bytes. */
 size_t sim_device_bytes(const mz_scene *scene, size_t n);
-/* For the solvers' device_bytes: the neighbour grid's cell tables for cells of size `cell`
- * (0 when cell is 0: no grid). */
-size_t sim_grid_bytes(const mz_scene *scene, size_t n, double cell);
 const mz_solver *sim_solver_for(const mz_scene *scene);
 /* Whether n particles of the scene fit the device (its memory and its largest buffer): 0, or
  * -1 after saying what is needed and what the device has. */
