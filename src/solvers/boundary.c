@@ -234,12 +234,6 @@ size_t boundary_device_bytes(const mz_scene *s, size_t n, double h, size_t *peak
     return bytes + grid_device_bytes(nb, cells, elems, moving ? 5 : 3, false, !moving, 0);
 }
 
-size_t boundary_bytes(const mz_scene *s)
-{
-    size_t peak;
-    return boundary_device_bytes(s, 0, scene_support_radius(s), &peak);
-}
-
 void boundary_release(boundary_set *b)
 {
     if (b->made)

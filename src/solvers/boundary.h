@@ -54,8 +54,6 @@ boundary_args boundary_of(const boundary_set *b, mz_grid_desc fluid);
  * particles and cells h (whose kind, dense or hashed, the wall grid takes); *peak: the most it
  * holds while it sorts them. */
 size_t boundary_device_bytes(const mz_scene *s, size_t n, double h, size_t *peak);
-/* The same for cells of the support radius, the kind of the wall grid as for a small fluid. */
-size_t boundary_bytes(const mz_scene *s);
 void boundary_release(boundary_set *b);
 
 #endif

@@ -12,6 +12,8 @@
 /* Rows of samples the device holds before a read-back: a few MiB at most. */
 #define ROWS_BYTES (4u << 20)
 #define MAX_ROWS 4096
+/* The gauges' walls table: k = 0 .. 64 (wall_table). */
+#define WALL_TABLE_N 65
 
 /* The weights' mean sum over the fluid's rest lattice (spacing s, d dimensions): their
  * integral over the volume a particle stands for, s^d. At a lattice point the sum differs by a
@@ -27,7 +29,7 @@ static double rest_sum(double s, double kh, int dim)
  * integral beyond a plane at distance k kh / 64, k = 0 .. 64, by midpoint quadrature. The
  * weight through a plane at distance z is a(z) = 2π ∫_z^1 w(u) u du in 3D (rings) and
  * 2 ∫_0^sqrt(1 − z²) w(sqrt(x² + z²)) dx in 2D (a chord), in units of kh. */
-static void wall_table(int dim, cl_float table[65])
+static void wall_table(int dim, cl_float table[WALL_TABLE_N])
 {
     enum { N = 400 };
     double pi = acos(-1.0), a[N], total = 0;
@@ -59,6 +61,35 @@ static cl_mem buffer_of(mz_sim *sim, size_t bytes, const void *host, const char 
 {
     return mz_cl_buffer(sim->cl, CL_MEM_READ_WRITE | (host ? CL_MEM_COPY_HOST_PTR : 0), bytes,
                         (void *)host, what);
+}
+
+/* Rows of `row` values the device keeps between flushes: about ROWS_BYTES, at most MAX_ROWS. */
+static size_t rows_cap(size_t row)
+{
+    size_t cap = ROWS_BYTES / (4 * row);
+    return cap < 1 ? 1 : cap > MAX_ROWS ? MAX_ROWS : cap;
+}
+
+/* Values a sample row holds: 6 a probe, 1 a gauge, 6 a load, 3 a moving collider's pose. */
+static size_t row_of(const mz_scene *s)
+{
+    return 6 * s->n_probes + s->n_gauges + 6 * scene_load_count(s) + 3 * scene_pose_count(s);
+}
+
+size_t observe_device_bytes(const mz_scene *s)
+{
+    size_t gauge_pts = 0, ng = s->n_gauges, nl = scene_load_count(s);
+    for (size_t g = 0; g < ng; g++)
+        gauge_pts += scene_gauge_points(s, &s->gauges[g]);
+    size_t pts = s->n_probes + gauge_pts, row = row_of(s);
+    if (row == 0)
+        return 0; /* nothing observed: sim_create makes no observers */
+    /* points; the gauges' sums, first, count, spacing and wall table (make_points); the torque
+     * points (make_abouts); the sample rows */
+    size_t bytes = 16 * (pts ? pts : 1) + 16 * (nl ? nl : 1) + 4 * row * rows_cap(row);
+    if (ng)
+        bytes += 2 * 32 * gauge_pts + 3 * 4 * ng + WALL_TABLE_N * sizeof(cl_float);
+    return bytes;
 }
 
 /* The points sampled: the probes, then each gauge's (start + k ds along it); each gauge's
@@ -99,7 +130,7 @@ static int make_points(mz_observers *o, mz_sim *sim)
         o->gauge_first = buffer_of(sim, 4 * ng, first, "clCreateBuffer(gauges)");
         o->gauge_count = buffer_of(sim, 4 * ng, count, "clCreateBuffer(gauges)");
         o->gauge_ds = buffer_of(sim, 4 * ng, ds, "clCreateBuffer(gauges)");
-        cl_float table[65];
+        cl_float table[WALL_TABLE_N];
         wall_table(s->sim.dimensions, table);
         o->wall_table = buffer_of(sim, sizeof table, table, "clCreateBuffer(gauges)");
         ok = o->gauge_sums && o->gauge_first && o->gauge_count && o->gauge_ds && o->wall_table;
@@ -174,7 +205,7 @@ int observe_create(mz_observers *o, mz_sim *sim)
         mz_error("the %s solver measures no forces on solids", sim->solver->name);
         return -1;
     }
-    o->row = 6 * o->n_probes + o->n_gauges + 6 * o->n_loads + 3 * o->n_motion;
+    o->row = row_of(s);
     size_t m = o->n_probes + o->n_gauges + o->n_loads + o->n_motion;
     o->rate = xcalloc(m, sizeof *o->rate);
     o->due_now = xcalloc(m, 1);
@@ -223,8 +254,7 @@ int observe_create(mz_observers *o, mz_sim *sim)
     }
     if (make_points(o, sim) != 0 || make_abouts(o, sim) != 0 || observe_dist_create(o, sim) != 0)
         return -1;
-    o->cap_rows = ROWS_BYTES / (4 * o->row);
-    o->cap_rows = o->cap_rows < 1 ? 1 : o->cap_rows > MAX_ROWS ? MAX_ROWS : o->cap_rows;
+    o->cap_rows = rows_cap(o->row);
     o->rows = buffer_of(sim, 4 * o->row * o->cap_rows, NULL, "clCreateBuffer(sample rows)");
     o->stage = mz_cl_pinned(sim->cl, 4 * o->row * o->cap_rows, &o->stage_pin);
     return o->rows && o->stage ? 0 : -1;

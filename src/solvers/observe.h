@@ -95,6 +95,9 @@ typedef struct mz_observers {
 /* The scene's probes and gauges for sim (whose solver has built its grid: sim->grid). 0, or -1
  * after reporting. sim_create calls it; NULL sim->obs when the scene has none. */
 int observe_create(mz_observers *o, mz_sim *sim);
+/* Device memory observe_create makes for the scene's observers (one process), in bytes: 0 when
+ * it has none. For the fit check (sim_device_bytes). */
+size_t observe_device_bytes(const mz_scene *s);
 /* Whether a load (a force on a solid) is due after a step from t0 to t1. */
 bool observe_loads_due(const mz_observers *o, double t0, double t1);
 /* After a step from t0 to sim->time: sample what is due (probes and gauges, with a grid_now

@@ -39,15 +39,9 @@ mz_walls_arg sim_walls(const mz_scene *scene)
 
 size_t sim_device_bytes(const mz_scene *scene, size_t n)
 {
-    return n * COMMON_BYTES_PER_PARTICLE + sim_solver_for(scene)->device_bytes(scene, n);
-}
-
-size_t sim_grid_bytes(const mz_scene *scene, size_t n, double cell)
-{
-    /* two uint per cell: the cell's range of sorted slots */
-    return cell > 0.0 ? 8 * grid_cells_for(n, cell, scene->sim.dimensions, scene->domain.min,
-                                           scene->domain.max)
-                      : 0;
+    size_t held, most = sim_solver_for(scene)->device_bytes(scene, n, &held);
+    held += observe_device_bytes(scene);
+    return n * COMMON_BYTES_PER_PARTICLE + (held > most ? held : most);
 }
 
 size_t sim_state_existing(const mz_state_part *all, size_t n, mz_state_part *parts, size_t max)

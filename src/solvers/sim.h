@@ -55,8 +55,10 @@ typedef struct mz_solver {
     const char *name;
     const char *const *stages;    /* NULL-terminated, in the order they run */
     /* Device memory the solver needs for n particles of the scene beyond the common buffers
-     * (its own per-particle buffers, grids, boundary particles, constraints), in bytes. */
-    size_t (*device_bytes)(const mz_scene *scene, size_t n);
+     * (its own per-particle buffers, grids, boundary particles, constraints), in bytes: the
+     * most it holds at any time, and *held, what it holds once init is done (the observers,
+     * made after it, add to that). */
+    size_t (*device_bytes)(const mz_scene *scene, size_t n, size_t *held);
     int (*init)(mz_sim *sim);     /* programs, kernels, the solver's own buffers */
     int (*substep)(mz_sim *sim, double dt);        /* one step of dt, or NULL */
     int (*advance)(mz_sim *sim, double frame_dt);  /* a whole frame, or NULL */
@@ -170,9 +172,6 @@ struct mz_sim {
 
 /* Device memory a scene needs (the common buffers and the solver's own), in bytes. */
 size_t sim_device_bytes(const mz_scene *scene, size_t n);
-/* For the solvers' device_bytes: the neighbour grid's cell tables for cells of size `cell`
- * (0 when cell is 0: no grid). */
-size_t sim_grid_bytes(const mz_scene *scene, size_t n, double cell);
 const mz_solver *sim_solver_for(const mz_scene *scene);
 /* Whether n particles of the scene fit the device (its memory and its largest buffer): 0, or
  * -1 after saying what is needed and what the device has. */

@@ -1,14 +1,16 @@
 /* The fit check's estimate (sim_device_bytes, what `mizu check` prints and a run is refused by)
  * against the device memory a run holds (mz_cl_memory's count of every buffer made): at most
- * 2% apart, over the start and a frame's steps, for WCSPH's kinds of scene. Not held to it yet:
- * moving colliders and forces on solids (the estimate is an upper bound there), probes and
- * gauges (their sample rows are not in it), the other solvers. */
+ * 2% apart, over the start and a frame's steps, for every solver's kinds of scene (WCSPH,
+ * DFSPH, PBF, cloth, soft and rigid bodies, FLIP with each pressure solver) and what a scene
+ * may add (moving colliders, forces on solids, probes and gauges). Not held to it: FLIP scenes
+ * under ~3.5 MB (the estimate takes a GPU's partial sums and listers, 69 KB more than a CPU's). */
 #include "test_util.h"
 #include "test_world.h"
 
 #include "solvers/sph/neighbour_list.h"
 
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 /* OpenCL may destroy released buffers a little later (PoCL calls the destructor callbacks from
@@ -40,14 +42,20 @@ static void held_and_estimate(const char *path, const char *const *sets, size_t 
     unsetenv("MIZU_SPH_LISTS");
 }
 
-static void check_within(const char *what, size_t held, size_t estimate, size_t n)
+/* Prints the case; whether the estimate is within 2% of what was held. */
+static bool within(const char *what, size_t held, size_t estimate, size_t n)
 {
     double off = ((double)estimate - (double)held) / (double)held;
     print_message("%-44s %7zu particles: held %9zu bytes (%.1f a particle), estimate %9zu "
                   "(%+.2f%%)\n", what, n, held, (double)held / (double)n, estimate, 100 * off);
-    if (fabs(off) > 0.02)
+    return fabs(off) <= 0.02;
+}
+
+static void check_within(const char *what, size_t held, size_t estimate, size_t n)
+{
+    if (!within(what, held, estimate, n))
         fail_msg("%s: the estimate %zu bytes is %+.2f%% off the %zu bytes the run held", what,
-                 estimate, 100 * off, held);
+                 estimate, 100 * (((double)estimate - (double)held) / (double)held), held);
 }
 
 /* Short frames (a few steps) keep it quick; the memory does not depend on them. */
@@ -91,11 +99,72 @@ static void test_wcsph_lists(void **state)
     check_within("dam_break_3d.json penalty walls, neighbour lists", held, estimate, n);
 }
 
+/* The other solvers and what any solver's scene may add: each case is measured and printed, and
+ * the ones off by more than 2% named at the end. fps: a frame of a few steps (memory does not
+ * depend on how many). */
+static void test_other_kinds(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *path, *sets[4];
+        bool loose; /* not held to 2% yet: printed only */
+    } cases[] = {
+        {"scenes/bench_dfsph_6859.json", {"simulation.fps=500"}, false},
+        {"scenes/dam_break_3d.json",
+         {"domain.boundary.type=penalty", "simulation.fps=500", "fluids[0].solver=dfsph"},
+         false},
+        {"scenes/bench_forces.json",
+         {"simulation.fps=500", "colliders[0].forces={}", "domain.boundary.forces={}",
+          "fluids[0].solver=dfsph"},
+         false},
+        {"scenes/pbf_dam_break.json", {"simulation.substeps=1"}, false},
+        {"scenes/pbf_dam_break.json", {"simulation.substeps=1", "domain.boundary.type=particles"},
+         false},
+        {"scenes/pbf_box_float.json", {"simulation.substeps=1"}, false},
+        {"scenes/coupled.json", {"simulation.substeps=1"}, false},
+        {"scenes/cloth_drape.json", {"simulation.substeps=1"}, false},
+        {"scenes/cloth_hang.json", {"simulation.substeps=1"}, false},
+        {"scenes/softbody_drop.json", {"simulation.substeps=1"}, false},
+        {"scenes/falling_block.json", {"simulation.substeps=1"}, false},
+        {"scenes/flip_dam_break_3d.json", {"simulation.substeps=1"}, false},
+        {"scenes/flip_dam_break_3d.json",
+         {"simulation.substeps=1", "simulation.pressure_solver=mgpcg"}, false},
+        {"scenes/flip_dam_break_3d.json",
+         {"simulation.substeps=1", "simulation.pressure_solver=jacobi"}, false},
+        /* FLIP's estimate takes a GPU's partial sums and listers, 69 KB more than a CPU's: more
+         * than 2% of these small scenes' 0.3-2 MB here (exact less that) */
+        {"scenes/flip_dam_break_2d.json", {"simulation.substeps=1"}, true},
+        {"scenes/flip_flume_3d.json", {"simulation.substeps=1"}, true},
+        {"scenes/flip_hydrostatic.json", {"simulation.substeps=1"}, true},
+        /* moving colliders, forces on solids, probes and gauges */
+        {"scenes/wave_flume.json", {"simulation.fps=2000"}, false},
+        {"scenes/sloshing.json", {"simulation.fps=2000"}, false},
+        {"scenes/bench_forces.json",
+         {"simulation.fps=2000", "colliders[0].forces={}", "colliders[1].forces={}"}, false},
+        {"scenes/bench_probes.json", {"simulation.fps=2000"}, false},
+    };
+    char failed[1024] = "";
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        size_t n_sets = 0, held, estimate, n;
+        while (n_sets < 4 && cases[i].sets[n_sets])
+            n_sets++;
+        held_and_estimate(cases[i].path, cases[i].sets, n_sets, false, &held, &estimate, &n);
+        char what[160];
+        snprintf(what, sizeof what, "%s %s%s", cases[i].path + 7,
+                 n_sets > 1 ? cases[i].sets[n_sets - 1] : "", n_sets > 2 ? " ..." : "");
+        if (!within(what, held, estimate, n) && !cases[i].loose)
+            snprintf(failed + strlen(failed), sizeof failed - strlen(failed), "\n  %s", what);
+    }
+    if (failed[0])
+        fail_msg("the estimate is more than 2%% off for:%s", failed);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_wcsph_kinds),
         cmocka_unit_test(test_wcsph_lists),
+        cmocka_unit_test(test_other_kinds),
     };
     return cmocka_run_group_tests_name("memory", tests, open_device, close_device);
 }

@@ -65,16 +65,14 @@ static size_t node_count(const flip_grid *g)
     return (size_t)g->nodes.s[0] * (size_t)g->nodes.s[1] * (size_t)g->nodes.s[2];
 }
 
-static size_t flip_grid_bytes(const mz_scene *s)
+/* The neighbour grid's cells: at least as wide as the FLIP cells, dense over the domain (the
+ * FLIP grid is dense anyway). */
+static double neighbour_cell(const flip_grid *g, int dim)
 {
-    flip_grid g = grid_for(s);
-    /* face velocity, FLIP reference, advection velocity and their extrapolation copies
-     * (float4), valid flags and copy (uchar4), type, density, diagonal, pressure and correction
-     * (float2) with their right-hand sides and Jacobi copy, the colliders' distances, the
-     * fluid cells' list; the neighbour grid's two cell tables; mgpcg's four vectors and its
-     * coarse levels (1/7 of the nodes, 29 bytes each) */
-    size_t mg = s->sim.pressure_solver == MZ_PRESSURE_MGPCG ? 4 * 8 + 5 : 0;
-    return node_count(&g) * (6 * 16 + 2 * 4 + 1 + 2 * 4 + 3 * 8 + 4 + 4 + 8 + mg);
+    double h = g->cell.s[0];
+    for (int a = 1; a < dim; a++)
+        h = fmax(h, g->cell.s[a]);
+    return h;
 }
 
 /* The static colliders' signed distance at every cell centre (negative inside; cells whose
@@ -299,12 +297,7 @@ static int flip_init(mz_sim *sim)
                    "clEnqueueFillBuffer(FLIP initial state)"))
             return -1;
 
-    /* The neighbour grid in cells at least as wide as the FLIP cells, dense over the domain
-     * (the FLIP grid is dense anyway). */
-    double h = st->g.cell.s[0];
-    for (int a = 1; a < dim; a++)
-        h = fmax(h, st->g.cell.s[a]);
-    if (grid_create(&st->grid, sim->cl, n, h, dim, s->domain.min, s->domain.max,
+    if (grid_create(&st->grid, sim->cl, n, neighbour_cell(&st->g, dim), dim, s->domain.min, s->domain.max,
                     MZ_GRID_DENSE) != 0)
         return -1;
     st->grid_made = true;
@@ -488,14 +481,30 @@ static void flip_release(mz_sim *sim)
     sim->state = NULL;
 }
 
-/* Particle density and pressure for output; the neighbour grid's keys, values and their
- * copies; its reorder copies of position, velocity, inverse mass, id and body; the pressure
- * grid. With APIC, the velocity gradients (a float4 per simulated axis) and their reorder
- * copies. */
-static size_t flip_device_bytes(const mz_scene *s, size_t n)
+/* As flip_init makes them: per node its table's buffers (face, reference and advection
+ * velocities and their extrapolation copies, valid flags and copy, type, density, pressure and
+ * right-hand sides, diagonal), Jacobi's next pressure; per particle density, pressure and
+ * APIC's gradients; the colliders' distances; the forces on solids (loads_init); moving
+ * colliders (movers_init); the projection's (flip_pressure_bytes); the neighbour grid, moving
+ * position, velocity, inverse mass, id, body and APIC's gradients. */
+static size_t flip_device_bytes(const mz_scene *s, size_t n, size_t *held)
 {
-    size_t apic = s->fluids[0].transfer == MZ_TRANSFER_APIC ? 2 * 16 * s->sim.dimensions : 0;
-    return n * (2 * 4 + 16 + (16 + 16 + 4 * 3) + apic) + flip_grid_bytes(s);
+    flip_grid g = grid_for(s);
+    size_t nodes = node_count(&g), nl = scene_load_count(s), dim = (size_t)s->sim.dimensions;
+    bool apic = s->fluids[0].transfer == MZ_TRANSFER_APIC, moving = scene_moving_count(s) > 0;
+    size_t bytes = nodes * (6 * 16 + 2 * 4 + 1 + 4 + 2 * 8 + 4) + n * (2 * 4 + (apic ? 16 * dim : 0));
+    if (s->sim.pressure_solver == MZ_PRESSURE_JACOBI)
+        bytes += 8 * nodes;
+    bytes += s->n_colliders ? 4 * nodes : 4;
+    bytes += (nl ? 16 * nodes : 16) + 4 * (nl ? nodes : 1) + 20 * (nl + 1) + 24 * nl;
+    bytes += moving ? 16 * nodes + (s->n_colliders + 1) * sizeof(collider_dev) + 2 * 4 * nodes
+                    : 16;
+    bytes += flip_pressure_bytes(s, &g, nodes);
+    size_t elems[3 + 5] = {16, 16, 4, 4, 4, 16, 16, 16};
+    size_t cells = grid_cells_in(n, neighbour_cell(&g, (int)dim), (int)dim, s->domain.min,
+                                 s->domain.max, MZ_GRID_DENSE);
+    bytes += grid_device_bytes(n, cells, elems, 5 + (apic ? (int)dim : 0), false, false, 0);
+    return *held = bytes;
 }
 
 const mz_solver mz_solver_flip = {

@@ -26,6 +26,34 @@ static size_t grid_nodes(const flip_grid *g)
     return (size_t)g->nodes.s[0] * (size_t)g->nodes.s[1] * (size_t)g->nodes.s[2];
 }
 
+/* The levels' grids into g[0 ..): the pressure grid, then coarser ones while
+ * mg_coarsen_more. How many. */
+static int mg_levels(const flip_grid *top, int dim, flip_grid g[MG_MAX_LEVELS])
+{
+    int levels = 1;
+    g[0] = *top;
+    for (;;) {
+        int cells[3] = {g[levels - 1].cells.s[0], g[levels - 1].cells.s[1],
+                        g[levels - 1].cells.s[2]};
+        if (!mg_coarsen_more(cells, dim) || levels == MG_MAX_LEVELS)
+            return levels;
+        g[levels] = coarser(&g[levels - 1], dim);
+        levels++;
+    }
+}
+
+size_t flip_mg_bytes(const flip_grid *top, int dim, size_t groups)
+{
+    flip_grid g[MG_MAX_LEVELS];
+    int levels = mg_levels(top, dim, g);
+    /* each coarse level's types, right-hand side, correction, residual and fluid list */
+    size_t bytes = 0;
+    for (int l = 1; l < levels; l++)
+        bytes += grid_nodes(&g[l]) * (1 + 3 * 8 + 4);
+    /* CG's four vectors, partials and scalars (flip_cg_init) */
+    return bytes + grid_nodes(top) * 4 * 8 + 8 * groups + 3 * 8;
+}
+
 int flip_mg_init(mz_sim *sim, flip_state *st)
 {
     flip_mg *mg = st->mg = xcalloc(1, sizeof *mg);
@@ -38,17 +66,9 @@ int flip_mg_init(mz_sim *sim, flip_state *st)
     mg->mg_program = sim_build_kernels(sim, "flip/flip_multigrid.cl", names, kernels);
     if (!mg->mg_program)
         return -1;
-    int dim = sim->scene->sim.dimensions;
-    mg->g[0] = st->g;
+    mg->levels = mg_levels(&st->g, sim->scene->sim.dimensions, mg->g);
     mg->nodes[0] = st->nodes;
-    mg->levels = 1;
-    for (;;) {
-        const flip_grid *g = &mg->g[mg->levels - 1];
-        int cells[3] = {g->cells.s[0], g->cells.s[1], g->cells.s[2]};
-        if (!mg_coarsen_more(cells, dim) || mg->levels == MG_MAX_LEVELS)
-            break;
-        int l = mg->levels++;
-        mg->g[l] = coarser(g, dim);
+    for (int l = 1; l < mg->levels; l++) {
         size_t n = mg->nodes[l] = grid_nodes(&mg->g[l]);
         if (!(mg->type[l] = flip_buffer(sim, n, "clCreateBuffer(multigrid cell types)")) ||
             !(mg->b[l] = flip_buffer(sim, 8 * n, "clCreateBuffer(multigrid right-hand side)")) ||

@@ -46,6 +46,9 @@ typedef struct flip_mg {
 
 /* The levels, their kernels and buffers (st->mg); 0, or -1 after reporting. */
 int flip_mg_init(mz_sim *sim, flip_state *st);
+/* Device memory flip_mg_init makes for the pressure grid `top` (its coarse levels and CG's
+ * vectors), with `groups` partial sums, in bytes. */
+size_t flip_mg_bytes(const flip_grid *top, int dim, size_t groups);
 /* The coarse levels' cell types from this step's and their fluid cells' lists (after level
  * 0's are listed; reads back once a level). */
 bool flip_mg_levels(mz_sim *sim, flip_state *st);

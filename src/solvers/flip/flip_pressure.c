@@ -175,6 +175,29 @@ int flip_project(mz_sim *sim, double dt)
                : -1;
 }
 
+/* The residual's partial-sum groups and the fluid cells' listers on a GPU or a CPU of `local`
+ * work-items a group. */
+static size_t residual_groups(bool gpu)
+{
+    return gpu ? 512 : 16;
+}
+
+static size_t listers(bool gpu, size_t local)
+{
+    return gpu ? 4096 : 2 * local;
+}
+
+size_t flip_pressure_bytes(const mz_scene *s, const flip_grid *g, size_t nodes)
+{
+    /* a GPU's counts (larger than a CPU's): never less than a run holds */
+    size_t groups = residual_groups(true);
+    /* the residual's partials; the listers' counts and offsets; the fluid cells' list */
+    size_t bytes = 12 * groups + 2 * 8 * listers(true, 0) + 4 * nodes;
+    if (s->sim.pressure_solver == MZ_PRESSURE_MGPCG)
+        bytes += flip_mg_bytes(g, s->sim.dimensions, groups);
+    return bytes;
+}
+
 int flip_pressure_init(mz_sim *sim, flip_state *st)
 {
     static const char *const names[] = {"pressure_setup", "pressure_jacobi",   "pressure_rbgs",
@@ -189,14 +212,15 @@ int flip_pressure_init(mz_sim *sim, flip_state *st)
     st->local = (sim->cl->type & CL_DEVICE_TYPE_GPU) ? 256 : 64;
     while (st->local > sim->cl->max_wg)
         st->local /= 2;
-    st->groups = (sim->cl->type & CL_DEVICE_TYPE_GPU) ? 512 : 16;
+    bool gpu = (sim->cl->type & CL_DEVICE_TYPE_GPU) != 0;
+    st->groups = residual_groups(gpu);
     st->partial = flip_buffer(sim, 12 * st->groups, "clCreateBuffer(pressure residual)");
     st->partial_host = xcalloc(3 * st->groups, sizeof(float));
     if (!st->partial)
         return -1;
     /* Listers: on a GPU a few thousand chunks, each a few thousand nodes walked in order; on a
      * CPU one chunk per work-item of a group or two. */
-    st->listers = (sim->cl->type & CL_DEVICE_TYPE_GPU) ? 4096 : 2 * st->local;
+    st->listers = listers(gpu, st->local);
     st->lister_counts = xcalloc(2 * st->listers, sizeof *st->lister_counts);
     if (sim->scene->sim.pressure_solver == MZ_PRESSURE_MGPCG && flip_mg_init(sim, st) != 0)
         return -1;

@@ -66,6 +66,9 @@ static inline void swap_mem(cl_mem *a, cl_mem *b)
 /* The projection's kernels (kernels/flip/flip_pressure.cl) and buffers; 0, or -1 after
  * reporting. */
 int flip_pressure_init(mz_sim *sim, flip_state *st);
+/* Device memory flip_pressure_init makes for the pressure grid g of `nodes` nodes, in bytes:
+ * with a GPU's partial sums and listers, more than a CPU's. */
+size_t flip_pressure_bytes(const mz_scene *s, const flip_grid *g, size_t nodes);
 /* The fluid cells of each colour of a grid (level 0's, or a multigrid level's) into `list`
  * (colour 0's, then colour 1's, each in node order) and their counts; reads back. The sweeps'
  * sums over such a list are the same as over every node, so the results are too. */

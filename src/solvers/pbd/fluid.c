@@ -96,6 +96,24 @@ static cl_float2 *solid_table(const mz_scene *s, pbf_params *P)
  * in every iteration, k = 0.1): see pbf_substep. */
 #define MAX_SHARE 0.1
 
+static pbf_params params(const mz_scene *s, double *cap);
+
+/* Whether the fluid runs the velocity passes (XSPH, vorticity, the walls' viscosity). */
+static bool velocity_passes(const pbf_params *P)
+{
+    return P->xsph > 0 || P->vorticity > 0 || P->wall_nu > 0;
+}
+
+size_t pbf_device_bytes(const mz_scene *s, size_t n)
+{
+    double cap;
+    pbf_params P = params(s, &cap);
+    /* attributes and their sorted copy; density, λ, λ's change; the velocity passes' sorted
+     * velocities, vorticity and XSPH; the walls' and colliders' density tables (pbf_init) */
+    return n * (2 * 16 + 3 * 4 + (velocity_passes(&P) ? 3 * 16 : 0)) +
+           (WALL_TABLE + 2 * WALL_TABLE - 1) * sizeof(cl_float2);
+}
+
 static pbf_params params(const mz_scene *s, double *cap)
 {
     const mz_fluid *f = &s->fluids[0];
@@ -182,7 +200,7 @@ int pbf_init(mz_sim *sim, pbd_state *st)
     fl->P = params(s, &cap);
     fl->k_cap = cap;
     fl->warm_start = (cl_float)s->fluids[0].warm_start;
-    fl->velocity = fl->P.xsph > 0 || fl->P.vorticity > 0 || fl->P.wall_nu > 0;
+    fl->velocity = velocity_passes(&fl->P);
     static const char *const names[] = {"pbf_warm", "pbf_lambda", "pbf_delta", "pbf_curl",
                                         "pbf_confine", NULL};
     cl_kernel *const kernels[] = {&fl->warm, &fl->solve, &fl->delta, &fl->curl, &fl->confine};

@@ -69,7 +69,11 @@ bool pbd_loads_sum(pbd_loads *l, mz_sim *sim, double dt)
 
 size_t pbd_loads_bytes(const mz_scene *s, size_t n)
 {
-    return scene_load_count(s) ? 48 * n : 0;
+    size_t n_loads = scene_load_count(s), per = n_loads ? (n ? n : 1) : 1;
+    size_t nl = n_loads ? n_loads : 1;
+    /* touch and wall corrections per particle (or stand-ins); owner, about and, measured, the
+     * sums per load (pbd_loads_init) */
+    return per * (32 + 16) + nl * (4 + 16) + (n_loads ? 24 * nl : 0);
 }
 
 void pbd_loads_release(pbd_loads *l)

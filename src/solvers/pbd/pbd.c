@@ -67,18 +67,39 @@ static void adjacency(const mz_particles *p, cl_uint **start, cl_uint **adj, cl_
     free(fill);
 }
 
+/* Whether particles meet by contact (two solids, a self-colliding one, a solid and PBF fluid),
+ * and the contact distance: the widest fluid spacing or body thickness. */
+static bool contacts_of(const mz_scene *s, double *contact)
+{
+    bool self = false, fluid = scene_solver(s) == MZ_SOLVER_PBF;
+    size_t solids = bodies_count(s);
+    *contact = 0;
+    for (size_t k = 0; fluid && k < s->n_fluids; k++)
+        *contact = fmax(*contact, s->fluids[k].spacing);
+    for (size_t k = 0; k < solids; k++) {
+        const mz_body *b = bodies_get(s, k);
+        self |= b->geom->phase != MZ_PHASE_RIGID && b->self_collision;
+        *contact = fmax(*contact, b->geom->thickness);
+    }
+    return solids >= 2 || self || (solids && fluid);
+}
+
+/* Cells 1.5x the contact distance: the grid is built once a substep on x*, and the corrections
+ * of the iterations (a fraction of the distance) must not carry a pair in contact out of each
+ * other's 27 cells. The fluid's support radius is wider. */
+static double grid_cell(const mz_scene *s, double contact)
+{
+    return fmax(1.5 * contact, scene_solver(s) == MZ_SOLVER_PBF ? scene_support_radius(s) : 0);
+}
+
 static bool body_tables(mz_sim *sim, pbd_state *st, double *contact)
 {
     const mz_scene *s = sim->scene;
     size_t nb = s->n_fluids + bodies_count(s);
     body_info *info = xcalloc(nb, sizeof *info);
-    size_t solids = 0;
-    bool self = false, fluid = scene_solver(s) == MZ_SOLVER_PBF;
-    *contact = 0;
-    for (size_t k = 0; fluid && k < s->n_fluids; k++) {
+    bool fluid = scene_solver(s) == MZ_SOLVER_PBF;
+    for (size_t k = 0; fluid && k < s->n_fluids; k++)
         info[k].flags = BODY_COLLIDES | BODY_FLUID; /* fluid meets fluid through its density */
-        *contact = fmax(*contact, s->fluids[k].spacing);
-    }
     for (size_t k = 0; k < bodies_count(s); k++) {
         const mz_body *b = bodies_get(s, k);
         body_info *bi = &info[s->n_fluids + k];
@@ -86,11 +107,8 @@ static bool body_tables(mz_sim *sim, pbd_state *st, double *contact)
         bi->friction = (cl_float)b->friction;
         bi->static_friction = (cl_float)b->static_friction;
         bi->flags = BODY_COLLIDES | (rigid ? BODY_RIGID : b->self_collision ? BODY_SELF : 0);
-        self |= !rigid && b->self_collision;
-        solids++;
-        *contact = fmax(*contact, b->geom->thickness);
     }
-    st->contacts = solids >= 2 || self || (solids && fluid);
+    st->contacts = contacts_of(s, contact);
     st->bodies = mz_cl_buffer(sim->cl, CL_MEM_READ_ONLY, nb * sizeof *info, info,
                               "clCreateBuffer(body table)");
     free(info);
@@ -156,10 +174,7 @@ static int pbd_init(mz_sim *sim)
     if (st->contacts || pbf || sim->plan) {
         st->sorted = mz_cl_buffer(sim->cl, CL_MEM_READ_WRITE, 16 * sim->cap, NULL,
                                   "clCreateBuffer(sorted positions)");
-        /* Cells 1.5x the contact distance: the grid is built once a substep on x*, and the
-         * corrections of the iterations (a fraction of the distance) must not carry a pair
-         * in contact out of each other's 27 cells. The fluid's support radius is wider. */
-        double cell = fmax(1.5 * contact, pbf ? scene_support_radius(s) : 0);
+        double cell = grid_cell(s, contact);
         /* Distributed: the plan's dense grid, pbd_slab_geometry's cells (a rank makes one
          * whatever collides: its exchange sorts by it). */
         if (!st->sorted ||
@@ -368,36 +383,40 @@ static size_t pbd_state_parts(mz_sim *sim, mz_state_part *parts, size_t max)
     return sim_state_existing(all, sizeof all / sizeof *all, parts, max);
 }
 
-/* Per particle a sorted snapshot, degree, adjacency and the grid's share; per constraint its
- * ends, parameters, λ, correction, adjacency and partners at both ends; PBF's attributes and
- * their sorted copy, λ, density, sorted velocity, curl and XSPH; the neighbour grid's cell
- * tables; the rigids' rest offset and owner per particle and ~200 B a body. */
-static size_t pbd_device_bytes(const mz_scene *s, size_t n)
+/* As pbd_init makes them: the constraints' buffers and adjacency; the body and collider tables;
+ * PBF's buffers; the rigids'; the sorted snapshot and the grid (when anything collides or there
+ * is fluid); PBF's boundary particles, sorted last (the most may be held while they are); the
+ * forces on solids. A rank's bodies (cloth_dist.c): every id's slot, λ at both ends, the
+ * gather's x*. */
+static size_t pbd_device_bytes(const mz_scene *s, size_t n, size_t *held)
 {
-    bool pbf = scene_solver(s) == MZ_SOLVER_PBF;
-    size_t bytes = n * (16 + 4 + 4 + 16) + pbd_loads_bytes(s, n);
-    bytes += bodies_constraint_count(s) * (8 + 16 + 4 + 16 + 8 + 8);
-    if (pbf)
-        bytes += n * (16 + 16 + 4 + 4 + 16 + 16 + 16) + boundary_bytes(s);
-    /* cells of the support radius for the fluid, else of 1.5 contact distances (the thinnest
-     * body's: the most cells) */
-    double cell = pbf ? scene_support_radius(s) : 0.0;
-    for (size_t k = 0; cell == 0.0 && k < bodies_count(s); k++)
-        cell = 1.5 * bodies_get(s, k)->geom->thickness;
-    for (size_t k = 1; k < bodies_count(s); k++)
-        cell = fmin(cell, 1.5 * bodies_get(s, k)->geom->thickness);
-    bytes += sim_grid_bytes(s, n, cell);
-    for (size_t k = 0; k < s->n_rigids; k++)
-        bytes += s->rigids[k].geom ? s->rigids[k].geom->n * 20 + 200 : 0;
+    bool pbf = scene_solver(s) == MZ_SOLVER_PBF, slabs = dist_active();
+    size_t all = scene_particle_count(s), nc = bodies_constraint_count(s), m = nc ? nc : 1;
+    /* constraint_buffers: ends, parameters, λ, corrections; adjacency start, adjacency and
+     * partners, degree */
+    size_t bytes = m * (8 + 16 + 4 + 16) + 4 * (all + 1) + 2 * 4 * (2 * nc + 1) +
+                   4 * (all ? all : 1);
+    bytes += (s->n_fluids + bodies_count(s)) * sizeof(body_info) +
+             (s->n_colliders + 1) * sizeof(collider_dev);
+    bytes += (pbf ? pbf_device_bytes(s, n) : 0) + rigid_device_bytes(s);
+    double contact;
+    if (contacts_of(s, &contact) || pbf || slabs) {
+        size_t cells = grid_cells_in(n, grid_cell(s, contact), s->sim.dimensions, s->domain.min,
+                                     s->domain.max, slabs ? MZ_GRID_DENSE : MZ_GRID_AUTO);
+        bytes += 16 * n + grid_device_bytes(n, cells, NULL, 0, slabs, false, 0);
+    }
+    size_t walls_sorting = 0,
+           walls = pbf ? boundary_device_bytes(s, n, scene_support_radius(s), &walls_sorting) : 0;
+    *held = bytes + walls + pbd_loads_bytes(s, n);
     /* a rank's bodies (cloth_dist.c): every id's slot, λ at both ends, the gather's x*; every
      * rigid particle's x* by id (rigid_dist.c); the fluid's attributes by body */
-    if (dist_active() && bodies_constraint_count(s))
-        bytes += 4 * scene_particle_count(s) + 8 * bodies_constraint_count(s) + 16 * n;
-    for (size_t k = 0; dist_active() && k < s->n_rigids; k++)
-        bytes += s->rigids[k].geom ? s->rigids[k].geom->n * 16 : 0;
-    if (dist_active() && pbf)
-        bytes += 16 * (s->n_fluids + bodies_count(s));
-    return bytes;
+    if (slabs && nc)
+        *held += 4 * all + 8 * nc + 16 * n;
+    for (size_t k = 0; slabs && k < s->n_rigids; k++)
+        *held += s->rigids[k].geom ? s->rigids[k].geom->n * 16 : 0;
+    if (slabs && pbf)
+        *held += 16 * (s->n_fluids + bodies_count(s));
+    return bytes + walls_sorting > *held ? bytes + walls_sorting : *held;
 }
 
 /* A frame of substeps; distributed, then new slabs when a rank owns more than 10% above the

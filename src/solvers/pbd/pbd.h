@@ -100,6 +100,8 @@ typedef struct pbd_state {
  * arguments after every build (its slot buffer moves); one density iteration; the velocity
  * passes after the update. */
 int pbf_init(mz_sim *sim, pbd_state *st);
+/* Device memory pbf_init makes for n particles of the scene, in bytes. */
+size_t pbf_device_bytes(const mz_scene *s, size_t n);
 /* After the neighbour grid exists: the boundary particles, when the scene's walls are particles
  * (their grid in the fluid grid's mode). 0, or -1 after reporting. */
 int pbf_boundary_init(mz_sim *sim, pbd_state *st);
@@ -115,6 +117,8 @@ void pbf_release(pbd_fluid *f);
 /* Rigid bodies: state and kernels; predicted poses and particles; one shape-matching
  * projection; velocities and momenta after the update. */
 int rigid_init(mz_sim *sim, pbd_state *st);
+/* Device memory rigid_init makes for the scene's rigid bodies, in bytes. */
+size_t rigid_device_bytes(const mz_scene *s);
 bool rigid_predict(mz_sim *sim, pbd_state *st, float dt, float keep, const mz_frame_arg *frame);
 bool rigid_match(mz_sim *sim, pbd_state *st);
 bool rigid_update(mz_sim *sim, pbd_state *st, float dt);

@@ -86,6 +86,15 @@ static void setup_body(const mz_particles *p, size_t first, size_t count, cl_flo
     d->count = (cl_uint)count;
 }
 
+size_t rigid_device_bytes(const mz_scene *s)
+{
+    size_t n = 0, nb = s->n_rigids;
+    for (size_t k = 0; k < nb; k++)
+        n += s->rigids[k].geom ? s->rigids[k].geom->n : 0;
+    /* each body's state and pose; each particle's rest offset and owner (rigid_init) */
+    return nb * (sizeof(rigid_dev) + 32) + n * (sizeof(cl_float4) + sizeof(cl_uint));
+}
+
 /* The rest offsets, inertia and momenta from all of a body's particles: a rank holds a share of
  * them, so it builds the bodies' particles whole (the same floats as one process's). */
 static int setup(mz_sim *sim, pbd_state *st, const mz_particles *p);

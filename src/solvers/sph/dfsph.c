@@ -307,6 +307,12 @@ static int dfsph_advance(mz_sim *sim, double frame_dt)
     return 0;
 }
 
+/* The error sums' work-groups for n particles, `local` a group. */
+static size_t error_groups(size_t n, size_t local)
+{
+    return n / local + 1;
+}
+
 static int dfsph_init(mz_sim *sim)
 {
     const mz_scene *s = sim->scene;
@@ -338,7 +344,7 @@ static int dfsph_init(mz_sim *sim)
     size_t n = sim->cap;
     if (sph_step_size_init(&st->step_size, sim) != 0)
         return -1;
-    size_t groups = n / st->step_size.local + 1;
+    size_t groups = error_groups(n, st->step_size.local);
     cl_mem *per4[] = {&st->rho, &st->alpha, &st->k, &st->K, &st->Kv, &st->p, &st->a2};
     for (size_t i = 0; i < sizeof per4 / sizeof *per4; i++)
         if (!(*per4[i] = dfsph_buffer(sim, 4 * (n ? n : 1), "clCreateBuffer(DFSPH)")))
@@ -425,14 +431,23 @@ static size_t dfsph_state_parts(mz_sim *sim, mz_state_part *parts, size_t max)
     return sim_state_existing(all, sizeof all / sizeof *all, parts, max);
 }
 
-/* Density, α, k, K, K_v, pressure, |a|² (4 bytes each); the neighbour lists and their counts;
- * the grid's keys, values and their copies; its reorder copies of position, velocity, inverse
- * mass, id, body, K and K_v; the boundary particles; the cell tables. */
-static size_t dfsph_device_bytes(const mz_scene *s, size_t n)
+/* As dfsph_init makes them: density, α, k, K, K_v, pressure, |a|² and the error sums; the
+ * step size's maxima; the neighbour lists; the grid (position, velocity, inverse mass, id, body,
+ * K and K_v move with it); then the walls, sorted last (the most may be held while they are),
+ * and the forces on solids. */
+static size_t dfsph_device_bytes(const mz_scene *s, size_t n, size_t *held)
 {
-    return n * (7 * 4 + sph_lists_bytes(s) + 16 + (16 + 16 + 4 * 5)) + boundary_bytes(s) +
-           (scene_load_count(s) ? 4 * n : 0) + sph_loads_bytes(s, n) +
-           sim_grid_bytes(s, n, scene_support_radius(s));
+    sph_params P = sph_params_for(s);
+    size_t room = n ? n : 1, elems[] = {16, 16, 4, 4, 4, 4, 4};
+    size_t cells = grid_cells_in(n, P.h, s->sim.dimensions, s->domain.min, s->domain.max,
+                                 MZ_GRID_AUTO);
+    size_t own = 7 * 4 * room + 4 * error_groups(n, SPH_STEP_SIZE_CPU_LOCAL) + 4 +
+                 sph_step_size_bytes() + room * sph_lists_bytes(s) + 4 +
+                 grid_device_bytes(n, cells, elems, sizeof elems / sizeof *elems, false, false, 0);
+    size_t walls_sorting, walls = boundary_device_bytes(s, n, P.h, &walls_sorting);
+    size_t loads = sph_loads_bytes(s, n);
+    *held = own + walls + loads + (loads ? 4 * room : 0); /* S: with forces measured */
+    return own + walls_sorting > *held ? own + walls_sorting : *held;
 }
 
 int dfsph_stats(const mz_sim *sim, mz_dfsph_stats *out)

@@ -91,14 +91,30 @@ bool sph_loads_gather(sph_loads *l, mz_sim *sim, const mz_grid *fluid, const bou
            sim_launch(sim, l->k, n, MZ_STAGE_OBSERVE, "sph_wall_loads");
 }
 
+/* The boundary particles of the measured solids (make_elements' total), counted on the scene:
+ * every wall particle when the walls are measured (each belongs to one wall), and each measured
+ * collider's samples. */
+static size_t element_count(const mz_scene *s)
+{
+    size_t total = s->domain.boundary.has_forces ? (size_t)scene_wall_count(s) : 0;
+    int layers = scene_wall_layers(s);
+    for (size_t c = 0; c < s->n_colliders; c++)
+        if (s->colliders[c].has_forces)
+            total += scene_collider_samples(s, c, s->fluids[0].spacing, layers, NULL, NULL);
+    return total;
+}
+
 size_t sph_loads_bytes(const mz_scene *s, size_t n)
 {
-    if (scene_load_count(s) == 0 || s->domain.boundary.type != MZ_BOUNDARY_PARTICLES)
+    size_t n_loads = scene_load_count(s);
+    if (n_loads == 0 || !scene_boundary_particles(s))
         return 0;
-    /* At most every boundary particle an element: its index, position, force; and where each
-     * boundary particle sits. */
-    size_t rest = s->domain.boundary.friction != MZ_FRICTION_NO_SLIP ? 16 * n : 0;
-    return rest + scene_boundary_count(s) * (4 + 16 + 16 + 4);
+    /* As sph_loads_init makes them: per element its index, position and force; per load its
+     * first and count; where each boundary particle sits (boundary_track); the rest. */
+    size_t room = element_count(s), nb = scene_boundary_count(s);
+    room = room ? room : 1;
+    size_t rest = s->domain.boundary.friction != MZ_FRICTION_NO_SLIP ? 16 * n : 16;
+    return room * (4 + 16 + 16) + 2 * 4 * n_loads + 4 * (nb ? nb : 1) + rest;
 }
 
 void sph_loads_release(sph_loads *l)

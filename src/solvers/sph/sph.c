@@ -663,7 +663,7 @@ static size_t sph_state_parts(mz_sim *sim, mz_state_part *parts, size_t max)
  * (its reorder scratch borrowed in one process, a rank's own per moved buffer); the walls; the
  * forces on solids; the step size's per-group maxima (a GPU's 512). Not the neighbour lists,
  * which a run keeps only where there is room beyond this. */
-static size_t sph_device_bytes(const mz_scene *s, size_t n)
+static size_t sph_device_bytes(const mz_scene *s, size_t n, size_t *held_after)
 {
     sph_params P = sph_params_for(s);
     bool collapsed = scene_solver(s) == MZ_SOLVER_COLLAPSED_SPH, slabs = dist_active();
@@ -690,7 +690,8 @@ static size_t sph_device_bytes(const mz_scene *s, size_t n)
     size_t grid = grid_device_bytes(n, cells, elems, n_reg, slabs, false,
                                     slabs ? 0 : MZ_GRID_LENT4 | MZ_GRID_LENT16);
     size_t walls_sorting, walls = boundary_device_bytes(s, n, P.h, &walls_sorting);
-    size_t held = n * per + fixed + grid + walls + sph_loads_bytes(s, n) + 8 * 512;
+    size_t held = n * per + fixed + grid + walls + sph_loads_bytes(s, n) + sph_step_size_bytes();
+    *held_after = held;
     /* The walls are sorted before anything else of the solver's is made (sph_init): with many
      * more wall particles than fluid ones, that is when it holds most. */
     return held > walls_sorting ? held : walls_sorting;

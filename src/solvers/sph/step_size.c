@@ -7,13 +7,20 @@
 #include <math.h>
 #include <stdlib.h>
 
+#define GPU_GROUPS 512
+
+size_t sph_step_size_bytes(void)
+{
+    return 8 * GPU_GROUPS;
+}
+
 int sph_step_size_init(sph_step_size *s, mz_sim *sim)
 {
     bool gpu = (sim->cl->type & CL_DEVICE_TYPE_GPU) != 0;
-    s->local = gpu ? 256 : 64;
+    s->local = gpu ? 256 : SPH_STEP_SIZE_CPU_LOCAL;
     while (s->local > sim->cl->max_wg) /* a power of two the device takes */
         s->local /= 2;
-    s->max_groups = gpu ? 512 : 16;
+    s->max_groups = gpu ? GPU_GROUPS : 16;
     s->partial = mz_cl_buffer(sim->cl, CL_MEM_READ_WRITE, 8 * s->max_groups, NULL,
                               "clCreateBuffer(step size)");
     s->host = xcalloc(2 * s->max_groups, sizeof(float));

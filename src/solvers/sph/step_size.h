@@ -11,8 +11,13 @@ typedef struct sph_step_size {
     float *host;
 } sph_step_size;
 
+/* The work-group size on a CPU (a GPU's is larger): the most groups a pass over n takes. */
+#define SPH_STEP_SIZE_CPU_LOCAL 64
+
 /* 0, or -1 after reporting. */
 int sph_step_size_init(sph_step_size *s, mz_sim *sim);
+/* Device memory sph_step_size_init makes on a GPU (a CPU's is less), for the fit check. */
+size_t sph_step_size_bytes(void);
 /* The largest |v|² of vel and a2 of slots begin .. end − 1 (+inf where not finite), by kernel
  * k (speed_accel_max of the solver's program), charged to `stage`. 0, or -1 after reporting. */
 int sph_speed_accel_max(sph_step_size *s, mz_sim *sim, cl_kernel k, cl_mem vel, cl_mem a2,
