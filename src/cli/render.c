@@ -322,12 +322,14 @@ static void read_boundary(render_file *f)
 {
     const char *name = "/particles/boundary/position";
     hsize_t dims[3], mdims[3];
-    f->moving_series = h5_dataset_dims(f->h5, MOVING_SERIES, mdims) == 3       ? MOVING_SERIES
-                       : h5_dataset_dims(f->h5, OLD_MOVING_SERIES, mdims) == 3 ? OLD_MOVING_SERIES
-                                                                               : NULL;
+    bool old = false; /* the old layout: no table (name is the series' group there) */
+    if (h5_dataset_dims(f->h5, MOVING_SERIES, mdims) == 3)
+        f->moving_series = MOVING_SERIES;
+    else if ((old = h5_dataset_dims(f->h5, OLD_MOVING_SERIES, mdims) == 3))
+        f->moving_series = OLD_MOVING_SERIES;
     f->n_moving = f->moving_series && mdims[2] == 3 ? (size_t)mdims[1] : 0;
-    /* a dataset only without the old layout's series (then a group) */
-    hid_t d = h5_dataset_dims(f->h5, name, dims) == 2 ? H5Dopen2(f->h5, name, H5P_DEFAULT) : -1;
+    bool table = !old && h5_dataset_dims(f->h5, name, dims) == 2;
+    hid_t d = table ? H5Dopen2(f->h5, name, H5P_DEFAULT) : -1;
     size_t ns = h5_dims(d, dims) == 2 && dims[1] == 3 ? (size_t)dims[0] : 0;
     if (ns + f->n_moving > 0)
         f->boundary = xmalloc(3 * (ns + f->n_moving) * sizeof *f->boundary);

@@ -235,6 +235,22 @@ static void test_output_poses(void **state)
     free(ptime);
     H5Fclose(f);
 
+    /* mizu render draws the frame's moving particles: the picture changes without them. */
+    const char *bare = test_path("paddle_bare.h5");
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "cp %s %s", out, bare);
+    assert_int_equal(system(cmd), 0);
+    f = H5Fopen(bare, H5F_ACC_RDWR, H5P_DEFAULT);
+    assert_true(f >= 0 && H5Ldelete(f, "/particles/moving_boundary", H5P_DEFAULT) >= 0);
+    H5Fclose(f);
+    const char *with = test_path("paddle.png"), *without = test_path("paddle_bare.png");
+    snprintf(args, sizeof args, "render %s --frame 2 -o %s -q", out, with);
+    assert_int_equal(run_mizu(args, NULL), 0);
+    snprintf(args, sizeof args, "render %s --frame 2 -o %s -q", bare, without);
+    assert_int_equal(run_mizu(args, NULL), 0);
+    snprintf(cmd, sizeof cmd, "cmp -s %s %s", with, without);
+    assert_true(system(cmd) != 0);
+
     /* Without motion: the time-independent table, as built. */
     write_text(scene, PADDLE_AND_BLOCK("", ""));
     snprintf(args, sizeof args, "run %s -o %s --frames 2 -q", scene, out);
