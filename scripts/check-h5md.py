@@ -7,8 +7,8 @@ a reader would trip on.
 Checks, for each file: the /h5md version and the author's and creator's names; every particles
 group's box (dimension, boundary, edges with a unit); every time-dependent element through
 pyh5md (value, step and time of one length, a unit on value and on time); the time-independent
-elements (id, body, phase, wall positions); the wall positions as a series of one row a frame when
-colliders move; the observables' series; that every string in the file is variable-length UTF-8
+elements (id, body, phase, the static walls' positions); the moving colliders' particles
+(/particles/moving_boundary) as a series of one row a frame; the observables' series; that every string in the file is variable-length UTF-8
 (fixed-length strings come back as bytes); and the sidecar's per-frame views (/xdmf) against the
 frames. Prints one line per file; exit 1 when any fails.
 Run by tests/cli/test_viewers.c where pyh5md is installed (scripts/install-viewers.sh).
@@ -81,10 +81,14 @@ def check_file(path):
                 n = check_series(group, name, problems, frames)
                 if gname == "all" and name == "position":
                     frames = n
-        moving = "particles/boundary/position/value" in f
-        if moving and f["particles/boundary/position/value"].shape[0] != frames:
-            problems.append("particles/boundary/position: %d frames, particles/all/position %r"
-                            % (f["particles/boundary/position/value"].shape[0], frames))
+        moving = "particles/moving_boundary/position/value" in f
+        if moving and f["particles/moving_boundary/position/value"].shape[0] != frames:
+            problems.append("particles/moving_boundary/position: %d frames, "
+                            "particles/all/position %r"
+                            % (f["particles/moving_boundary/position/value"].shape[0], frames))
+        if "particles/boundary/position" in f and \
+                not isinstance(f["particles/boundary/position"], h5py.Dataset):
+            problems.append("particles/boundary/position is not a table written once")
         if "observables" in f:
             def series(name, obj):
                 if isinstance(obj, h5py.Group) and "value" in obj and "time" in obj:
@@ -97,7 +101,7 @@ def check_file(path):
                                                                         frames))
             views = [("position", "particles/all/position/value")]
             if moving:
-                views.append(("boundary", "particles/boundary/position/value"))
+                views.append(("moving_boundary", "particles/moving_boundary/position/value"))
             for view, series in views:
                 last = f["xdmf/%s/%d" % (view, frames - 1)][()]
                 if (last[0] != f[series][frames - 1]).any():

@@ -13,8 +13,8 @@ static inline bool exists(const char *path)
 }
 
 /* Dataset path of file f as raw bytes (native type), malloc'd; *bytes set. NULL if missing
- * (also when a group on the path is a dataset: /particles/boundary/position/value of a file
- * whose boundary does not move). */
+ * (also when a group on the path is a dataset: /particles/boundary/position/value, the table
+ * /particles/boundary/position being one). */
 static inline unsigned char *read_all(hid_t f, const char *path, size_t *bytes)
 {
     htri_t there = -1;
@@ -54,7 +54,7 @@ static inline const char *frames_differ(hid_t a, hid_t b, int *compared)
         "/particles/all/density/value",  "/particles/all/pressure/value",
         "/particles/all/position/step",  "/particles/all/position/time",
         "/observables/rigid/center_of_mass/value", "/observables/rigid/orientation/value",
-        "/particles/boundary/position/value"};
+        "/particles/moving_boundary/position/value"};
     *compared = 0;
     for (size_t i = 0; i < sizeof sets / sizeof *sets; i++) {
         size_t na = 0, nb = 0;

@@ -10,6 +10,12 @@
 #include <math.h>
 #include <stdlib.h>
 
+bool build_boundary_moves(const mz_scene *s, const float *rest)
+{
+    long c = (long)rest[3] - MZ_OWNER_COLLIDER; /* a wall's owner is below */
+    return c >= 0 && (size_t)c < s->n_colliders && s->colliders[c].has_motion;
+}
+
 void build_boundary_at(const mz_scene *s, const float *rest, size_t nb, double t, float *out)
 {
     /* The law once per collider, not once per particle. */
@@ -24,11 +30,11 @@ void build_boundary_at(const mz_scene *s, const float *rest, size_t nb, double t
     for (size_t k = 0; k < nb; k++) {
         const float *r = rest + 4 * k;
         float *x = out + 3 * k;
-        long c = (long)r[3] - MZ_OWNER_COLLIDER; /* a wall's owner is below */
-        if (c < 0 || (size_t)c >= nc || !s->colliders[c].has_motion) {
+        if (!build_boundary_moves(s, r)) {
             x[0] = r[0], x[1] = r[1], x[2] = r[2];
             continue;
         }
+        long c = (long)r[3] - MZ_OWNER_COLLIDER;
         const mz_motion *m = &s->colliders[c].motion;
         const double *u = m->unit, sv = law[c];
         if (m->type == MZ_MOTION_TRANSLATION) {

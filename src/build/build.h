@@ -68,6 +68,8 @@ size_t build_collider_particles(const mz_scene *s, double spacing, int layers, f
  * into out (3 floats each, the same order): a moving collider's slid or turned by its law at
  * t as kernels/common/boundary.cl places them, the others where they are (boundary_pose.c). */
 void build_boundary_at(const mz_scene *s, const float *rest, size_t nb, double t, float *out);
+/* Whether the boundary particle at rest (4 floats, its owner in w) is a moving collider's. */
+bool build_boundary_moves(const mz_scene *s, const float *rest);
 
 /* Fill p from a validated scene. */
 void build_particles(const mz_scene *s, mz_particles *p);

@@ -161,8 +161,11 @@ int cmd_check(const mz_run_opts *o)
     }
     size_t bytes = sim_device_bytes(&s, n);
     printf("  %zu particles in all", n);
-    if (scene_boundary_particles(&s))
+    if (scene_boundary_particles(&s)) {
         printf(", and %zu boundary particles on the walls and colliders", scene_boundary_count(&s));
+        if (scene_moving_count(&s) > 0)
+            printf(" (%zu moving)", scene_moving_boundary_count(&s));
+    }
     printf("; device memory about %.1f MB (%zu bytes per particle)\n", (double)bytes / 1e6,
            n ? bytes / n : 0);
     /* WCSPH's neighbour lists are kept only where the device has room beyond that. */

@@ -4,10 +4,11 @@
  * Rows are particle ids (a mizu output's row i is id i; both id datasets must be equal) or,
  * under /observables/rigid, rigid bodies (both body lists must be equal). A value pair is first
  * compared by its bits: NaN against the same NaN matches, -0 against 0 does not. With a
- * tolerance, a pair whose bits differ may still match. /particles/boundary (SPH's wall and
- * collider particles, a row each frame when colliders move) is not compared: it is not a result
- * of the run but the scene's geometry placed by the motion laws at the frames' times, and those
- * times are compared. compare_report.c prints the result. */
+ * tolerance, a pair whose bits differ may still match. /particles/boundary and
+ * /particles/moving_boundary (SPH's wall and collider particles; the moving colliders' a row
+ * each frame) are not compared: they are not a result of the run but the scene's geometry
+ * placed by the motion laws at the frames' times, and those times are compared.
+ * compare_report.c prints the result. */
 #include "cli/compare.h"
 #include "cli/compare_result.h"
 #include "io/h5_read.h"

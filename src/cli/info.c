@@ -226,8 +226,12 @@ static void print_summary(FILE *out, const char *path, hid_t file, long long siz
                 "boundary", (unsigned long long)bdims[0]);
     else if (h5_dataset_dims(file, "/particles/boundary/position/value", bdims) == 3)
         fprintf(out, "  %-10s %llu wall and collider particles in /particles/boundary, "
-                     "colliders moving: a row each frame\n",
+                     "colliders moving: a row each frame (an earlier mizu's layout)\n",
                 "boundary", (unsigned long long)bdims[1]);
+    if (h5_dataset_dims(file, "/particles/moving_boundary/position/value", bdims) == 3)
+        fprintf(out, "  %-10s %llu moving collider particles in /particles/moving_boundary, "
+                     "a row each frame\n",
+                "", (unsigned long long)bdims[1]);
     print_run(out, file);
     if (frames && n)
         print_bounds(out, file, frames - 1, n);

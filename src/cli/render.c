@@ -17,7 +17,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#define BOUNDARY_SERIES "/particles/boundary/position/value" /* when colliders move */
+#define MOVING_SERIES "/particles/moving_boundary/position/value" /* when colliders move */
+/* An earlier mizu's files kept every wall particle there, a row each frame, when colliders moved */
+#define OLD_MOVING_SERIES "/particles/boundary/position/value"
 
 typedef struct render_args {
     const char *in, *out, *field;
@@ -45,9 +47,10 @@ typedef struct render_file {
     char *scene;         /* effective scene JSON */
     uint32_t *phase, *body, *tri;
     size_t n_tri;
-    float *boundary;     /* /particles/boundary/position, when the file has it */
-    size_t n_boundary;
-    bool boundary_moves; /* a row of it each frame (moving colliders): read with the frame */
+    float *boundary;     /* the wall particles that stay put, then the moving ones' frame */
+    size_t n_boundary;   /* those of /particles/boundary/position */
+    size_t n_moving;     /* rows of moving_series, read with each frame after the static ones */
+    const char *moving_series;
     const mz_field_info *field; /* NULL: colour by phase */
     const char *label;
     pose_series *ps; /* the moving colliders' */
@@ -313,36 +316,37 @@ static int choose_field(render_file *f, const char *asked, const char *path)
     return 0;
 }
 
-/* SPH's wall particles, written once, or with moving colliders a row each frame (read with
- * the frame, boundary_record); left out (not an error) when absent or unreadable. */
+/* SPH's wall particles: those written once, and room after them for the moving colliders'
+ * (read with the frame, boundary_record); left out (not an error) when absent or unreadable. */
 static void read_boundary(render_file *f)
 {
     const char *name = "/particles/boundary/position";
-    hsize_t dims[3];
-    if (h5_dataset_dims(f->h5, BOUNDARY_SERIES, dims) == 3 && dims[2] == 3 && dims[1] > 0) {
-        f->boundary = xmalloc(3 * (size_t)dims[1] * sizeof *f->boundary);
-        f->n_boundary = (size_t)dims[1];
-        f->boundary_moves = true;
-        return;
-    }
-    hid_t d = h5_exists(f->h5, name) ? H5Dopen2(f->h5, name, H5P_DEFAULT) : -1;
-    if (h5_dims(d, dims) == 2 && dims[1] == 3 && dims[0] > 0) {
-        f->boundary = xmalloc(3 * (size_t)dims[0] * sizeof *f->boundary);
-        if (H5Dread(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, f->boundary) >= 0)
-            f->n_boundary = (size_t)dims[0];
-    }
+    hsize_t dims[3], mdims[3];
+    bool old = false; /* the old layout: no table (name is the series' group there) */
+    if (h5_dataset_dims(f->h5, MOVING_SERIES, mdims) == 3)
+        f->moving_series = MOVING_SERIES;
+    else if ((old = h5_dataset_dims(f->h5, OLD_MOVING_SERIES, mdims) == 3))
+        f->moving_series = OLD_MOVING_SERIES;
+    f->n_moving = f->moving_series && mdims[2] == 3 ? (size_t)mdims[1] : 0;
+    bool table = !old && h5_dataset_dims(f->h5, name, dims) == 2;
+    hid_t d = table ? H5Dopen2(f->h5, name, H5P_DEFAULT) : -1;
+    size_t ns = h5_dims(d, dims) == 2 && dims[1] == 3 ? (size_t)dims[0] : 0;
+    if (ns + f->n_moving > 0)
+        f->boundary = xmalloc(3 * (ns + f->n_moving) * sizeof *f->boundary);
+    if (ns > 0 && H5Dread(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, f->boundary) >= 0)
+        f->n_boundary = ns;
     if (d >= 0)
         H5Dclose(d);
 }
 
-/* Record k's wall particles when they move; how many to draw (0 when it cannot be read). */
+/* Record k's moving wall particles after the static ones; how many to draw (the static ones
+ * alone when the frame's cannot be read). */
 static size_t boundary_record(const render_file *f, hsize_t k)
 {
-    if (!f->boundary_moves)
-        return f->n_boundary;
-    return h5_read_record(f->h5, BOUNDARY_SERIES, k, 3, f->n_boundary, f->boundary) < 0
-               ? 0
-               : f->n_boundary;
+    if (f->n_moving > 0 && h5_read_record(f->h5, f->moving_series, k, 3, f->n_moving,
+                                          f->boundary + 3 * f->n_boundary) >= 0)
+        return f->n_boundary + f->n_moving;
+    return f->n_boundary;
 }
 
 static int file_open(render_file *f, const render_args *a)

@@ -58,8 +58,8 @@ typedef struct run_ctx {
     mz_frames frames; /* on their way to out (frames.h) */
     long checkpoints; /* written by this run */
     long ckpt_failed; /* the frame whose checkpoint could not be written; -1: the last one was */
-    float *boundary_rest; /* when colliders move: the output's boundary particles as built */
-    size_t n_boundary;
+    float *moving_rest; /* when colliders move: their output's particles as built, owners too */
+    size_t n_moving;
 } run_ctx;
 
 /* A warning when the frames still to write (uncompressed) exceed the free space of the
@@ -240,18 +240,18 @@ static void phase_of_ids(const void *scene, size_t first, size_t count, uint32_t
     build_phase_of_ids(scene, first, count, out);
 }
 
-/* The boundary particles at time t, for the output (mz_h5_static's boundary_at; the writer
- * thread calls it with each frame). */
-static void boundary_at(const void *ctx, double t, float *out)
+/* The moving colliders' particles at time t, for the output (mz_h5_static's moving_at; the
+ * writer thread calls it with each frame). */
+static void moving_at(const void *ctx, double t, float *out)
 {
     const run_ctx *r = ctx;
-    build_boundary_at(&r->scene, r->boundary_rest, r->n_boundary, t, out);
+    build_boundary_at(&r->scene, r->moving_rest, r->n_moving, t, out);
 }
 
-/* SPH or PBF with particle walls: the wall and collider particles the solver makes (the same builder
- * calls) for the output's /particles/boundary, into st: at rest, 3 floats each (returned, for
- * the caller to free), or when colliders move, placed at each frame's time from r's rest
- * positions. Nothing for other scenes. */
+/* SPH or PBF with particle walls: the wall and collider particles the solver makes (the same
+ * builder calls) for the output, into st: those that stay put at rest, 3 floats each (returned,
+ * for the caller to free), written once; the moving colliders' kept in r with their owners,
+ * placed at each frame's time. Nothing for other scenes. */
 static float *output_boundary(run_ctx *r, mz_h5_static *st)
 {
     const mz_scene *s = &r->scene;
@@ -262,17 +262,27 @@ static float *output_boundary(run_ctx *r, mz_h5_static *st)
     int layers = scene_wall_layers(s);
     size_t nb = build_wall_particles(s, spacing, layers, &pos);
     nb = build_collider_particles(s, spacing, layers, &pos, nb);
-    st->n_boundary = nb;
-    if (scene_moving_count(s) > 0) {
-        r->boundary_rest = pos; /* kept, owners and all, until the output is closed */
-        r->n_boundary = nb;
-        st->boundary_at = boundary_at;
-        st->boundary_ctx = r;
-        return NULL;
+    float *moving = xmalloc(4 * (nb ? nb : 1) * sizeof *moving);
+    size_t ns = 0, nm = 0;
+    for (size_t i = 0; i < nb; i++) { /* the static ones to 3 floats each, in place */
+        const float *p = pos + 4 * i;
+        if (build_boundary_moves(s, p))
+            memcpy(moving + 4 * nm++, p, 4 * sizeof *p);
+        else
+            memmove(pos + 3 * ns++, p, 3 * sizeof *p);
     }
-    for (size_t i = 0; i < nb; i++) /* 4 floats each to 3, in place */
-        memmove(pos + 3 * i, pos + 4 * i, 3 * sizeof *pos);
     st->boundary = pos;
+    st->n_boundary = ns;
+    if (nm == 0) {
+        free(moving);
+        return pos;
+    }
+    free(r->moving_rest);
+    r->moving_rest = moving; /* until the output is closed */
+    r->n_moving = nm;
+    st->n_moving = nm;
+    st->moving_at = moving_at;
+    st->moving_ctx = r;
     return pos;
 }
 
@@ -569,7 +579,7 @@ static void release_run(run_ctx *r)
     slabs_plan_release(&r->plan);
     if (r->out)
         h5_out_close(r->out, false, "aborted");
-    free(r->boundary_rest); /* the output's, closed now */
+    free(r->moving_rest); /* the output's, closed now */
     health_release(&r->health);
     sim_release(&r->sim);
     particles_free(&r->parts);

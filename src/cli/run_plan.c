@@ -69,8 +69,8 @@ double run_output_bytes(const mz_scene *s, size_t n, size_t n_rigids, long first
         frames += f % s->output.every == 0;
     double per_frame = 28.0 * (double)n_rigids + 16; /* poses; step and time */
     if (scene_boundary_particles(s) &&
-        scene_moving_count(s) > 0) /* the boundary particles, when they move */
-        per_frame += 12.0 * (double)scene_boundary_count(s);
+        scene_moving_count(s) > 0) /* the moving colliders' boundary particles */
+        per_frame += 12.0 * (double)scene_moving_boundary_count(s);
     for (int f = 0; f < MZ_FIELD_COUNT; f++)
         if (s->output.fields & MZ_FIELD_BIT(f))
             per_frame += 4.0 * mz_field_infos[f].components * (double)n;

@@ -51,9 +51,9 @@ static int series_of(mz_h5_out *o, char names[][96], hid_t *ids[])
         snprintf(names[k], 96, "%s", RIGID "/orientation/value");
         ids[k++] = &o->rigid_quat;
     }
-    if (o->boundary_at) {
-        snprintf(names[k], 96, "%s", BOUNDARY_VALUE);
-        ids[k++] = &o->boundary;
+    if (o->moving_at) {
+        snprintf(names[k], 96, "%s", MOVING_VALUE);
+        ids[k++] = &o->moving;
     }
     return k;
 }
@@ -88,7 +88,8 @@ int h5_out_collective(mz_h5_out **out, const char *path, const struct mz_scene *
         return 0;
     mz_h5_out *o = *out;
     bool zero = dist_rank() == 0;
-    /* rank 0's decision and layout: go, frames, n, fields, rigids, boundary particles, moving */
+    /* rank 0's decision and layout: go, frames, n, fields, rigids, static and moving boundary
+     * particles */
     uint64_t lay[7] = {0};
     if (zero && o) {
         const char *env = getenv("MIZU_COLLECTIVE_OUTPUT");
@@ -98,7 +99,7 @@ int h5_out_collective(mz_h5_out **out, const char *path, const struct mz_scene *
         lay[3] = o->fields;
         lay[4] = o->n_rigids;
         lay[5] = o->n_boundary;
-        lay[6] = o->boundary_at != NULL;
+        lay[6] = o->n_moving;
     }
     dist_bcast(lay, sizeof lay);
     if (!lay[0])
@@ -122,13 +123,13 @@ int h5_out_collective(mz_h5_out **out, const char *path, const struct mz_scene *
         o->file = -1;
     } else {
         mz_h5_static st = {.n_rigids = (size_t)lay[4], .n_boundary = (size_t)lay[5],
-                           .boundary_at = lay[6] ? placed_by_rank0 : NULL};
+                           .n_moving = (size_t)lay[6], .moving_at = placed_by_rank0};
         o = h5_file_new(path, (size_t)lay[2], (unsigned)lay[3], &st);
         o->frames = (long)lay[1];
         if (o->n_rigids > 0)
             o->rigid_buf = xmalloc(7 * o->n_rigids * sizeof *o->rigid_buf);
-        if (o->boundary_at)
-            o->boundary_buf = xmalloc(3 * o->n_boundary * sizeof *o->boundary_buf);
+        if (o->moving_at)
+            o->moving_buf = xmalloc(3 * o->n_moving * sizeof *o->moving_buf);
     }
     o->par = true;
     if (dist_max_int(rc) == 0) {

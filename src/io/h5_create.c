@@ -219,24 +219,22 @@ static int write_connectivity(const mz_h5_out *o, const mz_h5_static *st)
     return h5_put_attr(o, name, "particles_group", H5T_STD_REF_OBJ, H5T_STD_REF_OBJ, 0, &ref);
 }
 
-/* SPH's walls and colliders as boundary particles: /particles/boundary, so that a viewer shows
- * the tank. Its positions a time-independent H5MD element when nothing moves; when colliders
- * move, a series of one row a frame (create_moving_boundary, once the frames' step and time
- * exist). Nothing without them. */
+/* SPH's walls and colliders as boundary particles, so that a viewer shows the tank and the
+ * obstacles: those that stay put in /particles/boundary, a time-independent H5MD element
+ * written once; the moving colliders' in /particles/moving_boundary, its box here and its
+ * series once the frames' step and time exist (create_moving_boundary). Only the moving
+ * particles are written every frame: the walls repeated made up half of a sloshing tank's
+ * output. Nothing without boundary particles. */
 static int write_boundary(const mz_h5_out *o, const mz_h5_meta *m, const mz_h5_static *st)
 {
-    if (st->n_boundary == 0)
-        return 0;
     static const char name[] = "/particles/boundary/position";
-    if (write_box(o, "/particles/boundary", m))
+    if (st->n_boundary > 0 &&
+        (write_box(o, "/particles/boundary", m) ||
+         put_table(o, name, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 0, st->n_boundary, 3,
+                   st->boundary) ||
+         h5_put_str_attr(o, name, "unit", "m")))
         return -1;
-    if (o->boundary_at)
-        return 0;
-    return put_table(o, name, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 0, st->n_boundary, 3,
-                     st->boundary) ||
-                   h5_put_str_attr(o, name, "unit", "m")
-               ? -1
-               : 0;
+    return o->moving_at ? write_box(o, MOVING, m) : 0;
 }
 
 /* The sidecar's per-frame views live in /xdmf/<field>/ (h5_views.c); made here, untimed, so
@@ -251,8 +249,8 @@ static int make_view_groups(const mz_h5_out *o)
             snprintf(buf[f], sizeof buf[f], "/xdmf/%s", mz_field_infos[f].name);
             names[k++] = buf[f];
         }
-    if (o->boundary_at)
-        names[k++] = "/xdmf/boundary";
+    if (o->moving_at)
+        names[k++] = "/xdmf/moving_boundary";
     names[k] = NULL;
     return h5_make_groups(o, names);
 }
@@ -413,21 +411,21 @@ static int create_rigids(mz_h5_out *o, const mz_h5_static *st, int gzip_level)
     return 0;
 }
 
-/* Moving colliders: /particles/boundary/position as a time-dependent element beside the
- * frames, its step and time theirs. */
+/* Moving colliders: MOVING/position as a time-dependent element beside the frames, its step
+ * and time theirs. */
 static int create_moving_boundary(mz_h5_out *o, int gzip_level)
 {
-    static const char *const groups[] = {"/particles/boundary/position", NULL};
-    if (!o->boundary_at)
+    static const char *const groups[] = {MOVING "/position", NULL};
+    if (!o->moving_at)
         return 0;
     if (h5_make_groups(o, groups))
         return -1;
-    o->boundary = h5_series_create(o, BOUNDARY_VALUE, H5T_IEEE_F32LE, 3, 1, gzip_level,
-                                   o->n_boundary, 3);
-    if (o->boundary < 0 || h5_put_str_attr(o, BOUNDARY_VALUE, "unit", "m") ||
-        link_step_time(o, "/particles/boundary/position"))
+    o->moving = h5_series_create(o, MOVING_VALUE, H5T_IEEE_F32LE, 3, 1, gzip_level,
+                                 o->n_moving, 3);
+    if (o->moving < 0 || h5_put_str_attr(o, MOVING_VALUE, "unit", "m") ||
+        link_step_time(o, MOVING "/position"))
         return -1;
-    o->boundary_buf = xmalloc(3 * o->n_boundary * sizeof *o->boundary_buf);
+    o->moving_buf = xmalloc(3 * o->n_moving * sizeof *o->moving_buf);
     return 0;
 }
 
@@ -450,8 +448,11 @@ static int check_args(const char *path, const char *xdmf, size_t n, int gzip_lev
     else if (st->n_triangles > (size_t)INT32_MAX)
         mz_error("writing %s: %zu triangles is more than the %d the file allows", path,
                  st->n_triangles, INT32_MAX);
-    else if (st->n_boundary > 0 && !st->boundary && !st->boundary_at)
+    else if (st->n_boundary > 0 && !st->boundary)
         mz_error("writing %s: %zu boundary particles but no positions", path, st->n_boundary);
+    else if (st->n_moving > 0 && !st->moving_at)
+        mz_error("writing %s: %zu moving boundary particles but no placement", path,
+                 st->n_moving);
     else if (st->n_rigids > 0 && !st->rigid_body)
         mz_error("writing %s: %zu rigid bodies but no list of their body indices", path,
                  st->n_rigids);
@@ -539,7 +540,7 @@ mz_h5_out *h5_out_create(const char *path, size_t n, unsigned fields, int gzip_l
     o->alloc_early = meta->collective;
 
     o->xdmf = xdmf_create(xdmf, path, n, o->fields, st->n_triangles, st->n_boundary,
-                          o->boundary_at != NULL);
+                          o->n_moving);
     free(xdmf);
     if (!o->xdmf)
         goto fail;

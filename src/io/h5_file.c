@@ -149,12 +149,13 @@ mz_h5_out *h5_file_new(const char *path, size_t n, unsigned fields, const mz_h5_
     o->path = xstrdup(path);
     o->n = n;
     o->fields = fields | MZ_FIELD_BIT(MZ_FIELD_POSITION);
-    o->file = o->step = o->time = o->rigid_com = o->rigid_quat = o->boundary = -1;
+    o->file = o->step = o->time = o->rigid_com = o->rigid_quat = o->moving = -1;
     if (st) {
         o->n_rigids = st->n_rigids;
         o->n_boundary = st->n_boundary;
-        o->boundary_at = st->n_boundary ? st->boundary_at : NULL;
-        o->boundary_ctx = st->boundary_ctx;
+        o->moving_at = st->n_moving ? st->moving_at : NULL;
+        o->n_moving = o->moving_at ? st->n_moving : 0;
+        o->moving_ctx = st->moving_ctx;
     }
     o->fd = -1;
     o->dxpl = H5P_DEFAULT;
@@ -172,9 +173,9 @@ int h5_file_discard(mz_h5_out *o, int failed_create)
     h5_close_id(o->time);
     h5_close_id(o->rigid_com);
     h5_close_id(o->rigid_quat);
-    h5_close_id(o->boundary);
+    h5_close_id(o->moving);
     free(o->rigid_buf);
-    free(o->boundary_buf);
+    free(o->moving_buf);
     h5_obs_free(o->obs);
     if (o->par)
         h5_close_id(o->dxpl);

@@ -14,7 +14,13 @@
 #define RESERVE_MARGIN (1u << 20)   /* room reserved beyond a frame's data, for metadata */
 
 #define RIGID "/observables/rigid"
-#define BOUNDARY_VALUE "/particles/boundary/position/value" /* when colliders move */
+/* The moving colliders' particles, a particles group of their own beside the static walls'
+ * /particles/boundary: an H5MD element is either a table or a series, never both. */
+#define MOVING "/particles/moving_boundary"
+#define MOVING_VALUE MOVING "/position/value"
+/* Where files written before that kept every boundary particle, a row each frame, when
+ * colliders moved (refused on --resume). */
+#define OLD_BOUNDARY_VALUE "/particles/boundary/position/value"
 #define RIGID_CONVENTION                                                                        \
     "quaternion (x, y, z, w), scalar last (the order scipy.spatial.transform.Rotation.from_quat " \
     "takes); it rotates the body's rest offsets, measured from its initial centre of mass "     \
@@ -31,11 +37,12 @@ struct mz_h5_out {
     size_t n_rigids;   /* B: rigid bodies with a pose per frame */
     hid_t rigid_com, rigid_quat; /* /observables/rigid/{center_of_mass,orientation}/value */
     float *rigid_buf;  /* a frame's poses split: B × 3 centres, then B × 4 quaternions */
-    size_t n_boundary; /* wall and collider particles (0: none) */
-    hid_t boundary;    /* /particles/boundary/position/value when they move, else -1 */
-    void (*boundary_at)(const void *ctx, double t, float *out); /* mz_h5_static's */
-    const void *boundary_ctx;
-    float *boundary_buf; /* a frame's boundary positions, 3 floats each */
+    size_t n_boundary; /* wall and collider particles that stay put (0: none) */
+    size_t n_moving;   /* moving colliders' particles (0: none; then moving_at is NULL) */
+    hid_t moving;      /* MOVING_VALUE when they move, else -1 */
+    void (*moving_at)(const void *ctx, double t, float *out); /* mz_h5_static's */
+    const void *moving_ctx;
+    float *moving_buf; /* a frame's moving positions, 3 floats each */
     int fd;            /* the .h5 again, locked (one writer) and for reserving disk space */
     int owned;         /* this run created or truncated the file: a failed create removes it */
     long frames;       /* complete frames in the file */
@@ -53,7 +60,7 @@ struct mz_h5_out {
 };
 
 /* The sidecar's per-frame views (h5_views.c): /xdmf/<field>/<frame> for each field, and
- * /xdmf/boundary/<frame> when the boundary moves, a virtual dataset of that frame's row. add:
+ * /xdmf/moving_boundary/<frame> when colliders move, a virtual dataset of that frame's row. add:
  * 0, or -1 after reporting. cut: remove those of frames >= frames (a rolled-back or cut-back
  * series), best effort. */
 int h5_views_add(mz_h5_out *o, long frame);
@@ -101,8 +108,8 @@ int h5_obs_open(mz_h5_out *o, const struct mz_scene *s);
  * true without any. */
 bool h5_obs_early(const struct h5_obs *obs);
 
-/* A handle with nothing open yet (every id -1); of st (may be NULL) the rigid bodies' count
- * and the boundary particles' count and motion. */
+/* A handle with nothing open yet (every id -1); of st (may be NULL) the rigid bodies' count,
+ * the static boundary particles' count and the moving ones' count and placement. */
 mz_h5_out *h5_file_new(const char *path, size_t n, unsigned fields, const mz_h5_static *st);
 /* Close everything and free o; after a failed creation the files are removed too, the .h5 only
  * when this run created or truncated it (o->owned).

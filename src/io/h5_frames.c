@@ -114,7 +114,7 @@ static size_t mine(const mz_h5_out *o, size_t count) { return h5_rank0(o) ? coun
 static void roll_back(mz_h5_out *o)
 {
     hid_t sets[MZ_FIELD_COUNT + 5] = {o->step, o->time, o->rigid_com, o->rigid_quat,
-                                      o->boundary};
+                                      o->moving};
     for (int f = 0; f < MZ_FIELD_COUNT; f++)
         sets[f + 5] = o->value[f];
     for (int k = 0; k < MZ_FIELD_COUNT + 5; k++) {
@@ -148,8 +148,7 @@ static const char *field_value_name(int f, char name[96])
 int h5_out_begin_frame(mz_h5_out *o)
 {
     unsigned long long bytes = 4ull * 7 * o->n_rigids;
-    if (o->boundary_at)
-        bytes += 12ull * o->n_boundary;
+    bytes += 12ull * o->n_moving;
     for (int f = 0; f < MZ_FIELD_COUNT; f++)
         if (o->fields & MZ_FIELD_BIT(f))
             bytes += 4ull * (unsigned)mz_field_infos[f].components * o->n;
@@ -165,7 +164,7 @@ int h5_out_begin_frame(mz_h5_out *o)
             goto fail;
     if ((o->n_rigids > 0 && (failed(o, &rc, grow_row(o, o->rigid_com, RIGID "/center_of_mass/value")) ||
                              failed(o, &rc, grow_row(o, o->rigid_quat, RIGID "/orientation/value")))) ||
-        (o->boundary_at && failed(o, &rc, grow_row(o, o->boundary, BOUNDARY_VALUE))) ||
+        (o->moving_at && failed(o, &rc, grow_row(o, o->moving, MOVING_VALUE))) ||
         failed(o, &rc, grow_row(o, o->step, "/particles/all/position/step")) ||
         failed(o, &rc, grow_row(o, o->time, "/particles/all/position/time")) || h5_agree(o, rc))
         goto fail;
@@ -237,11 +236,11 @@ int h5_out_commit_frame(mz_h5_out *o, long step, double time, const float *rigid
                                       H5T_NATIVE_FLOAT, 0, nr, quat)))
             goto fail;
     }
-    if (o->boundary_at) { /* a function of the time alone: a resumed run writes the same */
+    if (o->moving_at) { /* a function of the time alone: a resumed run writes the same */
         if (h5_rank0(o))
-            o->boundary_at(o->boundary_ctx, time, o->boundary_buf);
-        if (failed(o, &rc, write_rows(o, o->boundary, BOUNDARY_VALUE, H5T_NATIVE_FLOAT, 0,
-                                      mine(o, o->n_boundary), o->boundary_buf)))
+            o->moving_at(o->moving_ctx, time, o->moving_buf);
+        if (failed(o, &rc, write_rows(o, o->moving, MOVING_VALUE, H5T_NATIVE_FLOAT, 0,
+                                      mine(o, o->n_moving), o->moving_buf)))
             goto fail;
     }
     if (failed(o, &rc, write_rows(o, o->step, "/particles/all/position/step", H5T_NATIVE_INT64,

@@ -19,11 +19,14 @@
  *                               value [F, N, 3] or [F, N] float32, extendible along F,
  *                               one chunk per frame, attr unit
  *   /particles/boundary/        only for SPH with particle walls: box as /particles/all's, and
- *     position                  [B, 3] float32 (attr unit "m"), the wall and collider particles
- *                               as built, a time-independent element; or, when colliders move,
+ *     position                  [B, 3] float32 (attr unit "m"), the domain's walls and the
+ *                               colliders without motion as built, a time-independent element
+ *                               (all the wall and collider particles when none moves)
+ *   /particles/moving_boundary/ only when colliders move: box as /particles/all's, and
  *     position/                 step, time (hard links to /particles/all/position's),
- *                               value [F, B, 3] float32: each frame's, at the frame's time
- *                               (static ones repeated), extendible along F, one chunk per frame
+ *                               value [F, M, 3] float32: the moving colliders' particles (in
+ *                               the builder's order) at each frame's time, extendible along F,
+ *                               one chunk per frame, attr unit "m"
  *   /connectivity/triangles     [M, 3] int32, particle ids (= rows) of the cloth surfaces'
  *                               triangles, attr particles_group = object reference to
  *                               /particles/all; only when there are triangles
@@ -89,13 +92,14 @@ typedef struct mz_h5_static {
     size_t n_triangles;        /* 0: no connectivity */
     size_t n_rigids;           /* B rigid bodies with a pose every frame; 0: no /observables */
     const uint32_t *rigid_body; /* B body indices (as in body), required when B > 0 */
-    const float *boundary;      /* SPH wall and collider particles, 3 floats each, or NULL */
+    /* SPH wall and collider particles that stay put, 3 floats each, written once (or NULL) */
+    const float *boundary;
     size_t n_boundary;          /* 0: no /particles/boundary */
-    /* When colliders move: the n_boundary particles at time t into out (3 floats each, in
-     * boundary's order), called as each frame is committed; boundary is then not read. NULL:
-     * they stay put, written once. */
-    void (*boundary_at)(const void *ctx, double t, float *out);
-    const void *boundary_ctx;
+    /* The moving colliders' n_moving particles at time t into out (3 floats each, always in one
+     * order), called as each frame is committed: /particles/moving_boundary. 0 / NULL: none. */
+    size_t n_moving;
+    void (*moving_at)(const void *ctx, double t, float *out);
+    const void *moving_ctx;
 } mz_h5_static;
 
 typedef struct mz_h5_out mz_h5_out;
@@ -108,10 +112,10 @@ mz_h5_out *h5_out_create(const char *path, size_t n, unsigned fields, int gzip_l
 
 /* Open an output written earlier by the same run to go on writing it (a resumed run): check
  * that its run id is run_id, that it holds at most final_frames frames (the resumed run would
- * otherwise drop some), and that it has n particles, the fields, st's B rigid bodies and, when
- * st->boundary_at moves them, st's boundary particles; then cut every series back to its first
+ * otherwise drop some), and that it has n particles, the fields, st's B rigid bodies and st's
+ * moving boundary particles (n_moving, moving_at); then cut every series back to its first
  * `frames` frames (frames written after the checkpoint are written again) and rewrite the
- * sidecar. Of st only n_rigids and the boundary are read. The run record is set to incomplete.
+ * sidecar. Of st only n_rigids, n_boundary and the moving ones are read. The run record is set to incomplete.
  * NULL after reporting; the file is untouched when a check fails. */
 mz_h5_out *h5_out_reopen(const char *path, size_t n, unsigned fields, const mz_h5_static *st,
                          long frames, const char *run_id, long final_frames);
@@ -119,7 +123,7 @@ mz_h5_out *h5_out_reopen(const char *path, size_t n, unsigned fields, const mz_h
 /* Append one frame. data[f] for each field in the mask: components × n floats in id order.
  * rigid_pose: with B rigid bodies, 8 floats per body as the device keeps them (mz_sim's
  * rigid_pose): centre of mass x, y, z, (unused), then quaternion x, y, z, w; NULL when B = 0.
- * Moving boundary particles are placed at `time` (mz_h5_static's boundary_at). The particle
+ * Moving boundary particles are placed at `time` (mz_h5_static's moving_at). The particle
  * fields, the poses and the boundary go in together or not at all. Flushes the file and
  * updates the sidecar. 0, or -1 after reporting (the frames before stay). */
 int h5_out_write_frame(mz_h5_out *o, long step, double time,

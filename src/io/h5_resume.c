@@ -54,11 +54,9 @@ static size_t rows_of(const mz_h5_out *o, const char *name)
 static int rewrite_xdmf(mz_h5_out *o)
 {
     size_t n_tri = rows_of(o, "/connectivity/triangles");
-    size_t n_boundary = o->boundary_at ? o->n_boundary
-                                       : rows_of(o, "/particles/boundary/position");
+    size_t n_boundary = rows_of(o, "/particles/boundary/position");
     char *xdmf = h5_out_xdmf_path(o->path);
-    o->xdmf = xdmf_create(xdmf, o->path, o->n, o->fields, n_tri, n_boundary,
-                          o->boundary_at != NULL);
+    o->xdmf = xdmf_create(xdmf, o->path, o->n, o->fields, n_tri, n_boundary, o->n_moving);
     free(xdmf);
     if (!o->xdmf || o->frames == 0)
         return o->xdmf ? 0 : -1;
@@ -102,13 +100,14 @@ static long output_rows(const mz_h5_out *o)
 }
 
 /* Before anything is cut: the output is the checkpoint's run's (its boundary particles move
- * when this run's do), and the resumed run will not end with fewer frames than it holds now. 0,
- * or -1 after reporting. */
+ * when this run's do, in the layout this mizu writes), and the resumed run will not end with
+ * fewer frames than it holds now. 0, or -1 after reporting. */
 static int check_reopen(const mz_h5_out *o, const char *run_id, long final_frames)
 {
     char *id = output_run_id(o);
     long rows = output_rows(o);
-    bool moves = h5_exists(o->file, BOUNDARY_VALUE); /* a row each frame */
+    hsize_t mdims[3] = {0, 0, 0}; /* the moving colliders' particles, a row each frame */
+    bool moves = h5_dataset_dims(o->file, MOVING_VALUE, mdims) == 3;
     int rc = -1;
     if (strcmp(id, run_id) != 0)
         mz_error("cannot resume into %s: it was written by another run (run id %s; the "
@@ -116,10 +115,18 @@ static int check_reopen(const mz_h5_out *o, const char *run_id, long final_frame
                  o->path, id[0] ? id : "none", run_id);
     else if (rows < 0)
         mz_error("cannot resume into %s: it has no readable frame series", o->path);
-    else if (moves != (o->boundary_at != NULL))
+    else if (h5_exists(o->file, OLD_BOUNDARY_VALUE))
+        mz_error("cannot resume into %s: it keeps its moving boundary in the layout of an "
+                 "earlier mizu (every wall particle a row each frame in %s); give -o a new "
+                 "path", o->path, OLD_BOUNDARY_VALUE);
+    else if (moves != (o->moving_at != NULL))
         mz_error("cannot resume into %s: its boundary particles %s and this run's %s (it was not "
                  "written by this scene's run)", o->path, moves ? "move" : "do not move",
                  moves ? "do not" : "do");
+    else if (moves && mdims[1] != o->n_moving)
+        mz_error("cannot resume into %s: it has %llu moving boundary particles and this run "
+                 "%zu (it was not written by this scene's run)", o->path,
+                 (unsigned long long)mdims[1], o->n_moving);
     else if (rows > final_frames)
         mz_error("cannot resume into %s: it holds %ld frames and the resumed run would end with "
                  "%ld, dropping the rest (give --frames for at least as many, or a new -o)",
@@ -130,16 +137,16 @@ static int check_reopen(const mz_h5_out *o, const char *run_id, long final_frame
     return rc;
 }
 
-/* The boundary series, when colliders move, cut back like the frames. 0, or -1 after
- * reporting. */
-static int reopen_boundary(mz_h5_out *o, long frames)
+/* The moving colliders' series, cut back like the frames: it must hold as many particles as
+ * this run moves. 0, or -1 after reporting. */
+static int reopen_moving(mz_h5_out *o, long frames)
 {
-    if (!o->boundary_at)
+    if (!o->moving_at)
         return 0;
-    o->boundary = reopen_series(o, BOUNDARY_VALUE, o->n_boundary, (hsize_t)frames);
-    if (o->boundary < 0)
+    o->moving = reopen_series(o, MOVING_VALUE, o->n_moving, (hsize_t)frames);
+    if (o->moving < 0)
         return -1;
-    o->boundary_buf = xmalloc(3 * o->n_boundary * sizeof *o->boundary_buf);
+    o->moving_buf = xmalloc(3 * o->n_moving * sizeof *o->moving_buf);
     return 0;
 }
 
@@ -183,7 +190,7 @@ mz_h5_out *h5_out_reopen(const char *path, size_t n, unsigned fields, const mz_h
             goto fail;
         o->rigid_buf = xmalloc(7 * n_rigids * sizeof *o->rigid_buf);
     }
-    if (reopen_boundary(o, frames))
+    if (reopen_moving(o, frames))
         goto fail;
     char status[64];
     snprintf(status, sizeof status, "resumed after frame %ld", frames);

@@ -3,15 +3,16 @@
  * HyperSlab DataItem, its Xdmf3 readers (what OpenDataFile picks) read it as nothing (0 points,
  * no error). Both read a plain dataset. So each committed frame gets, for each field, an HDF5
  * virtual dataset /xdmf/<field>/<frame> mapping that row of /particles/all/<field>/value (and,
- * when colliders move, /xdmf/boundary/<frame> of /particles/boundary/position/value): no
- * copy, a few hundred bytes of metadata, read through by any HDF5 >= 1.10. */
+ * when colliders move, /xdmf/moving_boundary/<frame> of that group's position/value): no copy,
+ * a few hundred bytes of metadata, read through by any HDF5 >= 1.10. */
 #include "io/h5_file.h"
 #include "scene/fields.h"
 
 #include <stdbool.h>
 #include <stdio.h>
 
-/* The series with views: the fields written, then (VIEW_BOUNDARY) the boundary when it moves. */
+/* The series with views: the fields written, then (VIEW_BOUNDARY) the moving colliders'
+ * particles when there are any. */
 #define VIEW_BOUNDARY MZ_FIELD_COUNT
 
 typedef struct view_src {
@@ -26,9 +27,9 @@ typedef struct view_src {
 static bool view_of(const mz_h5_out *o, int k, view_src *v)
 {
     if (k == VIEW_BOUNDARY) {
-        *v = (view_src){"boundary", "particles/boundary/position/value", o->boundary,
-                        o->n_boundary, 3};
-        return o->boundary_at != NULL;
+        *v = (view_src){"moving_boundary", "", o->moving, o->n_moving, 3};
+        snprintf(v->src, sizeof v->src, "%s", MOVING_VALUE + 1); /* from the root, no '/' */
+        return o->moving_at != NULL;
     }
     if (!(o->fields & MZ_FIELD_BIT(k)))
         return false;

@@ -15,7 +15,7 @@ struct mz_xdmf {
     char *path;
     char *h5_ref;       /* the .h5 file's basename, XML-escaped, as the sidecar names it */
     size_t n, n_triangles, n_boundary;
-    bool boundary_moves; /* each frame's boundary is its view /xdmf/boundary/<frame> */
+    size_t n_moving; /* each frame's moving boundary is its view /xdmf/moving_boundary/<frame> */
     unsigned fields;
     int fd;
     off_t tail;         /* offset of the closing tags: the next frame goes there */
@@ -97,9 +97,25 @@ static void points_topology(mz_str *b, const mz_xdmf *x, int ind)
              ind, "", x->n);
 }
 
+/* A grid of `count` points without attributes, their positions the dataset `where`. */
+static void points_grid(mz_str *b, const mz_xdmf *x, const char *name, size_t count,
+                        const char *where)
+{
+    str_addf(b,
+             "    <Grid Name=\"%s\" GridType=\"Uniform\">\n"
+             "     <Topology TopologyType=\"Polyvertex\" NumberOfElements=\"%zu\" "
+             "NodesPerElement=\"1\"/>\n"
+             "     <Geometry GeometryType=\"XYZ\">\n"
+             "      <DataItem Dimensions=\"%zu 3\" NumberType=\"Float\" Precision=\"4\" "
+             "Format=\"HDF\">%s:%s</DataItem>\n"
+             "     </Geometry>\n"
+             "    </Grid>\n",
+             name, count, count, x->h5_ref, where);
+}
+
 static void frame_grid(mz_str *b, const mz_xdmf *x, long f, long step, double time)
 {
-    if (x->n_triangles == 0 && x->n_boundary == 0) {
+    if (x->n_triangles == 0 && x->n_boundary == 0 && x->n_moving == 0) {
         str_addf(b,
                  "   <Grid Name=\"frame %ld\" GridType=\"Uniform\">\n"
                  "    <Time Value=\"%.17g\"/>\n"
@@ -132,20 +148,12 @@ static void frame_grid(mz_str *b, const mz_xdmf *x, long f, long step, double ti
         geometry_and_attributes(b, x, 5, f);
         str_addf(b, "    </Grid>\n");
     }
-    if (x->n_boundary > 0) { /* SPH's wall particles: the same every frame, or the frame's */
-        char where[64] = "/particles/boundary/position";
-        if (x->boundary_moves)
-            snprintf(where, sizeof where, "/xdmf/boundary/%ld", f);
-        str_addf(b,
-                 "    <Grid Name=\"boundary\" GridType=\"Uniform\">\n"
-                 "     <Topology TopologyType=\"Polyvertex\" NumberOfElements=\"%zu\" "
-                 "NodesPerElement=\"1\"/>\n"
-                 "     <Geometry GeometryType=\"XYZ\">\n"
-                 "      <DataItem Dimensions=\"%zu 3\" NumberType=\"Float\" Precision=\"4\" "
-                 "Format=\"HDF\">%s:%s</DataItem>\n"
-                 "     </Geometry>\n"
-                 "    </Grid>\n",
-                 x->n_boundary, x->n_boundary, x->h5_ref, where);
+    if (x->n_boundary > 0) /* SPH's wall particles that stay put: the same every frame */
+        points_grid(b, x, "boundary", x->n_boundary, "/particles/boundary/position");
+    if (x->n_moving > 0) { /* the moving colliders' particles: the frame's */
+        char where[64];
+        snprintf(where, sizeof where, "/xdmf/moving_boundary/%ld", f);
+        points_grid(b, x, "moving_boundary", x->n_moving, where);
     }
     str_addf(b, "   </Grid>\n");
 }
@@ -199,7 +207,7 @@ char *xdmf_path_for(const char *h5_path)
 }
 
 mz_xdmf *xdmf_create(const char *xdmf_path, const char *h5_path, size_t n, unsigned fields,
-                     size_t n_triangles, size_t n_boundary, bool boundary_moves)
+                     size_t n_triangles, size_t n_boundary, size_t n_moving)
 {
     int fd = open(xdmf_path, O_WRONLY | O_CREAT | O_TRUNC, 0666);
     if (fd < 0) {
@@ -213,7 +221,7 @@ mz_xdmf *xdmf_create(const char *xdmf_path, const char *h5_path, size_t n, unsig
     x->n = n;
     x->n_triangles = n_triangles;
     x->n_boundary = n_boundary;
-    x->boundary_moves = boundary_moves;
+    x->n_moving = n_moving;
     x->fields = fields | MZ_FIELD_BIT(MZ_FIELD_POSITION);
     x->fd = fd;
     mz_str head = {0};

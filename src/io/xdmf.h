@@ -5,8 +5,9 @@
  * h5_views.c) with the written fields, body and phase as node attributes. Otherwise each frame
  * is a spatial collection: "particles" (the points, as above), "surfaces" (TopologyType
  * Triangle on the same geometry, connectivity /connectivity/triangles, the same attributes) when
- * there are triangles, "boundary" (the points of /particles/boundary/position; when they move,
- * the frame's view /xdmf/boundary/<frame> of its series) when there are wall particles.
+ * there are triangles, "boundary" (the points of /particles/boundary/position, the same every
+ * frame) when there are wall particles that stay put, and "moving_boundary" (the frame's view
+ * /xdmf/moving_boundary/<frame> of /particles/moving_boundary/position) when colliders move.
  *
  * Appending a frame rewrites only the closing tags, O(1) a frame, and the file is well-formed
  * XML after every call. Disk space for each append is reserved before writing, so a full disk
@@ -26,10 +27,11 @@ char *xdmf_path_for(const char *h5_path);
 /* Create or truncate xdmf_path and write the empty collection. The sidecar names the HDF5 file
  * by h5_path's basename, so the two must stay in one directory. n particles, fields a
  * MZ_FIELD_BIT mask (position is always there), n_triangles 0: no surfaces, n_boundary 0: no
- * wall particles (/particles/boundary/position, a third grid when present; boundary_moves: a
- * row of it each frame). NULL after reporting why (mz_error), leaving no file behind. */
+ * static wall particles (/particles/boundary/position, a grid when present), n_moving 0: no
+ * moving ones (a grid of the frame's view when present). NULL after reporting why (mz_error),
+ * leaving no file behind. */
 mz_xdmf *xdmf_create(const char *xdmf_path, const char *h5_path, size_t n, unsigned fields,
-                     size_t n_triangles, size_t n_boundary, bool boundary_moves);
+                     size_t n_triangles, size_t n_boundary, size_t n_moving);
 
 /* Append frame `frame` (its row in the HDF5 series, which must already be on disk) with its step
  * and time. 0, or -1 after reporting (the frames before stay). */

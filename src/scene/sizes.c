@@ -131,3 +131,13 @@ size_t scene_boundary_count(const mz_scene *s)
         n += scene_collider_samples(s, c, s->fluids[0].spacing, layers, NULL, NULL);
     return n;
 }
+
+size_t scene_moving_boundary_count(const mz_scene *s)
+{
+    size_t n = 0;
+    int layers = scene_wall_layers(s);
+    for (size_t c = 0; c < s->n_colliders; c++)
+        if (s->colliders[c].has_motion)
+            n += scene_collider_samples(s, c, s->fluids[0].spacing, layers, NULL, NULL);
+    return n;
+}

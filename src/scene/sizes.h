@@ -39,5 +39,7 @@ size_t scene_collider_samples(const mz_scene *s, size_t which, double spacing, i
 /* SPH with particle walls: how many wall and collider particles the scene gets (SIZE_MAX when
  * the walls alone are more than a scene may have). */
 size_t scene_boundary_count(const mz_scene *s);
+/* Of those, the moving colliders' (the output writes them every frame). */
+size_t scene_moving_boundary_count(const mz_scene *s);
 
 #endif

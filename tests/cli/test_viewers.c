@@ -155,11 +155,16 @@ static void expected(const char *path, size_t *points, size_t *frames, char *arr
     *points = n;
     if (H5Lexists(f, "/connectivity", H5P_DEFAULT) > 0)
         *points += n; /* the surfaces grid repeats the particles' geometry */
-    if (H5Lexists(f, "/particles/boundary", H5P_DEFAULT) > 0) {
-        /* [B, 3], or with moving colliders a series [frames, B, 3] whose frame is shown */
-        bool moves = H5Lexists(f, "/particles/boundary/position/value", H5P_DEFAULT) > 0;
-        d = H5Dopen2(f, moves ? "/particles/boundary/position/value"
-                              : "/particles/boundary/position", H5P_DEFAULT);
+    /* The walls that stay put, [B, 3]; with moving colliders theirs, a series [frames, M, 3]
+     * whose frame is shown */
+    static const char *const walls[] = {"/particles/boundary",
+                                        "/particles/moving_boundary"};
+    for (int moves = 0; moves < 2; moves++) {
+        if (H5Lexists(f, walls[moves], H5P_DEFAULT) <= 0)
+            continue;
+        char name[64];
+        snprintf(name, sizeof name, "%s/position%s", walls[moves], moves ? "/value" : "");
+        d = H5Dopen2(f, name, H5P_DEFAULT);
         s = H5Dget_space(d);
         int rank = H5Sget_simple_extent_dims(s, dims, NULL);
         H5Sclose(s);

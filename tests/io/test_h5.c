@@ -931,7 +931,8 @@ static void test_rigid_frames_atomic(void **state)
 
 /* ---- boundary particles ---- */
 
-#define NB 4 /* boundary particles */
+#define NB 4 /* boundary particles that stay put */
+#define NM 3 /* moving ones */
 
 /* Known boundary positions: particle b, component k, at time t (rest: t = -1). */
 static float boundary_value(double t, size_t b, int k)
@@ -939,67 +940,86 @@ static float boundary_value(double t, size_t b, int k)
     return (float)(1000 * t + 10 * (double)b + k) + 0.125f;
 }
 
-/* mz_h5_static's boundary_at: every particle moves, so a row written at the wrong time shows. */
-static void boundary_at(const void *ctx, double t, float *out)
+static void boundary_rest(float *out)
+{
+    for (size_t b = 0; b < NB; b++)
+        for (int k = 0; k < 3; k++)
+            out[3 * b + (size_t)k] = boundary_value(-1, b, k);
+}
+
+/* mz_h5_static's moving_at: every moving particle moves, so a row written at the wrong time
+ * shows. */
+static void moving_at(const void *ctx, double t, float *out)
 {
     (void)ctx;
-    for (size_t b = 0; b < NB; b++)
+    for (size_t b = 0; b < NM; b++)
         for (int k = 0; k < 3; k++)
             out[3 * b + (size_t)k] = boundary_value(t, b, k);
 }
 
+/* The static table [NB, 3] written once, and the moving particles' own group of `frames` rows. */
 static void check_moving_boundary(const char *path, long frames)
 {
     hid_t file = open_ro(path);
     hsize_t dims[3], maxd[3];
-    assert_int_equal(rank_of(file, "/particles/boundary/position/value", dims, maxd), 3);
+    assert_int_equal(rank_of(file, "/particles/boundary/position", dims, maxd), 2);
+    assert_int_equal(dims[0], NB);
+    float rest[NB * 3], got[NB * 3];
+    boundary_rest(rest);
+    read_all(file, "/particles/boundary/position", H5T_NATIVE_FLOAT, got);
+    assert_memory_equal(got, rest, sizeof rest);
+    assert_int_equal(rank_of(file, "/particles/moving_boundary/position/value", dims, maxd), 3);
     assert_int_equal(dims[0], frames);
-    assert_int_equal(dims[1], NB);
+    assert_int_equal(dims[1], NM);
     assert_int_equal(dims[2], 3);
     assert_true(maxd[0] == H5S_UNLIMITED);
-    float v[8 * NB * 3];
+    float v[8 * NM * 3];
     long long step[8];
     double time[8];
-    read_all(file, "/particles/boundary/position/value", H5T_NATIVE_FLOAT, v);
-    read_all(file, "/particles/boundary/position/step", H5T_NATIVE_LLONG, step);
-    read_all(file, "/particles/boundary/position/time", H5T_NATIVE_DOUBLE, time);
+    read_all(file, "/particles/moving_boundary/position/value", H5T_NATIVE_FLOAT, v);
+    read_all(file, "/particles/moving_boundary/position/step", H5T_NATIVE_LLONG, step);
+    read_all(file, "/particles/moving_boundary/position/time", H5T_NATIVE_DOUBLE, time);
     for (long t = 0; t < frames; t++) {
         assert_int_equal(step[t], 10 * t); /* the frames' own step and time */
         assert_true(time[t] == 0.5 * (double)t);
-        for (size_t b = 0; b < NB; b++)
+        for (size_t b = 0; b < NM; b++)
             for (int k = 0; k < 3; k++)
-                assert_true(v[((size_t)t * NB + b) * 3 + (size_t)k] ==
+                assert_true(v[((size_t)t * NM + b) * 3 + (size_t)k] ==
                             boundary_value(time[t], b, k));
         char view[64];
-        float row[NB * 3];
-        snprintf(view, sizeof view, "/xdmf/boundary/%ld", t);
+        float row[NM * 3];
+        snprintf(view, sizeof view, "/xdmf/moving_boundary/%ld", t);
         read_all(file, view, H5T_NATIVE_FLOAT, row);
-        assert_memory_equal(row, v + (size_t)t * NB * 3, sizeof row);
+        assert_memory_equal(row, v + (size_t)t * NM * 3, sizeof row);
     }
     char view[64];
-    snprintf(view, sizeof view, "/xdmf/boundary/%ld", frames);
+    snprintf(view, sizeof view, "/xdmf/moving_boundary/%ld", frames);
     assert_true(H5Lexists(file, view, H5P_DEFAULT) == 0);
-    check_str(file, "/particles/boundary/position/value", "unit", "m");
+    assert_true(H5Lexists(file, "/xdmf/boundary", H5P_DEFAULT) == 0);
+    check_str(file, "/particles/moving_boundary/position/value", "unit", "m");
     assert_true(H5Lexists(file, "/particles/boundary/box/edges", H5P_DEFAULT) > 0);
+    assert_true(H5Lexists(file, "/particles/moving_boundary/box/edges", H5P_DEFAULT) > 0);
     H5Fclose(file);
     char *xpath = h5_out_xdmf_path(path), *x = read_file(xpath, NULL);
     check_well_formed(x);
     assert_int_equal(count(x, "<Grid Name=\"boundary\""), frames);
-    assert_int_equal(count(x, ":/xdmf/boundary/"), frames);
-    assert_int_equal(count(x, ":/particles/boundary/position<"), 0);
+    assert_int_equal(count(x, ":/particles/boundary/position<"), frames);
+    assert_int_equal(count(x, "<Grid Name=\"moving_boundary\""), frames);
+    assert_int_equal(count(x, ":/xdmf/moving_boundary/"), frames);
     free(x);
     free(xpath);
 }
 
 /* SPH's wall particles: a [B, 3] table when nothing moves (the sidecar's boundary grid on it);
- * with moving colliders a series beside the frames, each row placed at its frame's time, cut
- * back with them on resume and written again the same; a resume whose boundary moves into a
- * file whose does not is refused. */
+ * with moving colliders the static ones stay that table and the moving ones get their own
+ * particles group, a series beside the frames, each row placed at its frame's time, cut back
+ * with them on resume and written again the same; a resume whose boundary moves into a file
+ * whose does not is refused, and so is one into an earlier mizu's layout. */
 static void test_boundary(void **state)
 {
     (void)state;
     float rest[NB * 3];
-    boundary_at(NULL, -1, rest);
+    boundary_rest(rest);
     mz_h5_static still = {.body = body, .boundary = rest, .n_boundary = NB};
     const char *path = test_path("walls.h5");
     write_run_st(path, POS, 0, 3, &still);
@@ -1011,13 +1031,17 @@ static void test_boundary(void **state)
     read_all(file, "/particles/boundary/position", H5T_NATIVE_FLOAT, got);
     assert_memory_equal(got, rest, sizeof rest);
     assert_true(H5Lexists(file, "/xdmf/boundary", H5P_DEFAULT) == 0);
+    assert_true(H5Lexists(file, "/xdmf/moving_boundary", H5P_DEFAULT) == 0);
+    assert_true(H5Lexists(file, "/particles/moving_boundary", H5P_DEFAULT) == 0);
     H5Fclose(file);
     char *xpath = h5_out_xdmf_path(path), *x = read_file(xpath, NULL);
     assert_int_equal(count(x, "walls.h5:/particles/boundary/position</DataItem>"), 3);
+    assert_int_equal(count(x, "moving_boundary"), 0);
     free(x);
     free(xpath);
 
-    mz_h5_static moving = {.body = body, .n_boundary = NB, .boundary_at = boundary_at};
+    mz_h5_static moving = {.body = body, .boundary = rest, .n_boundary = NB, .n_moving = NM,
+                           .moving_at = moving_at};
     path = test_path("moving_walls.h5");
     write_run_st(path, POS, 0, 4, &moving);
     check_moving_boundary(path, 4);
@@ -1034,14 +1058,30 @@ static void test_boundary(void **state)
     check_moving_boundary(path, 4);
     assert_null(h5_out_reopen(path, N, POS, &still, 2, "", 4));
     check_moving_boundary(path, 4);
+    mz_h5_static fewer = moving; /* another scene's colliders */
+    fewer.n_moving = NM - 1;
+    assert_null(h5_out_reopen(path, N, POS, &fewer, 2, "", 4));
+    check_moving_boundary(path, 4);
     char *text = NULL;
     size_t len = 0;
     FILE *out = open_memstream(&text, &len);
     assert_int_equal(info_print(path, out), 0);
     fclose(out);
-    assert_non_null(strstr(text, "4 wall and collider particles in /particles/boundary, "
-                                 "colliders moving: a row each frame"));
+    assert_non_null(strstr(text, "4 wall and collider particles in /particles/boundary\n"));
+    assert_non_null(strstr(text, "3 moving collider particles in /particles/moving_boundary, "
+                                 "a row each frame"));
     free(text);
+
+    /* An earlier mizu's layout (every boundary particle a row each frame in
+     * /particles/boundary/position/value): refused on resume, untouched. */
+    path = test_path("old_walls.h5");
+    write_run_st(path, POS, 0, 2, &moving);
+    file = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+    assert_true(H5Ldelete(file, "/particles/boundary/position", H5P_DEFAULT) >= 0);
+    assert_true(H5Lmove(file, "/particles/moving_boundary/position", file,
+                        "/particles/boundary/position", H5P_DEFAULT, H5P_DEFAULT) >= 0);
+    H5Fclose(file);
+    assert_null(h5_out_reopen(path, N, POS, &moving, 1, "", 4));
     assert_int_equal(H5Fget_obj_count((hid_t)H5F_OBJ_ALL, H5F_OBJ_ALL), 0);
 }
 

@@ -164,9 +164,10 @@ static void test_pose(void **state)
 }
 
 /* The output's boundary (mizu run, every second frame written): with the paddle and the block
- * moving, /particles/boundary/position is a series of one row per written frame at that
- * frame's time, the colliders' particles within 1e-6 m of the host's poses and the walls' the
- * builder's exactly; without motion it is the [B, 3] table of the builder's particles. */
+ * moving, the walls stay /particles/boundary/position, the [B, 3] table written once, and the
+ * colliders' particles alone are /particles/moving_boundary/position, a series of one row per
+ * written frame at that frame's time, within 1e-6 m of the host's poses; without motion the
+ * table holds all of the builder's particles and there is no moving group. */
 static void test_output_poses(void **state)
 {
     (void)state;
@@ -182,26 +183,41 @@ static void test_output_poses(void **state)
     int layers = scene_wall_layers(&s);
     size_t nw = build_wall_particles(&s, 0.01, layers, &rest);
     size_t nb = build_collider_particles(&s, 0.01, layers, &rest, nw);
+    for (size_t q = 0; q < nb; q++) /* the walls stay, both colliders move */
+        assert_true(build_boundary_moves(&s, rest + 4 * q) == (q >= nw));
+    size_t nm = nb - nw;
+    assert_int_equal(scene_moving_boundary_count(&s), nm);
 
     hid_t f = H5Fopen(out, H5F_ACC_RDONLY, H5P_DEFAULT);
     assert_true(f >= 0);
+    /* The walls: a table at rest, once, as built. */
+    hid_t table = H5Dopen2(f, "/particles/boundary/position", H5P_DEFAULT);
+    hid_t space = H5Dget_space(table);
+    assert_int_equal(H5Sget_simple_extent_ndims(space), 2); /* [B, 3], not a series */
+    H5Sclose(space);
+    H5Dclose(table);
     size_t bytes = 0, tbytes = 0, ptbytes = 0;
-    float *x = (float *)read_all(f, "/particles/boundary/position/value", &bytes);
-    double *time = (double *)read_all(f, "/particles/boundary/position/time", &tbytes);
+    float *x = (float *)read_all(f, "/particles/boundary/position", &bytes);
+    assert_non_null(x);
+    assert_int_equal(bytes, nw * 3 * sizeof *x);
+    for (size_t q = 0; q < nw; q++) /* bit for bit */
+        assert_memory_equal(x + 3 * q, rest + 4 * q, 3 * sizeof *x);
+    free(x);
+    /* The colliders: their own particles group, a row each written frame. */
+    x = (float *)read_all(f, "/particles/moving_boundary/position/value", &bytes);
+    double *time = (double *)read_all(f, "/particles/moving_boundary/position/time", &tbytes);
     unsigned char *ptime = read_all(f, "/particles/all/position/time", &ptbytes);
     assert_non_null(x);
     assert_int_equal(tbytes / 8, 3); /* frames 0, 2 and 4 */
-    assert_int_equal(bytes, 3 * nb * 3 * sizeof *x);
+    assert_int_equal(bytes, 3 * nm * 3 * sizeof *x);
     assert_true(ptbytes == tbytes && memcmp(ptime, time, tbytes) == 0);
     double worst = 0, turned = 0;
     for (size_t k = 0; k < 3; k++) {
         assert_true(fabs(time[k] - 0.02 * (double)k) < 1e-12);
-        const float *row = x + 3 * nb * k;
-        for (size_t q = 0; q < nw; q++) /* the walls, bit for bit */
-            assert_memory_equal(row + 3 * q, rest + 4 * q, 3 * sizeof *row);
-        for (size_t q = nw; q < nb; q++) {
+        const float *row = x + 3 * nm * k;
+        for (size_t q = 0; q < nm; q++) {
             double want[2];
-            paddle_or_block_at(&s, rest + 4 * q, time[k], want);
+            paddle_or_block_at(&s, rest + 4 * (nw + q), time[k], want);
             worst = fmax(worst, fmax(fabs(row[3 * q] - want[0]), fabs(row[3 * q + 1] - want[1])));
             assert_true(row[3 * q + 2] == 0.0f);
         }
@@ -209,9 +225,9 @@ static void test_output_poses(void **state)
     double angle[3];
     motion_eval(&s.colliders[0].motion, time[2], angle);
     turned = angle[0] * 180 / acos(-1.0);
-    print_message("%zu moving of %zu boundary particles in 3 written frames: within %.2g m of the "
-                  "host's poses (paddle at %.1f deg in the last), walls unchanged\n",
-                  nb - nw, nb, worst, turned);
+    print_message("%zu walls' boundary particles written once, the %zu moving ones in 3 written "
+                  "frames: within %.2g m of the host's poses (paddle at %.1f deg in the last)\n",
+                  nw, nm, worst, turned);
     assert_true(fabs(turned) > 10);
     assert_true(worst < 1e-6);
     free(x);
@@ -219,17 +235,34 @@ static void test_output_poses(void **state)
     free(ptime);
     H5Fclose(f);
 
+    /* mizu render draws the frame's moving particles: the picture changes without them. */
+    const char *bare = test_path("paddle_bare.h5");
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "cp %s %s", out, bare);
+    assert_int_equal(system(cmd), 0);
+    f = H5Fopen(bare, H5F_ACC_RDWR, H5P_DEFAULT);
+    assert_true(f >= 0 && H5Ldelete(f, "/particles/moving_boundary", H5P_DEFAULT) >= 0);
+    H5Fclose(f);
+    const char *with = test_path("paddle.png"), *without = test_path("paddle_bare.png");
+    snprintf(args, sizeof args, "render %s --frame 2 -o %s -q", out, with);
+    assert_int_equal(run_mizu(args, NULL), 0);
+    snprintf(args, sizeof args, "render %s --frame 2 -o %s -q", bare, without);
+    assert_int_equal(run_mizu(args, NULL), 0);
+    snprintf(cmd, sizeof cmd, "cmp -s %s %s", with, without);
+    assert_true(system(cmd) != 0);
+
     /* Without motion: the time-independent table, as built. */
     write_text(scene, PADDLE_AND_BLOCK("", ""));
     snprintf(args, sizeof args, "run %s -o %s --frames 2 -q", scene, out);
     assert_int_equal(run_mizu(args, NULL), 0);
     f = H5Fopen(out, H5F_ACC_RDONLY, H5P_DEFAULT);
     assert_true(f >= 0);
-    hid_t table = H5Dopen2(f, "/particles/boundary/position", H5P_DEFAULT);
-    hid_t space = H5Dget_space(table);
+    table = H5Dopen2(f, "/particles/boundary/position", H5P_DEFAULT);
+    space = H5Dget_space(table);
     assert_int_equal(H5Sget_simple_extent_ndims(space), 2); /* [B, 3], not a series */
     H5Sclose(space);
     H5Dclose(table);
+    assert_true(H5Lexists(f, "/particles/moving_boundary", H5P_DEFAULT) == 0);
     x = (float *)read_all(f, "/particles/boundary/position", &bytes);
     assert_non_null(x);
     assert_int_equal(bytes, nb * 3 * sizeof *x);
