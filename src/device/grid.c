@@ -7,6 +7,7 @@
  * constant of the program, chosen per device type below; MIZU_GRID_SORT=GS,ITEMS,BITS overrides
  * it (tuning, and tests that run the GPU geometry on the CPU device). */
 #include "device/grid.h"
+#include "device/grid_internal.h"
 
 #include "device/cl_prog.h"
 #include "device/kargs.h"
@@ -109,9 +110,8 @@ static bool launch(mz_grid *g, cl_kernel k, size_t global, size_t local, const c
     return true;
 }
 
-/* An element-wise kernel over n items, the device's usual work-group size; nothing for n = 0
- * (OpenCL rejects an empty launch). */
-static bool launch_n(mz_grid *g, cl_kernel k, size_t n, const char *name)
+/* (grid_internal.h) */
+bool grid_launch_n(mz_grid *g, cl_kernel k, size_t n, const char *name)
 {
     return n == 0 || launch(g, k, mz_cl_global(g->cl, n), g->cl->wg, name);
 }
@@ -140,7 +140,7 @@ static bool fill(mz_grid *g, cl_mem buf, size_t count, cl_uint value)
 {
     cl_uint n_u = (cl_uint)count;
     return KARGS(g->k_clear, "clear_uint", A(n_u), A(value), A(buf)) &&
-           launch_n(g, g->k_clear, count, "clear_uint");
+           grid_launch_n(g, g->k_clear, count, "clear_uint");
 }
 
 /* Stable LSD radix sort of n pairs by the low `bits` bits of the keys, ping-ponging with the
@@ -505,18 +505,18 @@ static bool sort_cells(mz_grid *g, cl_mem key_source)
                   ? fill(g, g->cell_start, g->cells, 0) && fill(g, g->cell_end, g->cells, 0)
                   : KARGS(g->k_ranges, "cell_ranges", A(built_u), A(clear), A(g->keys),
                           A(g->cell_start), A(g->cell_end)) &&
-                        launch_n(g, g->k_ranges, g->built, "cell_ranges (clear)");
+                        grid_launch_n(g, g->k_ranges, g->built, "cell_ranges (clear)");
     g->built = g->n;
     if (g->n == 0)
         return ok;
     return ok &&
            KARGS(g->k_keys, "cell_keys", A(n_u), A(g->desc), A(key_source), A(g->keys),
                  A(g->vals)) &&
-           launch_n(g, g->k_keys, g->n, "cell_keys") &&
+           grid_launch_n(g, g->k_keys, g->n, "cell_keys") &&
            radix_sort(g, &g->keys, &g->vals, g->n, g->key_bits, false) &&
            KARGS(g->k_ranges, "cell_ranges", A(n_u), A(set), A(g->keys), A(g->cell_start),
                  A(g->cell_end)) &&
-           launch_n(g, g->k_ranges, g->n, "cell_ranges");
+           grid_launch_n(g, g->k_ranges, g->n, "cell_ranges");
 }
 
 int grid_build(mz_grid *g, cl_mem key_source)
@@ -564,52 +564,6 @@ int grid_set_count(mz_grid *g, size_t n)
     return 0;
 }
 
-int grid_slab_keys(mz_grid *g, cl_mem pos, size_t begin, size_t n, cl_mem keys, cl_mem vals)
-{
-    cl_uint begin_u = (cl_uint)begin, n_u = (cl_uint)n;
-    return KARGS(g->k_slab_keys, "slab_keys", A(begin_u), A(n_u), A(g->desc), A(pos), A(keys),
-                 A(vals)) &&
-                   launch_n(g, g->k_slab_keys, n, "slab_keys")
-               ? 0
-               : -1;
-}
-
-int grid_slab_segments(mz_grid *g, cl_mem pos, size_t begin, size_t n, cl_mem table,
-                       cl_mem keys, cl_mem vals)
-{
-    cl_uint begin_u = (cl_uint)begin, n_u = (cl_uint)n;
-    return KARGS(g->k_slab_segments, "slab_segments", A(begin_u), A(n_u), A(g->desc), A(pos),
-                 A(table), A(keys), A(vals)) &&
-                   launch_n(g, g->k_slab_segments, n, "slab_segments")
-               ? 0
-               : -1;
-}
-
-int grid_gather_at(mz_grid *g, cl_mem src, size_t elem, cl_mem vals, size_t from, size_t n,
-                   cl_mem dst, size_t at_bytes)
-{
-    if (n == 0)
-        return 0;
-    bool wide = elem == 16;
-    cl_kernel k = wide ? g->k_gather16_at : g->k_gather4_at;
-    const char *name = wide ? "gather16_at" : "gather4_at";
-    cl_uint n_u = (cl_uint)n, from_u = (cl_uint)from;
-    cl_ulong at = (cl_ulong)(at_bytes / 4);
-    return KARGS(k, name, A(n_u), A(vals), A(from_u), A(src), A(dst), A(at)) &&
-                   launch_n(g, k, n, name)
-               ? 0
-               : -1;
-}
-
-int grid_bounds(mz_grid *g, cl_mem keys, size_t n, cl_mem targets, size_t m, cl_mem out)
-{
-    cl_uint n_u = (cl_uint)n, m_u = (cl_uint)m;
-    return KARGS(g->k_bounds, "key_bounds", A(n_u), A(keys), A(m_u), A(targets), A(out)) &&
-                   launch_n(g, g->k_bounds, m, "key_bounds")
-               ? 0
-               : -1;
-}
-
 int grid_gather(mz_grid *g, cl_mem vals, size_t n)
 {
     cl_uint n_u = (cl_uint)n;
@@ -619,7 +573,7 @@ int grid_gather(mz_grid *g, cl_mem vals, size_t n)
         const char *name = wide ? "gather16" : "gather4";
         cl_mem *scratch = g->reg[r].scratch ? &g->reg[r].scratch : spare_of(g, g->reg[r].elem);
         if (!KARGS(k, name, A(n_u), A(vals), A(*g->reg[r].buf), A(*scratch)) ||
-            !launch_n(g, k, n, name))
+            !grid_launch_n(g, k, n, name))
             return -1;
         /* The kernel holds its own reference to the arguments: swapping now is safe (and the
          * buffer it reads from is the next one's scratch: launches run in order). */

@@ -145,7 +145,8 @@ void grid_collect_profile(mz_grid *g);
  * low `bits` bits of the keys (n at most the grid's n). */
 int grid_sort(mz_grid *g, cl_mem keys, cl_mem vals, size_t n, int bits);
 
-/* For distributed runs (dist/slabs.c), all enqueued without waiting:
+/* For distributed runs (dist/slabs.c; grid_slabs.c but for grid_set_count and grid_gather),
+ * all enqueued without waiting:
  * grid_set_count: the particle count of the next build, at most the capacity given at creation.
  * grid_slab_keys: keys[i] = the slab-axis cell coordinate of pos[begin + i], vals[i] = begin + i,
  *   for i < n (the coordinate grid_build's cell keys use, clamped into the grid).
