@@ -28,7 +28,7 @@ static bool view_of(const mz_h5_out *o, int k, view_src *v)
 {
     if (k == VIEW_BOUNDARY) {
         *v = (view_src){"moving_boundary", "", o->moving, o->n_moving, 3};
-        snprintf(v->src, sizeof v->src, "%s", MOVING_VALUE + 1); /* from the root, no '/' */
+        snprintf(v->src, sizeof v->src, "%s", &MOVING_VALUE[1]); /* from the root, no '/' */
         return o->moving_at != NULL;
     }
     if (!(o->fields & MZ_FIELD_BIT(k)))
