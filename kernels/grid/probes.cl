@@ -291,34 +291,40 @@ void probe_near(mz_grid_desc g, global const uint *cs, global const uint *ce,
         mz_probe_put(part[t], pt, n_probes, inv_rest, rows, row_base, gauge_sums + sums_out);
 }
 
-/* Distributed: the points probe_sums left to the ranks, which[k] for k of the launch, their
- * cells' sums assembled from every rank in parts (MZ_PROBE_GROUP each): the same tree and
- * result as a point finished in probe_sums. */
+/* Distributed: the points a sums launch left to the ranks, which[k] for k of the launch, their
+ * cells' sums assembled from every rank in parts (`lanes` each): the same tree and result as
+ * a point finished in that launch. One work-group a point. */
+inline void mz_probe_finish(local float8 *part, uint lanes, global const float8 *parts,
+                            global const uint *which, uint n_probes, float inv_rest,
+                            global float *rows, uint row_base, global float8 *gauge_sums)
+{
+    const uint k = get_group_id(0), c = get_local_id(0);
+    part[c] = parts[k * lanes + c];
+    mz_probe_tree(part, c, lanes);
+    if (c == 0)
+        mz_probe_put(part[0], which[k], n_probes, inv_rest, rows, row_base, gauge_sums);
+}
+
+/* The points probe_sums left (MZ_PROBE_GROUP parts each). */
 kernel __attribute__((reqd_work_group_size(MZ_PROBE_GROUP, 1, 1)))
 void probe_finish(global const float8 *parts, global const uint *which, uint n_probes,
                   float inv_rest, global float *rows, uint row_base,
                   global float8 *gauge_sums)
 {
     local float8 part[MZ_PROBE_GROUP];
-    const uint k = get_group_id(0), c = get_local_id(0);
-    part[c] = parts[k * MZ_PROBE_GROUP + c];
-    mz_probe_tree(part, c, MZ_PROBE_GROUP);
-    if (c == 0)
-        mz_probe_put(part[0], which[k], n_probes, inv_rest, rows, row_base, gauge_sums);
+    mz_probe_finish(part, MZ_PROBE_GROUP, parts, which, n_probes, inv_rest, rows, row_base,
+                    gauge_sums);
 }
 
-/* The same for the points probe_near left (MZ_NEAR_LANES cells each). */
+/* The points probe_near left (MZ_NEAR_LANES cells each). */
 kernel __attribute__((reqd_work_group_size(MZ_NEAR_LANES, 1, 1)))
 void probe_finish_near(global const float8 *parts, global const uint *which, uint n_probes,
                        float inv_rest, global float *rows, uint row_base,
                        global float8 *gauge_sums)
 {
     local float8 part[MZ_NEAR_LANES];
-    const uint k = get_group_id(0), c = get_local_id(0);
-    part[c] = parts[k * MZ_NEAR_LANES + c];
-    mz_probe_tree(part, c, MZ_NEAR_LANES);
-    if (c == 0)
-        mz_probe_put(part[0], which[k], n_probes, inv_rest, rows, row_base, gauge_sums);
+    mz_probe_finish(part, MZ_NEAR_LANES, parts, which, n_probes, inv_rest, rows, row_base,
+                    gauge_sums);
 }
 
 /* The layer of each point along the slab axis, as probe_sums finds it (mz_cell_coord): the
