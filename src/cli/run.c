@@ -9,7 +9,7 @@
  * from a checkpoint into the same output file, cut back to the frames written when the
  * checkpoint was taken, and the frames that follow are bit-identical to an uninterrupted run
  * on the same device. */
-#include "cli/run.h"
+#include "cli/run_ctx.h"
 #include "cli/preview.h"
 
 #include "build/build.h"
@@ -28,7 +28,6 @@
 #include "solvers/health.h"
 #include "solvers/sim.h"
 #include "util/clock.h"
-#include "util/digest.h"
 #include "util/err.h"
 #include "util/hostmem.h"
 
@@ -36,52 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
 
-/* Everything a run holds. */
-typedef struct run_ctx {
-    const mz_run_opts *o;
-    mz_scene scene;
-    char *path, *ckpt_path;
-    char *run_id;    /* the output's (io/h5_out.h): new, or the resumed checkpoint's */
-    char *devices;   /* rank 0: "0: device; 1: device; ..." (every rank's) */
-    mz_ckpt ck;      /* the checkpoint resumed from (frame 0 when not resuming) */
-    bool resumed;
-    mz_cl cl;
-    mz_sim sim;
-    mz_particles parts; /* under mpirun: this rank's share (dist/slabs.h) */
-    mz_slab_plan plan;  /* under mpirun */
-    mz_health health;
-    mz_h5_out *out;
-    bool collective;  /* under mpirun: every rank writes the output (h5_out_collective) */
-    unsigned fields;
-    mz_frames frames; /* on their way to out (frames.h) */
-    long checkpoints; /* written by this run */
-    long ckpt_failed; /* the frame whose checkpoint could not be written; -1: the last one was */
-    float *moving_rest; /* when colliders move: their output's particles as built, owners too */
-    size_t n_moving;
-} run_ctx;
-
-/* A warning when the frames still to write (uncompressed) exceed the free space of the
- * output's filesystem: the run would stop there (keeping the frames before). */
-static void warn_disk_space(const run_ctx *r, long first_frame)
-{
-    char *dir = xstrdup(r->path);
-    char *slash = strrchr(dir, '/');
-    if (slash)
-        slash[slash == dir] = 0;
-    struct statvfs fs;
-    double need = run_output_bytes(&r->scene, r->parts.n_total, r->sim.n_rigids, first_frame);
-    if (statvfs(slash ? dir : ".", &fs) == 0) {
-        double avail = (double)fs.f_bavail * (double)fs.f_frsize;
-        if (need > avail)
-            mz_warn("the output needs about %.3g GB%s and %s has %.3g GB free: the run will stop "
-                    "when the disk is full, keeping the frames written before",
-                    need / 1e9, r->scene.output.compression ? " before compression" : "",
-                    slash ? dir : ".", avail / 1e9);
-    }
-    free(dir);
-}
 
 static void print_summary(const run_ctx *r, long frames_written, double setup_s, double run_s)
 {
@@ -166,173 +120,6 @@ static int load_run_scene(run_ctx *r)
     return run_load_scene(&ro, &r->scene);
 }
 
-/* Output rows a run has written once frame `last` is done (every output.every-th frame from 0). */
-static long output_frames(const mz_scene *s, long last)
-{
-    return last < 0 ? 0 : last / s->output.every + 1;
-}
-
-/* The run id of a new output: a digest of what decides its frames (the scene as given and as
- * used, and the device), so that two identical runs still write identical files, and any two
- * runs whose frames could differ have different ids. */
-static char *new_run_id(const run_ctx *r)
-{
-    const mz_scene *s = &r->scene;
-    uint64_t h = digest_add(DIGEST_START, s->given_json, strlen(s->given_json) + 1);
-    h = digest_add(h, s->effective_json, strlen(s->effective_json) + 1);
-    h = digest_add(h, r->cl.device_name, strlen(r->cl.device_name) + 1);
-    mz_str id = {0};
-    str_addf(&id, "%016llx", (unsigned long long)h);
-    return id.s;
-}
-
-/* A resumed run's checkpoint against the scene it reloads: frames in range, the output rows it
- * claims, and the meshes unchanged since. 0, or an exit code after reporting. */
-static int check_resume(const run_ctx *r)
-{
-    const mz_scene *s = &r->scene;
-    const mz_ckpt *ck = &r->ck;
-    const char *path = r->o->resume_path;
-    if (ck->frame > s->sim.frames) {
-        if (r->o->frames > 0) {
-            mz_error("--frames %ld ends before the checkpoint's frame %ld (%s): nothing to do",
-                     r->o->frames, ck->frame, path);
-            return MZ_EXIT_USAGE;
-        }
-        mz_error("checkpoint %s damaged: frame %ld is beyond the scene's %d frames", path,
-                 ck->frame, s->sim.frames);
-        return MZ_EXIT_RUNTIME;
-    }
-    if (ck->frames_written != output_frames(s, ck->frame)) {
-        mz_error("checkpoint %s damaged: it says %ld frames were written by frame %ld; the scene "
-                 "writes %ld", path, ck->frames_written, ck->frame, output_frames(s, ck->frame));
-        return MZ_EXIT_RUNTIME;
-    }
-    const char *why = sim_check_progress(s, ck->frame_steps, ck->frame_time);
-    if (why) {
-        mz_error("checkpoint %s damaged: %s", path, why);
-        return MZ_EXIT_RUNTIME;
-    }
-    if (ck->n_inputs != scene_input_count(s)) {
-        mz_error("checkpoint %s damaged: it records %zu input files; the scene reads %zu", path,
-                 ck->n_inputs, scene_input_count(s));
-        return MZ_EXIT_RUNTIME;
-    }
-    for (size_t k = 0; k < ck->n_inputs; k++) {
-        if (scene_input_digest(s, k) != ck->inputs[k]) {
-            char what[96];
-            mz_error("%s changed since checkpoint %s was written: resuming would not continue "
-                     "the same run. Restore the file, or start a new run",
-                     scene_input_name(s, k, what), path);
-            return MZ_EXIT_RUNTIME;
-        }
-    }
-    return 0;
-}
-
-static void body_of_ids(const void *scene, size_t first, size_t count, uint32_t *out)
-{
-    build_body_of_ids(scene, first, count, out);
-}
-
-static void phase_of_ids(const void *scene, size_t first, size_t count, uint32_t *out)
-{
-    build_phase_of_ids(scene, first, count, out);
-}
-
-/* The moving colliders' particles at time t, for the output (mz_h5_static's moving_at; the
- * writer thread calls it with each frame). */
-static void moving_at(const void *ctx, double t, float *out)
-{
-    const run_ctx *r = ctx;
-    build_boundary_at(&r->scene, r->moving_rest, r->n_moving, t, out);
-}
-
-/* SPH or PBF with particle walls: the wall and collider particles the solver makes (the same
- * builder calls) for the output, into st: those that stay put at rest, 3 floats each (returned,
- * for the caller to free), written once; the moving colliders' kept in r with their owners,
- * placed at each frame's time. Nothing for other scenes. */
-static float *output_boundary(run_ctx *r, mz_h5_static *st)
-{
-    const mz_scene *s = &r->scene;
-    if (!scene_boundary_particles(s))
-        return NULL;
-    float *pos = NULL;
-    double spacing = s->fluids[0].spacing;
-    int layers = scene_wall_layers(s);
-    size_t nb = build_wall_particles(s, spacing, layers, &pos);
-    nb = build_collider_particles(s, spacing, layers, &pos, nb);
-    float *moving = xmalloc(4 * (nb ? nb : 1) * sizeof *moving);
-    size_t ns = 0, nm = 0;
-    for (size_t i = 0; i < nb; i++) { /* the static ones to 3 floats each, in place */
-        const float *p = pos + 4 * i;
-        if (build_boundary_moves(s, p))
-            memcpy(moving + 4 * nm++, p, 4 * sizeof *p);
-        else
-            memmove(pos + 3 * ns++, p, 3 * sizeof *p);
-    }
-    st->boundary = pos;
-    st->n_boundary = ns;
-    if (nm == 0) {
-        free(moving);
-        return pos;
-    }
-    free(r->moving_rest);
-    r->moving_rest = moving; /* until the output is closed */
-    r->n_moving = nm;
-    st->n_moving = nm;
-    st->moving_at = moving_at;
-    st->moving_ctx = r;
-    return pos;
-}
-
-/* A new output file, or for --resume the one the checkpoint names, cut back to its frames. */
-static int open_output(run_ctx *r)
-{
-    const mz_scene *s = &r->scene;
-    if (dist_rank() != 0) /* rank 0 makes the file (then h5_out_collective) */
-        return 0;
-    if (r->resumed) {
-        mz_h5_static st = {.n_rigids = r->sim.n_rigids};
-        free(output_boundary(r, &st));
-        r->out = h5_out_reopen(r->path, r->parts.n_total, r->fields, &st,
-                               r->ck.frames_written, r->run_id,
-                               output_frames(s, s->sim.frames));
-        return r->out && h5_out_reopen_observables(r->out, s, r->ck.step) == 0 ? 0 : -1;
-    }
-    mz_h5_meta meta = {.scene_path = s->path, .scene_given = s->given_json,
-                       .scene_effective = s->effective_json,
-                       .overrides = (const char *const *)s->overrides,
-                       .n_overrides = s->n_overrides, .device = r->cl.device_name,
-                       .platform = r->cl.platform_name, .driver = r->cl.driver_version,
-                       .kernel_build_options = MZ_CL_BUILD_OPTIONS, .run_id = r->run_id,
-                       .ranks = dist_size(), .devices_by_rank = r->devices,
-                       .collective = dist_active()};
-    memcpy(meta.domain_min, s->domain.min, sizeof meta.domain_min);
-    memcpy(meta.domain_max, s->domain.max, sizeof meta.domain_max);
-    /* Rigid body k is body n_fluids + n_cloths + n_meshes + k (sim.h). */
-    uint32_t *rigid_body = xcalloc(r->sim.n_rigids ? r->sim.n_rigids : 1, sizeof *rigid_body);
-    for (size_t k = 0; k < r->sim.n_rigids; k++)
-        rigid_body[k] = (uint32_t)(s->n_fluids + s->n_cloths + s->n_meshes + k);
-    mz_h5_static st = {.body = r->parts.body, .phase = r->parts.phase,
-                       .triangles = r->parts.triangles, .n_triangles = r->parts.n_triangles,
-                       .n_rigids = r->sim.n_rigids, .rigid_body = rigid_body};
-    /* Under mpirun rank 0 holds only its share: the bodies and phases of ids from the scene,
-     * a block at a time. */
-    if (dist_active()) {
-        st.body = st.phase = NULL;
-        st.body_of = body_of_ids;
-        st.phase_of = phase_of_ids;
-        st.body_ctx = s;
-    }
-    float *boundary = output_boundary(r, &st);
-    r->out = h5_out_create(r->path, r->parts.n_total, r->fields,
-                           s->output.compression == MZ_COMPRESSION_GZIP ? s->output.level : 0,
-                           &meta, &st);
-    free(boundary);
-    free(rigid_body);
-    return r->out && h5_out_add_observables(r->out, s) == 0 ? 0 : -1;
-}
 
 /* The signal that stops the run: this process's, or under mpirun the one any rank has (every
  * rank asks at the same step, so all stop after the same one). */
@@ -375,7 +162,7 @@ static int set_up(run_ctx *r)
         mz_warn("the checkpoint was written on \"%s\" and this run is on \"%s\": the frames "
                 "that follow are bit-identical to an uninterrupted run only on the same device",
                 r->ck.device, r->cl.device_name);
-    r->run_id = r->resumed ? xstrdup(r->ck.run_id) : new_run_id(r);
+    r->run_id = r->resumed ? xstrdup(r->ck.run_id) : run_new_id(r);
     /* Before any allocation: a scene too big for the device or the host is refused, not
      * half-built. */
     /* Under mpirun each rank builds and holds only its share: the slabs are planned first. */
@@ -405,13 +192,13 @@ static int set_up(run_ctx *r)
         return MZ_EXIT_RUNTIME;
     r->fields = r->scene.output.fields;
     /* Under mpirun the ranks go on writing it together (parallel HDF5), agreed. */
-    if (dist_max_int(open_output(r) != 0) || h5_out_collective(&r->out, r->path, &r->scene) != 0)
+    if (dist_max_int(run_open_output(r) != 0) || h5_out_collective(&r->out, r->path, &r->scene) != 0)
         return MZ_EXIT_RUNTIME;
     r->collective = h5_out_is_collective(r->out);
     if (frames_start(&r->frames, &r->cl, &r->sim, r->fields, r->parts.n_total, r->out) != 0)
         return MZ_EXIT_RUNTIME;
     r->sim.pace.stop_requested = stop_requested;
-    warn_disk_space(r, r->resumed ? r->ck.frame + 1 : 0);
+    run_warn_disk_space(r, r->resumed ? r->ck.frame + 1 : 0);
     return 0;
 }
 
@@ -671,7 +458,7 @@ int cmd_run(const mz_run_opts *o)
                           .scene = r.resumed ? NULL : o->scene_path, .s = &r.scene};
     rc = dist_rank() == 0 ? paths_check(&paths) : 0; /* rank 0 alone touches the files */
     if (rc == 0 && r.resumed) /* needs no device: refused before one is opened */
-        rc = check_resume(&r);
+        rc = run_check_resume(&r);
     if (rc == 0 && o->preview && dist_rank() == 0)
         rc = run_preview(o, &r.scene, r.path, stderr);
     rc = dist_max_int(rc);

@@ -1,8 +1,8 @@
-/* cli/: the mizu command: arguments (main.c), `mizu run` with its frame loop (run.c; what it
- * settles first: run_plan.c, and under mpirun run_dist.c), the
- * frames' way to the file (frames.c) and its writer thread (writer.c), `mizu check` (check.c), `mizu info` (info.c), `mizu compare`
- * (compare.c), progress lines and signals. May include every layer below: io/, solvers/,
- * dist/, build/, device/, scene/, util/.
+/* cli/: the mizu command: arguments (main.c), `mizu run` with its frame loop (run.c; its output
+ * opened or resumed: run_output.c; what it settles first: run_plan.c, and under mpirun
+ * run_dist.c), the frames' way to the file (frames.c) and its writer thread (writer.c), `mizu
+ * check` (check.c), `mizu info` (info.c), `mizu compare` (compare.c), progress lines and
+ * signals. May include every layer below: io/, solvers/, dist/, build/, device/, scene/, util/.
  *
  * The commands that take a scene: `mizu run` (the frame loop) and `mizu check`. */
 #ifndef MZ_RUN_H
