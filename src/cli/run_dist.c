@@ -11,10 +11,6 @@
 /* What the position-based solver cannot run distributed in the scene, or NULL. */
 static const char *position_based_refusal(const mz_scene *s, mz_solver_kind k)
 {
-    if (scene_pose_count(s) > 0)
-        return "moving colliders and a moving domain are not distributed with the "
-               "position-based solver yet: run this scene without mpirun (they run distributed "
-               "with WCSPH and collapsed SPH)";
     if (s->n_probes || s->n_gauges || scene_load_count(s))
         return "probes, gauges and forces on solids are not distributed with the position-based "
                "solver yet: run this scene without mpirun, or without its probes[], gauges[] "
