@@ -11,10 +11,6 @@
 /* What the position-based solver cannot run distributed in the scene, or NULL. */
 static const char *position_based_refusal(const mz_scene *s, mz_solver_kind k)
 {
-    if (s->n_probes || s->n_gauges || scene_load_count(s))
-        return "probes, gauges and forces on solids are not distributed with the position-based "
-               "solver yet: run this scene without mpirun, or without its probes[], gauges[] "
-               "and forces";
     if (k != MZ_SOLVER_PBF && s->n_fluids > 0)
         return "ballistic fluids are not distributed: run this scene without mpirun; PBF fluid, "
                "cloth and soft bodies, WCSPH and collapsed SPH scenes run under mpirun";

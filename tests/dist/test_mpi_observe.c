@@ -267,6 +267,41 @@ static void test_moving_position_based(void **state)
                         3);
 }
 
+/* PBF's probes and gauges sum a 5 × 5 neighbourhood on the step's grid (two layers either side
+ * of a point's, probe_sums), the forces on solids are the corrections the walls and colliders
+ * made to each rank's owned particles (predict's penalty push travelling with a particle that
+ * changes owner), added by rank 0 in rank order. The dam break with probes (one at 500 Hz),
+ * gauges (one crossing the slabs), the walls' and a post's forces; with penalty walls; with
+ * wall particles and a moving paddle measured. */
+static void test_observables_pbf(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_MPI();
+    const char *pbf = "scenes/pbf_dam_break.json --set fluids[0].spacing=0.004 --frames 4 "
+                      "--set domain.boundary.forces={} "
+                      "--set 'probes=[{\"name\": \"low\", \"position\": [0.05, 0.01, 0]}, "
+                      "{\"name\": \"mid\", \"position\": [0.05, 0.05, 0]}, "
+                      "{\"name\": \"far\", \"position\": [0.3, 0.005, 0], \"rate\": 500}]' "
+                      "--set 'gauges=[{\"name\": \"g1\", \"start\": [0.02, 0, 0], "
+                      "\"end\": [0.02, 0.25, 0]}, {\"name\": \"g2\", \"start\": [0.12, 0, 0], "
+                      "\"end\": [0.12, 0.2, 0], \"rate\": 300}]'";
+    char args[2048];
+    snprintf(args, sizeof args,
+             "%s --set 'colliders=[{\"name\": \"post\", \"box\": {\"min\": [0.13, 0, 0], "
+             "\"max\": [0.15, 0.04, 0]}, \"forces\": {\"about\": [0.14, 0, 0]}}]'",
+             pbf);
+    assert_observed_match("observables, PBF", args);
+    snprintf(args, sizeof args, "%s --frames 3 --set domain.boundary.type=penalty", pbf);
+    assert_observed_match("observables, PBF, penalty walls", args);
+    snprintf(args, sizeof args,
+             "%s --set domain.boundary.type=particles --set 'colliders=[{\"name\": "
+             "\"paddle\", \"box\": {\"min\": [0.102, 0, 0], \"max\": [0.122, 0.06, 0]}, "
+             "\"motion\": {\"type\": \"translation\", \"direction\": [-1, 0, 0], "
+             "\"amplitude\": 0.03, \"period\": 0.1}, \"forces\": {}}]'",
+             pbf);
+    assert_observed_match("observables, PBF, wall particles and a moving paddle", args);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -274,6 +309,7 @@ int main(void)
         cmocka_unit_test(test_observables_resume),
         cmocka_unit_test(test_moving_boundaries),
         cmocka_unit_test(test_moving_position_based),
+        cmocka_unit_test(test_observables_pbf),
     };
     test_filter_from_env("MPI_TEST"); /* e.g. MPI_TEST='*position*' */
     return cmocka_run_group_tests(tests, setup, NULL);
