@@ -682,7 +682,7 @@ static void test_refusals(void **state)
         const char *args, *says;
     } cases[] = {
         {"scenes/flip_dam_break_2d.json", "FLIP is not distributed yet"},
-        {"scenes/falling_block.json", "ballistic fluids are not distributed"},
+        {"scenes/bench_dfsph_6859.json", "DFSPH is not distributed yet"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         snprintf(args, sizeof args, "run %s --frames 1 -q -o %s", cases[i].args, out);

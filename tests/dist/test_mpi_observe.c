@@ -302,6 +302,31 @@ static void test_observables_pbf(void **state)
     assert_observed_match("observables, PBF, wall particles and a moving paddle", args);
 }
 
+/* Ballistic fluid in the position-based solver: particles that meet only the walls and the
+ * colliders; one process makes no grid for them, a rank one of 1.5 spacings (its slabs are
+ * layers of it). A 2D block thrown across the slabs onto a ball and a moving paddle, penalty
+ * walls, the walls', the ball's and the paddle's forces. */
+static void test_ballistic(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_MPI();
+    const char *scene = test_path("ballistic.json");
+    write_text(scene,
+               "{\"mizu_scene\": 1, \"simulation\": {\"fps\": 50, \"frames\": 12, "
+               "\"substeps\": 8, \"dimensions\": 2},"
+               "\"domain\": {\"min\": [0, 0, 0], \"max\": [1, 1, 0], "
+               "\"boundary\": {\"type\": \"penalty\", \"forces\": {}}},"
+               "\"fluids\": [{\"solver\": \"ballistic\", \"box\": {\"min\": [0.2, 0.5, 0], "
+               "\"max\": [0.6, 0.9, 0]}, \"spacing\": 0.01, \"velocity\": [0.5, 0, 0]}],"
+               "\"colliders\": [{\"name\": \"ball\", \"sphere\": {\"center\": [0.5, 0.25, 0], "
+               "\"radius\": 0.12}, \"friction\": 0.3, \"forces\": {}},"
+               "{\"name\": \"paddle\", \"box\": {\"min\": [0.8, 0, 0], "
+               "\"max\": [0.85, 0.3, 0]}, \"motion\": {\"type\": \"translation\", "
+               "\"direction\": [-1, 0, 0], \"amplitude\": 0.1, \"period\": 0.5}, "
+               "\"forces\": {}}]}");
+    assert_series_match("ballistic fluid", scene, 20);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -310,6 +335,7 @@ int main(void)
         cmocka_unit_test(test_moving_boundaries),
         cmocka_unit_test(test_moving_position_based),
         cmocka_unit_test(test_observables_pbf),
+        cmocka_unit_test(test_ballistic),
     };
     test_filter_from_env("MPI_TEST"); /* e.g. MPI_TEST='*position*' */
     return cmocka_run_group_tests(tests, setup, NULL);

@@ -86,10 +86,21 @@ static bool contacts_of(const mz_scene *s, double *contact)
 
 /* Cells 1.5x the contact distance: the grid is built once a substep on x*, and the corrections
  * of the iterations (a fraction of the distance) must not carry a pair in contact out of each
- * other's 27 cells. The fluid's support radius is wider. */
+ * other's 27 cells. The fluid's support radius is wider. Ballistic fluid alone meets nothing
+ * and one process makes no grid; a rank's slabs are layers of one: 1.5 spacings. */
 static double grid_cell(const mz_scene *s, double contact)
 {
-    return fmax(1.5 * contact, scene_solver(s) == MZ_SOLVER_PBF ? scene_support_radius(s) : 0);
+    double h = fmax(1.5 * contact, scene_solver(s) == MZ_SOLVER_PBF ? scene_support_radius(s) : 0);
+    for (size_t k = 0; h == 0 && k < s->n_fluids; k++)
+        h = fmax(h, 1.5 * s->fluids[k].spacing);
+    return h;
+}
+
+double pbd_cell_size(const mz_scene *s)
+{
+    double contact;
+    contacts_of(s, &contact);
+    return grid_cell(s, contact);
 }
 
 static bool body_tables(mz_sim *sim, pbd_state *st, double *contact)

@@ -37,15 +37,7 @@
 
 void pbd_slab_geometry(const mz_scene *s, double *h, int *halo)
 {
-    /* The grid pbd_init makes: cells of 1.5 contact distances (the fluid's spacing, the
-     * bodies' thickness), or of the support radius when that is wider. */
-    bool pbf = scene_solver(s) == MZ_SOLVER_PBF;
-    double contact = 0;
-    for (size_t k = 0; pbf && k < s->n_fluids; k++)
-        contact = fmax(contact, s->fluids[k].spacing);
-    for (size_t k = 0; k < bodies_count(s); k++)
-        contact = fmax(contact, bodies_get(s, k)->geom->thickness);
-    *h = fmax(1.5 * contact, pbf ? scene_support_radius(s) : 0);
+    *h = pbd_cell_size(s); /* the grid pbd_init makes */
     /* A constraint's partner must be in the window of its owner's: twice the longest rest
      * length (cloth_dist.c stops the run if one stretches further) in whole layers. */
     double reach = 2.0 * bodies_longest_rest(s);
