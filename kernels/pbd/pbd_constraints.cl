@@ -256,11 +256,12 @@ kernel void colliders(uint n, uint nc, global const mz_collider_dev *cs,
 }
 
 /* The forces on the measured solids (src/solvers/pbd/loads.c): a work-group per load, over
- * the particles [first, n) (every one in one process, a rank's owned ones), of −m_i Δ_i / dt² (Δ_i the substep's corrections the solid made, the
- * displacement its push gave the particle) and their moments about about[load] at the particles'
- * positions; a fixed tree. owner[load]: a wall (0 .. 5: x_min, x_max, ...: the corrections
- * along its axis that point away from it) or MZ_OWNER_COLLIDER + the collider's index (its
- * touch slots). Into sums, 6 floats a load: force, torque. */
+ * the particles [first, n) (all in one process, a rank's owned ones), of −m_i Δ_i / dt² (Δ_i
+ * the substep's corrections the solid made, the displacement its push gave the particle) and
+ * their moments about about[load] at the particles' positions; a fixed tree. owner[load]: a
+ * wall (0 .. 5: x_min, x_max, ...: the corrections along its axis that point away from it) or
+ * MZ_OWNER_COLLIDER + the collider's index (its touch slots). Into sums, 6 floats a load:
+ * force, torque. */
 kernel __attribute__((reqd_work_group_size(MZ_LOAD_GROUP, 1, 1)))
 void pbd_load_sums(uint first, uint n, global const int *owner, global const float4 *about,
                    global const float *inv_mass, global const float4 *xp,
