@@ -272,7 +272,7 @@ static void test_moving_position_based(void **state)
  * made to each rank's owned particles (predict's penalty push travelling with a particle that
  * changes owner), added by rank 0 in rank order. The dam break with probes (one at 500 Hz),
  * gauges (one crossing the slabs), the walls' and a post's forces; with penalty walls; with
- * wall particles and a moving paddle measured. */
+ * wall particles and a moving paddle measured; a 3D tank with a post. */
 static void test_observables_pbf(void **state)
 {
     (void)state;
@@ -300,6 +300,23 @@ static void test_observables_pbf(void **state)
              "\"amplitude\": 0.03, \"period\": 0.1}, \"forces\": {}}]'",
              pbf);
     assert_observed_match("observables, PBF, wall particles and a moving paddle", args);
+    /* 3D: a point's 5 × 5 × 5 cells, slabs across the tank, a slanted gauge crossing them */
+    const char *tank = test_path("pbfobs3d.json");
+    write_text(tank,
+               "{\"mizu_scene\": 1, \"simulation\": {\"fps\": 100, \"frames\": 3, "
+               "\"substeps\": 8, \"iterations\": 3, \"dimensions\": 3},"
+               "\"domain\": {\"min\": [0, 0, 0], \"max\": [0.1, 0.06, 0.15], "
+               "\"boundary\": {\"type\": \"penalty\", \"forces\": {}}},"
+               "\"fluids\": [{\"solver\": \"pbf\", \"box\": {\"min\": [0, 0, 0], "
+               "\"max\": [0.05, 0.05, 0.1]}, \"spacing\": 0.005, \"xsph_viscosity\": 0.01}],"
+               "\"colliders\": [{\"name\": \"post\", \"box\": {\"min\": [0.06, 0, 0.04], "
+               "\"max\": [0.075, 0.03, 0.06]}, \"forces\": {}}],"
+               "\"probes\": [{\"name\": \"a\", \"position\": [0.02, 0.01, 0.05]}, "
+               "{\"name\": \"b\", \"position\": [0.04, 0.02, 0.09]}],"
+               "\"gauges\": [{\"name\": \"up\", \"start\": [0.02, 0, 0.05], "
+               "\"end\": [0.02, 0.06, 0.05]}, {\"name\": \"slanted\", "
+               "\"start\": [0.01, 0, 0.01], \"end\": [0.05, 0.05, 0.12]}]}");
+    assert_observed_match("observables, PBF 3D", tank);
 }
 
 /* Ballistic fluid in the position-based solver: particles that meet only the walls and the
