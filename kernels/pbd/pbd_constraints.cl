@@ -256,13 +256,14 @@ kernel void colliders(uint n, uint nc, global const mz_collider_dev *cs,
 }
 
 /* The forces on the measured solids (src/solvers/pbd/loads.c): a work-group per load, over
- * every particle, of −m_i Δ_i / dt² (Δ_i the substep's corrections the solid made, the
- * displacement its push gave the particle) and their moments about about[load] at the particles'
- * positions; a fixed tree. owner[load]: a wall (0 .. 5: x_min, x_max, ...: the corrections
- * along its axis that point away from it) or MZ_OWNER_COLLIDER + the collider's index (its
- * touch slots). Into sums, 6 floats a load: force, torque. */
+ * the particles [first, n) (all in one process, a rank's owned ones), of −m_i Δ_i / dt² (Δ_i
+ * the substep's corrections the solid made, the displacement its push gave the particle) and
+ * their moments about about[load] at the particles' positions; a fixed tree. owner[load]: a
+ * wall (0 .. 5: x_min, x_max, ...: the corrections along its axis that point away from it) or
+ * MZ_OWNER_COLLIDER + the collider's index (its touch slots). Into sums, 6 floats a load:
+ * force, torque. */
 kernel __attribute__((reqd_work_group_size(MZ_LOAD_GROUP, 1, 1)))
-void pbd_load_sums(uint n, global const int *owner, global const float4 *about,
+void pbd_load_sums(uint first, uint n, global const int *owner, global const float4 *about,
                    global const float *inv_mass, global const float4 *xp,
                    global const float4 *touch, global const float4 *wall_corr, float inv_dt2,
                    global float *sums)
@@ -272,7 +273,7 @@ void pbd_load_sums(uint n, global const int *owner, global const float4 *about,
     const int o = owner[l];
     const float4 c = about[l];
     float4 f = (float4)(0.0f), m = (float4)(0.0f);
-    for (uint i = t; i < n; i += MZ_LOAD_GROUP) {
+    for (uint i = first + t; i < n; i += MZ_LOAD_GROUP) {
         float w = inv_mass[i];
         if (w == 0.0f)
             continue;

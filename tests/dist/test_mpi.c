@@ -682,12 +682,7 @@ static void test_refusals(void **state)
         const char *args, *says;
     } cases[] = {
         {"scenes/flip_dam_break_2d.json", "FLIP is not distributed yet"},
-        {"scenes/pbf_dam_break.json --set 'probes=[{\"name\": \"a\", "
-         "\"position\": [0.05, 0.05, 0]}]'",
-         "probes, gauges and forces on solids are not distributed with the position-based"},
-        {"scenes/cloth_drape.json --set 'colliders[0].motion={\"type\": \"rotation\", "
-         "\"center\": [0.5, 0.25, 0.5], \"amplitude\": 4, \"period\": 1.5}'",
-         "moving colliders and a moving domain are not distributed with the position-based"},
+        {"scenes/bench_dfsph_6859.json", "DFSPH is not distributed yet"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         snprintf(args, sizeof args, "run %s --frames 1 -q -o %s", cases[i].args, out);

@@ -41,7 +41,8 @@ static bool summed(const char *set)
  * 2.3e-7 of the largest value (a few float roundings); the pairs of a rank's halo copies
  * counted too were 8% off (collapsed SPH) or NaN (WCSPH: their state is not the step's). */
 #define FORCE_TOL 1e-5
-static void assert_same_observables(const char *a_path, const char *b_path, const char *what)
+static void assert_same_observables(const char *a_path, const char *b_path, const char *what,
+                                    int min_series)
 {
     hid_t a = H5Fopen(a_path, H5F_ACC_RDONLY, H5P_DEFAULT);
     hid_t b = H5Fopen(b_path, H5F_ACC_RDONLY, H5P_DEFAULT);
@@ -54,7 +55,7 @@ static void assert_same_observables(const char *a_path, const char *b_path, cons
     H5Lvisit(gb, H5_INDEX_NAME, H5_ITER_INC, add_set, lb);
     H5Gclose(ga);
     H5Gclose(gb);
-    if (la->n != lb->n || la->n < 20)
+    if (la->n != lb->n || la->n < min_series)
         fail_msg("%s: %d series under /observables, one process %d", what, lb->n, la->n);
     double worst = 0;
     for (int i = 0; i < la->n; i++) {
@@ -116,8 +117,8 @@ static const char *observed_scene(void)
 }
 
 /* One process, then 2 and 3 ranks: the same frames, the same probes and gauges bit for bit,
- * the forces within FORCE_TOL (assert_same_observables). */
-static void assert_observed_match(const char *name, const char *scene_args)
+ * the forces within FORCE_TOL (assert_same_observables: at least min_series series). */
+static void assert_series_match(const char *name, const char *scene_args, int min_series)
 {
     char args[2048], *err = NULL;
     const char *one = test_path("obs1.h5");
@@ -140,8 +141,14 @@ static void assert_observed_match(const char *name, const char *scene_args)
         free(err);
         assert_same_frames(one, path, frames);
         snprintf(what, sizeof what, "%s, %d ranks", name, np);
-        assert_same_observables(one, path, what);
+        assert_same_observables(one, path, what, min_series);
     }
+}
+
+/* A scene with probes, gauges and forces: 20 series at least. */
+static void assert_observed_match(const char *name, const char *scene_args)
+{
+    assert_series_match(name, scene_args, 20);
 }
 
 /* Probes, gauges and forces on solids under mpirun: a point is summed by the ranks owning its
@@ -163,7 +170,7 @@ static void test_observables(void **state)
     if (rc != 0 || !err || !strstr(err, "rank 0 writing every id block"))
         fail_msg("2 ranks, rank 0 writing: exit %d: %s", rc, err ? err : "");
     free(err);
-    assert_same_observables(test_path("obs2.h5"), zero, "rank 0 writing, 2 ranks");
+    assert_same_observables(test_path("obs2.h5"), zero, "rank 0 writing, 2 ranks", 20);
     snprintf(args, sizeof args,
              "%s --frames 2 --set fluids[0].solver=collapsed_sph --set simulation.adaptive=false "
              "--set simulation.substeps=200",
@@ -210,7 +217,7 @@ static void test_observables_resume(void **state)
         char what[64];
         snprintf(what, sizeof what, "resumed by %d rank%s", np, np > 1 ? "s" : "");
         assert_same_frames(ref, out, 5);
-        assert_same_observables(ref, out, what);
+        assert_same_observables(ref, out, what, 20);
     }
 }
 
@@ -229,6 +236,113 @@ static void test_moving_boundaries(void **state)
                           "scenes/rolling_tank.json --frames 6 --set domain.motion.ramp=0.1");
 }
 
+/* The position-based solver with moving boundaries: the poses are functions of time, the same
+ * on every rank, and every rank places the colliders (and PBF's wall particles of a moving
+ * collider) as one process does. A paddle pushed into a PBF dam break, the walls and the paddle
+ * as boundary particles; the cloth drape's ball rocking under the sheet; PBF in the rolling tank
+ * (the domain's motion). Frames and poses bit-identical. */
+static void test_moving_position_based(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_MPI();
+    assert_series_match("PBF, a moving paddle",
+                        "scenes/pbf_dam_break.json --set fluids[0].spacing=0.004 --frames 6 "
+                        "--set domain.boundary.type=particles --set 'colliders=[{\"name\": "
+                        "\"paddle\", \"box\": {\"min\": [0.102, 0, 0], \"max\": [0.122, "
+                        "0.06, 0]}, \"motion\": {\"type\": \"translation\", \"direction\": "
+                        "[-1, 0, 0], \"amplitude\": 0.03, \"period\": 0.1}}]'",
+                        3);
+    assert_series_match("cloth on a rocking ball",
+                        "scenes/cloth_drape.json --frames 12 --set 'colliders[0].motion="
+                        "{\"type\": \"rotation\", \"center\": [0.5, 0.25, 0.5], "
+                        "\"amplitude\": 4, \"period\": 1.5}'",
+                        3);
+    assert_series_match("PBF in the rolling tank",
+                        "scenes/rolling_tank.json --frames 4 --set domain.motion.ramp=0.1 "
+                        "--set fluids[0].solver=pbf --set simulation.adaptive=false "
+                        "--set simulation.substeps=8 --set fluids[0].spacing=0.02 "
+                        "--set fluids[0].support_radius=0 "
+                        "--set 'domain.boundary={\"type\": \"clamp\"}' --set probes=[] "
+                        "--set gauges=[]",
+                        3);
+}
+
+/* PBF's probes and gauges sum a 5 × 5 neighbourhood on the step's grid (two layers either side
+ * of a point's, probe_sums), the forces on solids are the corrections the walls and colliders
+ * made to each rank's owned particles (predict's penalty push travelling with a particle that
+ * changes owner), added by rank 0 in rank order. The dam break with probes (one at 500 Hz),
+ * gauges (one crossing the slabs), the walls' and a post's forces; with penalty walls; with
+ * wall particles and a moving paddle measured; a 3D tank with a post. */
+static void test_observables_pbf(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_MPI();
+    const char *pbf = "scenes/pbf_dam_break.json --set fluids[0].spacing=0.004 --frames 4 "
+                      "--set domain.boundary.forces={} "
+                      "--set 'probes=[{\"name\": \"low\", \"position\": [0.05, 0.01, 0]}, "
+                      "{\"name\": \"mid\", \"position\": [0.05, 0.05, 0]}, "
+                      "{\"name\": \"far\", \"position\": [0.3, 0.005, 0], \"rate\": 500}]' "
+                      "--set 'gauges=[{\"name\": \"g1\", \"start\": [0.02, 0, 0], "
+                      "\"end\": [0.02, 0.25, 0]}, {\"name\": \"g2\", \"start\": [0.12, 0, 0], "
+                      "\"end\": [0.12, 0.2, 0], \"rate\": 300}]'";
+    char args[2048];
+    snprintf(args, sizeof args,
+             "%s --set 'colliders=[{\"name\": \"post\", \"box\": {\"min\": [0.13, 0, 0], "
+             "\"max\": [0.15, 0.04, 0]}, \"forces\": {\"about\": [0.14, 0, 0]}}]'",
+             pbf);
+    assert_observed_match("observables, PBF", args);
+    snprintf(args, sizeof args, "%s --frames 3 --set domain.boundary.type=penalty", pbf);
+    assert_observed_match("observables, PBF, penalty walls", args);
+    snprintf(args, sizeof args,
+             "%s --set domain.boundary.type=particles --set 'colliders=[{\"name\": "
+             "\"paddle\", \"box\": {\"min\": [0.102, 0, 0], \"max\": [0.122, 0.06, 0]}, "
+             "\"motion\": {\"type\": \"translation\", \"direction\": [-1, 0, 0], "
+             "\"amplitude\": 0.03, \"period\": 0.1}, \"forces\": {}}]'",
+             pbf);
+    assert_observed_match("observables, PBF, wall particles and a moving paddle", args);
+    /* 3D: a point's 5 × 5 × 5 cells, slabs across the tank, a slanted gauge crossing them */
+    const char *tank = test_path("pbfobs3d.json");
+    write_text(tank,
+               "{\"mizu_scene\": 1, \"simulation\": {\"fps\": 100, \"frames\": 3, "
+               "\"substeps\": 8, \"iterations\": 3, \"dimensions\": 3},"
+               "\"domain\": {\"min\": [0, 0, 0], \"max\": [0.1, 0.06, 0.15], "
+               "\"boundary\": {\"type\": \"penalty\", \"forces\": {}}},"
+               "\"fluids\": [{\"solver\": \"pbf\", \"box\": {\"min\": [0, 0, 0], "
+               "\"max\": [0.05, 0.05, 0.1]}, \"spacing\": 0.005, \"xsph_viscosity\": 0.01}],"
+               "\"colliders\": [{\"name\": \"post\", \"box\": {\"min\": [0.06, 0, 0.04], "
+               "\"max\": [0.075, 0.03, 0.06]}, \"forces\": {}}],"
+               "\"probes\": [{\"name\": \"a\", \"position\": [0.02, 0.01, 0.05]}, "
+               "{\"name\": \"b\", \"position\": [0.04, 0.02, 0.09]}],"
+               "\"gauges\": [{\"name\": \"up\", \"start\": [0.02, 0, 0.05], "
+               "\"end\": [0.02, 0.06, 0.05]}, {\"name\": \"slanted\", "
+               "\"start\": [0.01, 0, 0.01], \"end\": [0.05, 0.05, 0.12]}]}");
+    assert_observed_match("observables, PBF 3D", tank);
+}
+
+/* Ballistic fluid in the position-based solver: particles that meet only the walls and the
+ * colliders; one process makes no grid for them, a rank one of 1.5 spacings (its slabs are
+ * layers of it). A 2D block thrown across the slabs onto a ball and a moving paddle, penalty
+ * walls, the walls', the ball's and the paddle's forces. */
+static void test_ballistic(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_MPI();
+    const char *scene = test_path("ballistic.json");
+    write_text(scene,
+               "{\"mizu_scene\": 1, \"simulation\": {\"fps\": 50, \"frames\": 12, "
+               "\"substeps\": 8, \"dimensions\": 2},"
+               "\"domain\": {\"min\": [0, 0, 0], \"max\": [1, 1, 0], "
+               "\"boundary\": {\"type\": \"penalty\", \"forces\": {}}},"
+               "\"fluids\": [{\"solver\": \"ballistic\", \"box\": {\"min\": [0.2, 0.5, 0], "
+               "\"max\": [0.6, 0.9, 0]}, \"spacing\": 0.01, \"velocity\": [0.5, 0, 0]}],"
+               "\"colliders\": [{\"name\": \"ball\", \"sphere\": {\"center\": [0.5, 0.25, 0], "
+               "\"radius\": 0.12}, \"friction\": 0.3, \"forces\": {}},"
+               "{\"name\": \"paddle\", \"box\": {\"min\": [0.8, 0, 0], "
+               "\"max\": [0.85, 0.3, 0]}, \"motion\": {\"type\": \"translation\", "
+               "\"direction\": [-1, 0, 0], \"amplitude\": 0.1, \"period\": 0.5}, "
+               "\"forces\": {}}]}");
+    assert_series_match("ballistic fluid", scene, 20);
+}
 
 int main(void)
 {
@@ -236,6 +350,10 @@ int main(void)
         cmocka_unit_test(test_observables),
         cmocka_unit_test(test_observables_resume),
         cmocka_unit_test(test_moving_boundaries),
+        cmocka_unit_test(test_moving_position_based),
+        cmocka_unit_test(test_observables_pbf),
+        cmocka_unit_test(test_ballistic),
     };
+    test_filter_from_env("MPI_TEST"); /* e.g. MPI_TEST='*position*' */
     return cmocka_run_group_tests(tests, setup, NULL);
 }

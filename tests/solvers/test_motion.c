@@ -730,5 +730,6 @@ int main(void)
         cmocka_unit_test(test_pbd_platform_frictionless),
         cmocka_unit_test(test_flip_moving_block),
     };
+    test_filter_from_env("MOTION_TEST"); /* e.g. MOTION_TEST='*pbd*' */
     return cmocka_run_group_tests(tests, open_device, close_device);
 }

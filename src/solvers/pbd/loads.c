@@ -47,12 +47,19 @@ bool pbd_loads_begin(pbd_loads *l, mz_sim *sim, double dt)
     if (!l->keep)
         return true;
     cl_float4 zero = {{0, 0, 0, 0}};
-    return cl_ok(clEnqueueFillBuffer(sim->cl->queue, l->touch, &zero, sizeof zero, 0,
-                                     32 * sim->n, 0, NULL, NULL),
-                 "clEnqueueFillBuffer(touch)") &&
+    return (sim->slabs || pbd_loads_clear_touch(l, sim)) &&
            cl_ok(clEnqueueFillBuffer(sim->cl->queue, l->wall_corr, &zero, sizeof zero, 0,
                                      16 * sim->n, 0, NULL, NULL),
                  "clEnqueueFillBuffer(wall corrections)");
+}
+
+bool pbd_loads_clear_touch(pbd_loads *l, mz_sim *sim)
+{
+    cl_float4 zero = {{0, 0, 0, 0}};
+    return !l->keep || sim->n == 0 ||
+           cl_ok(clEnqueueFillBuffer(sim->cl->queue, l->touch, &zero, sizeof zero, 0,
+                                     32 * sim->n, 0, NULL, NULL),
+                 "clEnqueueFillBuffer(touch)");
 }
 
 bool pbd_loads_sum(pbd_loads *l, mz_sim *sim, double dt)
@@ -60,7 +67,12 @@ bool pbd_loads_sum(pbd_loads *l, mz_sim *sim, double dt)
     if (!l->keep)
         return true;
     cl_float inv_dt2 = (cl_float)(1.0 / (dt * dt));
-    return KARGS(l->k, "pbd_load_sums", A(sim->n_u), A(l->owner), A(l->about),
+    /* a rank: its owned particles (each particle's corrections counted once, by its owner) */
+    size_t begin = 0, end = sim->n;
+    if (sim->slabs)
+        sim_owned(sim, &begin, &end);
+    cl_uint first = (cl_uint)begin, n = (cl_uint)end;
+    return KARGS(l->k, "pbd_load_sums", A(first), A(n), A(l->owner), A(l->about),
                  A(sim->inv_mass), A(sim->pred), A(l->touch), A(l->wall_corr), A(inv_dt2),
                  A(sim->loads.sums)) &&
            sim_launch_local(sim, l->k, 0, 256 * l->n_loads, 256, MZ_STAGE_OBSERVE,

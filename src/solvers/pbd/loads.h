@@ -18,9 +18,13 @@ typedef struct pbd_loads {
 /* Buffers and the kernel (of the constraints' program); stand-ins when the scene measures no
  * forces. 0, or -1 after reporting. */
 int pbd_loads_init(pbd_loads *l, mz_sim *sim, cl_program program);
-/* Before a substep of dt: whether its forces are due (keep), and the accumulators cleared. */
+/* Before a substep of dt: whether its forces are due (keep), and the accumulators cleared
+ * (a distributed rank's touch slots after its exchange instead: pbd_loads_clear_touch). */
 bool pbd_loads_begin(pbd_loads *l, mz_sim *sim, double dt);
-/* After the substep's iterations, when kept: the sums. */
+/* The colliders' touch slots of the sim->n particles cleared, when the forces are kept. */
+bool pbd_loads_clear_touch(pbd_loads *l, mz_sim *sim);
+/* After the substep's iterations, when kept: the sums (a rank's: of its owned particles; rank
+ * 0 adds the ranks', solvers/observe_dist.h). */
 bool pbd_loads_sum(pbd_loads *l, mz_sim *sim, double dt);
 /* Device memory for n particles. */
 size_t pbd_loads_bytes(const mz_scene *s, size_t n);

@@ -86,10 +86,21 @@ static bool contacts_of(const mz_scene *s, double *contact)
 
 /* Cells 1.5x the contact distance: the grid is built once a substep on x*, and the corrections
  * of the iterations (a fraction of the distance) must not carry a pair in contact out of each
- * other's 27 cells. The fluid's support radius is wider. */
+ * other's 27 cells. The fluid's support radius is wider. Ballistic fluid alone meets nothing
+ * and one process makes no grid; a rank's slabs are layers of one: 1.5 spacings. */
 static double grid_cell(const mz_scene *s, double contact)
 {
-    return fmax(1.5 * contact, scene_solver(s) == MZ_SOLVER_PBF ? scene_support_radius(s) : 0);
+    double h = fmax(1.5 * contact, scene_solver(s) == MZ_SOLVER_PBF ? scene_support_radius(s) : 0);
+    for (size_t k = 0; h == 0 && k < s->n_fluids; k++)
+        h = fmax(h, 1.5 * s->fluids[k].spacing);
+    return h;
+}
+
+double pbd_cell_size(const mz_scene *s)
+{
+    double contact;
+    contacts_of(s, &contact);
+    return grid_cell(s, contact);
 }
 
 static bool body_tables(mz_sim *sim, pbd_state *st, double *contact)
@@ -168,6 +179,9 @@ static int pbd_init(mz_sim *sim)
     double contact = 0;
     if (!st->cprogram || !constraint_buffers(sim, st) || !body_tables(sim, st, &contact))
         return -1;
+    /* the forces' buffers before a rank's grid registers the wall corrections */
+    if (pbd_loads_init(&st->loads, sim, st->cprogram) != 0)
+        return -1;
     bool pbf = scene_solver(s) == MZ_SOLVER_PBF;
     if ((pbf && pbf_init(sim, st) != 0) || (s->n_rigids && rigid_init(sim, st) != 0))
         return -1;
@@ -197,8 +211,6 @@ static int pbd_init(mz_sim *sim)
     cl_int by_radius = !penalty;
     cl_float dt = 0.0f, keep = 1.0f; /* set per substep */
     cl_float omega = (cl_float)s->sim.relaxation;
-    if (pbd_loads_init(&st->loads, sim, st->cprogram) != 0)
-        return -1;
     pbd_loads *l = &st->loads;
     motion_now now0;
     memset(&now0, 0, sizeof now0);
@@ -289,8 +301,8 @@ static int pbd_substep(mz_sim *sim, double dt_seconds)
          sim_launch(sim, st->predict, sim->n, STAGE_PREDICT, "predict");
     if (ok && st->rigid.nb)
         ok = rigid_predict(sim, st, dt, keep, &frame);
-    if (ok && st->dist.on)
-        ok = pbf_dist_exchange(sim, st);
+    if (ok && st->dist.on) /* (a rank's touch slots: those of its new window) */
+        ok = pbf_dist_exchange(sim, st) && pbd_loads_clear_touch(l, sim);
     if (ok && st->grid_made) {
         /* the build may swap the grid's slot buffer: every kernel that reads it follows (and
          * moving boundary particles are placed and sorted first, at the colliders' time) */
@@ -416,6 +428,8 @@ static size_t pbd_device_bytes(const mz_scene *s, size_t n, size_t *held)
         *held += s->rigids[k].geom ? s->rigids[k].geom->n * 16 : 0;
     if (slabs && pbf)
         *held += 16 * (s->n_fluids + bodies_count(s));
+    if (slabs && scene_load_count(s)) /* the wall corrections travel: the grid's scratch */
+        *held += 16 * n;
     return bytes + walls_sorting > *held ? bytes + walls_sorting : *held;
 }
 

@@ -156,6 +156,9 @@ bool pbf_dist_launch_owned(mz_sim *sim, pbd_state *st, cl_kernel k, int stage,
 cl_mem pbf_dist_slot(const pbd_state *st);
 void pbf_dist_release(mz_sim *sim, pbd_state *st);
 void pbd_slab_geometry(const mz_scene *s, double *h, int *halo);
+/* The cells of the solver's grid (pbd.c): 1.5 contact distances (PBF's spacing, the bodies'
+ * thickness), the support radius when wider, 1.5 spacings of ballistic fluid alone. */
+double pbd_cell_size(const mz_scene *s);
 
 /* Distributed cloth and soft bodies (src/solvers/pbd/cloth_dist.c). cloth_dist_init: after
  * pbf_dist_init, the rank's buffers and kernels. cloth_dist_bind: after every build, the slot of

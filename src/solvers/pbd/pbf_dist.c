@@ -37,15 +37,7 @@
 
 void pbd_slab_geometry(const mz_scene *s, double *h, int *halo)
 {
-    /* The grid pbd_init makes: cells of 1.5 contact distances (the fluid's spacing, the
-     * bodies' thickness), or of the support radius when that is wider. */
-    bool pbf = scene_solver(s) == MZ_SOLVER_PBF;
-    double contact = 0;
-    for (size_t k = 0; pbf && k < s->n_fluids; k++)
-        contact = fmax(contact, s->fluids[k].spacing);
-    for (size_t k = 0; k < bodies_count(s); k++)
-        contact = fmax(contact, bodies_get(s, k)->geom->thickness);
-    *h = fmax(1.5 * contact, pbf ? scene_support_radius(s) : 0);
+    *h = pbd_cell_size(s); /* the grid pbd_init makes */
     /* A constraint's partner must be in the window of its owner's: twice the longest rest
      * length (cloth_dist.c stops the run if one stretches further) in whole layers. */
     double reach = 2.0 * bodies_longest_rest(s);
@@ -106,6 +98,8 @@ static int grow(void *ctx, size_t cap)
         ok = renew(sim, b16[i], 16 * cap, "clCreateBuffer(PBF scratch)");
     for (size_t i = 0; ok && i < sizeof b4 / sizeof *b4; i++)
         ok = renew(sim, b4[i], 4 * cap, "clCreateBuffer(PBF scratch)");
+    if (ok && st->loads.on) /* (a stand-in otherwise) */
+        ok = renew(sim, &st->loads.touch, 32 * cap, "clCreateBuffer(touch)");
     if (!ok || !fill_fixed(sim, st, cap))
         return -1;
     sim->cap = cap;
@@ -146,6 +140,10 @@ int pbf_dist_init(mz_sim *sim, pbd_state *st)
     for (size_t i = 0; i < 1; i++)
         if (*owned4[i] && grid_register_owned(g, owned4[i], 4))
             return -1;
+    /* predict's part of the walls' forces is made before the exchange: it goes with the
+     * particle to its new owner, which sums it (src/solvers/pbd/loads.c) */
+    if (st->loads.on && grid_register_owned(g, &st->loads.wall_corr, 16))
+        return -1;
     if (slabs_create(&d->slabs, g, sim->plan, sim->pos) != 0)
         return -1;
     d->on = true;
@@ -171,17 +169,19 @@ bool pbf_dist_bind(mz_sim *sim, pbd_state *st)
 {
     if (!st->dist.on)
         return true;
-    static const cl_uint ip[] = {6, 7, 8, 9}, id[] = {4, 5, 7}, iu[] = {2, 3, 4}, ic[] = {3, 4, 5};
-    cl_mem *mp[] = {&sim->pos, &sim->vel, &sim->pred, &sim->inv_mass};
-    cl_mem *md[] = {&sim->inv_mass, &sim->body, &sim->pred};
+    static const cl_uint ip[] = {6, 7, 8, 9, 11}, id[] = {4, 5, 7, 9}, iu[] = {2, 3, 4},
+                         ic[] = {3, 4, 5, 7};
+    pbd_loads *l = &st->loads; /* the wall corrections move with the particles, touch grows */
+    cl_mem *mp[] = {&sim->pos, &sim->vel, &sim->pred, &sim->inv_mass, &l->wall_corr};
+    cl_mem *md[] = {&sim->inv_mass, &sim->body, &sim->pred, &l->wall_corr};
     cl_mem *mu[] = {&sim->pos, &sim->vel, &sim->pred};
-    cl_mem *mc[] = {&sim->pos, &sim->inv_mass, &sim->pred};
+    cl_mem *mc[] = {&sim->pos, &sim->inv_mass, &sim->pred, &l->touch};
     return cl_ok(clSetKernelArg(st->predict, 0, sizeof sim->n_u, &sim->n_u), "predict") &&
            cl_ok(clSetKernelArg(st->update, 0, sizeof sim->n_u, &sim->n_u), "update") &&
-           set_args(st->predict, "clSetKernelArg(predict)", 4, ip, mp) &&
-           set_args(st->domain, "clSetKernelArg(domain)", 3, id, md) &&
+           set_args(st->predict, "clSetKernelArg(predict)", 5, ip, mp) &&
+           set_args(st->domain, "clSetKernelArg(domain)", 4, id, md) &&
            set_args(st->update, "clSetKernelArg(update)", 3, iu, mu) &&
-           set_args(st->colliders, "clSetKernelArg(colliders)", 3, ic, mc);
+           set_args(st->colliders, "clSetKernelArg(colliders)", 4, ic, mc);
 }
 
 bool pbf_dist_bind_contacts(mz_sim *sim, pbd_state *st)
