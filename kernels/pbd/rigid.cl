@@ -241,7 +241,7 @@ kernel void rigid_update(uint nb, float dt, global mz_rigid *rb, global float4 *
     float4 w = (float4)(0.0f);
     if (s > 0.0f)
         w = (float4)(dq.x, dq.y, dq.z, 0.0f) * (2.0f * atan2(s, dq.w) / (s * dt));
-    w = mz_vec(w);
+    w.w = 0.0f; /* axial: mz_vec would clear z, the spin of a 2D body */
 #if MZ_DIM == 2
     w.x = w.y = 0.0f;
 #endif
