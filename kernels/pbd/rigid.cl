@@ -1,6 +1,7 @@
 /* Rigid bodies by shape matching (Müller et al. 2005) with a rigid-body predictor:
  *
- *   rigid_predict   per body: v += dt g, ω = I_w⁻¹ L, c* = c + dt v, q* = exp(ω dt) q
+ *   rigid_predict   per body: v += dt g, L += dt τ (a turning domain's), ω = I_w⁻¹ L,
+ *                   c* = c + dt v, q* = exp(ω dt) q
  *   rigid_place     per rigid particle: x* = c* + R(q*) r0 (the prediction of a rigid motion,
  *                   not x + dt v: a spinning body keeps its shape and its angular momentum)
  *   rigid_match     one work-group per body, each iteration after the other constraints:
@@ -84,8 +85,26 @@ inline float4 mz_world_mul(float4 q, float4 d, float4 o, float4 a)
     return mz_rotate(q, mz_sym_mul(d, o, mz_rotate_inv(q, a)));
 }
 
-/* A body's centre of mass feels the domain's frame where it is: a sliding frame's uniform
- * acceleration puts no torque on it (rigid bodies in a turning domain are refused). */
+/* The torque about the centre of mass of a turning frame's terms (Euler, centrifugal,
+ * Coriolis) on a body spinning at w relative to the frame, L = I w: Σ m ρ × a over its
+ * particles, in closed form with the world-frame inertia I (for the rotation Ω, Ω̇):
+ *   −I Ω̇ − Ω × I (w + Ω) − w × I Ω + I (w × Ω).
+ * dL/dt = τ + this is the frame's view of the inertial I (w + Ω) turning with neither: a free
+ * body keeps its spin in the world, so counter-rotates in the frame (−Ω when at rest there). */
+inline float4 mz_frame_torque(const mz_frame *f, float4 q, float4 ia, float4 ib, float4 L,
+                              float4 w)
+{
+    float4 W = (float4)(f->w.xyz, 0.0f), dW = (float4)(f->dw.xyz, 0.0f); /* axial: z in 2D */
+    float4 IW = mz_world_mul(q, ia, ib, W);
+    float4 t = -mz_world_mul(q, ia, ib, dW) - cross(W, L + IW) - cross(w, IW) +
+               mz_world_mul(q, ia, ib, cross(w, W));
+    t.w = 0.0f;
+    return t;
+}
+
+/* A body's centre of mass feels the domain's frame where it is (the frame's acceleration is
+ * linear in x and v, so its mean over the particles is its value at the centre); a turning
+ * frame also turns its angular momentum (mz_frame_torque). */
 kernel void rigid_predict(uint nb, float dt, float keep, mz_frame frame, global mz_rigid *rb)
 {
     uint b = get_global_id(0);
@@ -93,7 +112,16 @@ kernel void rigid_predict(uint nb, float dt, float keep, mz_frame frame, global 
         return;
     mz_rigid B = rb[b];
     float4 v = mz_vec((B.v + dt * mz_frame_accel(&frame, B.c, B.v)) * keep);
+#ifdef MZ_SPIN
+    float4 w0 = mz_world_mul(B.q, B.inv_ia, B.inv_ib, B.L);
+    w0.w = 0.0f;
+#if MZ_DIM == 2
+    w0.x = w0.y = 0.0f;
+#endif
+    float4 L = (B.L + dt * mz_frame_torque(&frame, B.q, B.ia, B.ib, B.L, w0)) * keep;
+#else
     float4 L = B.L * keep;
+#endif
     float4 w = mz_world_mul(B.q, B.inv_ia, B.inv_ib, L);
 #if MZ_DIM == 2
     w.x = w.y = 0.0f;
@@ -241,7 +269,7 @@ kernel void rigid_update(uint nb, float dt, global mz_rigid *rb, global float4 *
     float4 w = (float4)(0.0f);
     if (s > 0.0f)
         w = (float4)(dq.x, dq.y, dq.z, 0.0f) * (2.0f * atan2(s, dq.w) / (s * dt));
-    w = mz_vec(w);
+    w.w = 0.0f; /* axial: mz_vec would clear z, the spin of a 2D body */
 #if MZ_DIM == 2
     w.x = w.y = 0.0f;
 #endif

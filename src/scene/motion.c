@@ -259,10 +259,6 @@ void validate_motion(mz_scene *s, const double centre[][3], mz_diag *d)
             s->domain.boundary.friction == MZ_FRICTION_WALL_FUNCTION)
             diag_add(d, "%s: moving colliders with domain.boundary.friction \"wall_function\" "
                         "are not supported yet (no_slip or free_slip)", path);
-        if (domain && m->type == MZ_MOTION_ROTATION && s->n_rigids > 0)
-            diag_add(d, "domain.motion: rigid bodies (rigids[]) in a turning domain are not "
-                        "supported yet (their spin would not feel the frame turning: a free body "
-                        "would turn with the tank); a translating domain carries them");
         double mid[3];
         for (int a = 0; a < 3; a++)
             mid[a] = 0.5 * (s->domain.min[a] + s->domain.max[a]);
