@@ -14,14 +14,14 @@ static const char *position_based_refusal(const mz_scene *s, mz_solver_kind k)
     if (scene_pose_count(s) > 0)
         return "moving colliders and a moving domain are not distributed with the "
                "position-based solver yet: run this scene without mpirun (they run distributed "
-               "with WCSPH and collapsed SPH)";
+               "with WCSPH, collapsed SPH and DFSPH)";
     if (s->n_probes || s->n_gauges || scene_load_count(s))
         return "probes, gauges and forces on solids are not distributed with the position-based "
                "solver yet: run this scene without mpirun, or without its probes[], gauges[] "
                "and forces";
     if (k != MZ_SOLVER_PBF && s->n_fluids > 0)
         return "ballistic fluids are not distributed: run this scene without mpirun; PBF fluid, "
-               "cloth and soft bodies, WCSPH and collapsed SPH scenes run under mpirun";
+               "cloth and soft bodies, WCSPH, collapsed SPH and DFSPH scenes run under mpirun";
     return NULL;
 }
 
@@ -32,10 +32,6 @@ int run_refuse_distributed(const mz_scene *s)
     if (k == MZ_SOLVER_FLIP)
         why = "FLIP is not distributed yet (its pressure projection needs a distributed linear "
               "solver): run FLIP scenes without mpirun";
-    else if (k == MZ_SOLVER_DFSPH)
-        why = "DFSPH is not distributed yet (its pressure solves would exchange halos every "
-              "iteration): run DFSPH scenes without mpirun; WCSPH and collapsed SPH scenes run "
-              "under mpirun";
     else if (!scene_is_sph(s))
         why = position_based_refusal(s, k);
     if (!why)
