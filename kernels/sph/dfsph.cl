@@ -49,8 +49,8 @@ inline float4 mz_dfsph_grad(const mz_sph *P, float4 dx, float r2)
 }
 
 /* An error e ≥ 0 in fixed point for the solves' sums: q = e · unit (unit a power of two near
- * 2^40 / ρ0, so the product is exact), at most 2^56 − 1 (also for +inf), as (q >> 24, q mod 2^24):
- * each half under 2^32, so 2^32 particles' halves add up in 64 bits without overflow. Integer
+ * 2^40 / ρ0, so the product is exact), at most 2^56 − 1 (also for +inf), as the halves
+ * (q >> 24, q mod 2^24): each under 2^32, so 2^32 particles' add up in 64 bits. Integer
  * sums do not depend on their order: a distributed run's ranks add theirs (MPI_Allreduce) and
  * get the sum of one process, bit for bit. */
 inline ulong2 mz_dfsph_fixed(float e, float unit)

@@ -136,16 +136,16 @@ static void test_dfsph_2d(void **state)
     (void)state;
     SKIP_WITHOUT_MPI();
     /* boundary particles, CFL steps; the column falls across the slab boundaries from frame 1 */
-    assert_ranks_match("DFSPH 2D dam break", "scenes/dam_break_2d.json --set fluids[0].solver=dfsph",
-                       4);
+    assert_ranks_match("DFSPH 2D dam break",
+                       "scenes/dam_break_2d.json --set fluids[0].solver=dfsph", 4);
 }
 
 static void test_dfsph_3d(void **state)
 {
     (void)state;
     SKIP_WITHOUT_MPI();
-    assert_ranks_match("DFSPH 3D dam break", "scenes/dam_break_3d.json --set fluids[0].solver=dfsph",
-                       2);
+    assert_ranks_match("DFSPH 3D dam break",
+                       "scenes/dam_break_3d.json --set fluids[0].solver=dfsph", 2);
 }
 
 /* A DFSPH checkpoint written by 2 ranks (its warm starts' stiffnesses travel with the particles)

@@ -229,6 +229,21 @@ static void test_moving_boundaries(void **state)
                           "scenes/rolling_tank.json --frames 6 --set domain.motion.ramp=0.1");
 }
 
+/* DFSPH under mpirun (src/solvers/sph/dfsph_dist.c) with what WCSPH has there: probes, gauges
+ * and forces on the walls and a post (its solves' pressure impulses gathered by the owners of
+ * the fluid), and the piston wave maker (a moving collider). */
+static void test_dfsph_observed(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_MPI();
+    char args[1024];
+    snprintf(args, sizeof args, "%s --frames 2 --set fluids[0].solver=dfsph", observed_scene());
+    assert_observed_match("observables, DFSPH", args);
+    assert_observed_match("wave maker, DFSPH",
+                          "scenes/wave_flume.json --frames 4 --set colliders[0].motion.ramp=0.1 "
+                          "--set fluids[0].solver=dfsph --set fluids[0].density_method=summation");
+}
+
 
 int main(void)
 {
@@ -236,6 +251,8 @@ int main(void)
         cmocka_unit_test(test_observables),
         cmocka_unit_test(test_observables_resume),
         cmocka_unit_test(test_moving_boundaries),
+        cmocka_unit_test(test_dfsph_observed),
     };
+    test_filter_from_env("MPI_TEST"); /* e.g. MPI_TEST='*dfsph*' */
     return cmocka_run_group_tests(tests, setup, NULL);
 }
