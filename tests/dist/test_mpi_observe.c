@@ -231,7 +231,8 @@ static void test_moving_boundaries(void **state)
 
 /* DFSPH under mpirun (src/solvers/sph/dfsph_dist.c) with what WCSPH has there: probes, gauges
  * and forces on the walls and a post (its solves' pressure impulses gathered by the owners of
- * the fluid), and the piston wave maker (a moving collider). */
+ * the fluid), the piston wave maker (a moving collider) and the rolling tank (the domain's
+ * motion). */
 static void test_dfsph_observed(void **state)
 {
     (void)state;
@@ -241,6 +242,9 @@ static void test_dfsph_observed(void **state)
     assert_observed_match("observables, DFSPH", args);
     assert_observed_match("wave maker, DFSPH",
                           "scenes/wave_flume.json --frames 4 --set colliders[0].motion.ramp=0.1 "
+                          "--set fluids[0].solver=dfsph --set fluids[0].density_method=summation");
+    assert_observed_match("rolling tank, DFSPH",
+                          "scenes/rolling_tank.json --frames 3 --set domain.motion.ramp=0.1 "
                           "--set fluids[0].solver=dfsph --set fluids[0].density_method=summation");
 }
 
