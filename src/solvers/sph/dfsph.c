@@ -118,8 +118,10 @@ static bool error_pass(mz_sim *sim, dfsph_state *st, int density, double dt, int
         groups = 1;
     cl_float dt_f = (cl_float)dt;
     cl_uint groups_u = (cl_uint)groups, end_u = (cl_uint)end;
-    /* The fixed point's unit: a power of two, 2^40 / ρ0 within a factor 2 (mz_dfsph_fixed). */
-    double unit = ldexp(1.0, 40 - ilogb(st->P.rest_density));
+    /* The fixed point's unit: a power of two, 2^40 / ρ0 within a factor 2 (mz_dfsph_fixed),
+     * kept a finite float for any ρ0. */
+    int exponent = 40 - ilogb(st->P.rest_density);
+    double unit = ldexp(1.0, exponent < -100 ? -100 : exponent > 100 ? 100 : exponent);
     cl_float unit_f = (cl_float)unit;
     const sph_lists *l = &st->lists;
     uint64_t total[2] = {0, 0};
