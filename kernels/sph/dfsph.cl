@@ -14,7 +14,8 @@
  * alone, and sums the errors per work-group; dfsph_apply changes the velocities by the pressure
  * accelerations of those stiffnesses, −Σ_j m (k_i/ρ_i + k_j/ρ_j) ∇W_ij − Σ_b m_b (k_i/ρ_i) ∇W_ib
  * (times 1/dt for the density solve). Every sum runs over neighbours in the grid's fixed order
- * and the error sums are trees of fixed shape: deterministic. Boundary particles (mass m_b, at
+ * and the error sums are of integers: deterministic, and the same however the particles are
+ * split. Boundary particles (mass m_b, at
  * rest) enter the density, the factor and the rates. They are the fluid lattice continued into
  * the walls, so they push as fluid at the particle's own pressure would (k_b/ρ_b = k_i/ρ_i, as
  * the mirror of Adami et al. 2012): 2 m_b (k_i/ρ_i) ∇W_ib. With Akinci's one-sided factor 1 a
@@ -45,6 +46,18 @@ inline float4 mz_dfsph_grad(const mz_sph *P, float4 dx, float r2)
         return (float4)(0.0f);
     float hr = P->h - r;
     return (P->spiky_grad * hr * hr / r) * dx;
+}
+
+/* An error e ≥ 0 in fixed point for the solves' sums: q = e · unit (unit a power of two near
+ * 2^40 / ρ0, so the product is exact), at most 2^56 − 1 (also for +inf), as the halves
+ * (q >> 24, q mod 2^24): each under 2^32, so 2^32 particles' add up in 64 bits. Integer
+ * sums do not depend on their order: a distributed run's ranks add theirs (MPI_Allreduce) and
+ * get the sum of one process, bit for bit. */
+inline ulong2 mz_dfsph_fixed(float e, float unit)
+{
+    float r = e * unit;
+    ulong q = r < 72057594037927936.0f ? convert_ulong(r) : 72057594037927935UL;
+    return (ulong2)(q >> 24, q & 0xFFFFFFUL);
 }
 
 /* ρ_i by summation and the stiffness factor α_i = ρ_i / ((G + 2 G_b)·(G + G_b) + Σ_j |m ∇W_ij|²),
@@ -156,11 +169,12 @@ kernel void dfsph_predict(uint n, float dt, global const float4 *acc, global flo
  * Only compression is corrected: a free surface may expand. A warm pass (warm == 1, the
  * divergence solve) takes k_i = K_i instead, the stiffness the last step's solve ended with,
  * where the particle's density is rising now. Per work-group sums of e_i into partial (the kernel runs over
- * whole groups of local size; items past n add 0). */
-kernel void dfsph_error(uint n, int density, float dt, int warm, mz_sph P,
+ * whole groups of local size; items past n add 0), in fixed point (mz_dfsph_fixed) so that any
+ * split of the particles, over ranks or groups, gives the same sum. */
+kernel void dfsph_error(uint n, int density, float dt, int warm, float unit, mz_sph P,
                         global const float4 *x, global const float4 *v, global const float *rho,
                         global const float *alpha, MZ_LIST_PARAMS, global const float *K,
-                        global float *k_out, global float *partial, local float *scratch,
+                        global float *k_out, global ulong2 *partial, local ulong2 *scratch,
                         MZ_WALL_MOTION)
 {
     uint i = get_global_id(0), lid = get_local_id(0);
@@ -187,7 +201,7 @@ kernel void dfsph_error(uint n, int density, float dt, int warm, mz_sph P,
             k = e > 0.0f ? K[i] : 0.0f;
         k_out[i] = k;
     }
-    scratch[lid] = e;
+    scratch[lid] = mz_dfsph_fixed(e, unit);
     barrier(CLK_LOCAL_MEM_FENCE);
     for (uint s = get_local_size(0) / 2; s > 0; s /= 2) {
         if (lid < s)
@@ -198,13 +212,12 @@ kernel void dfsph_error(uint n, int density, float dt, int warm, mz_sph P,
         partial[get_group_id(0)] = scratch[0];
 }
 
-/* The sum of partial[0 .. groups) by one work-group: each item adds a strided share in order,
- * then a tree; the same shape every time. */
-kernel void dfsph_sum(uint groups, global const float *partial, global float *total,
-                      local float *scratch)
+/* The sum of partial[0 .. groups) by one work-group (integers: exact in any order). */
+kernel void dfsph_sum(uint groups, global const ulong2 *partial, global ulong2 *total,
+                      local ulong2 *scratch)
 {
     uint lid = get_local_id(0), size = get_local_size(0);
-    float s = 0.0f;
+    ulong2 s = (ulong2)(0);
     for (uint k = lid; k < groups; k += size)
         s += partial[k];
     scratch[lid] = s;
@@ -255,7 +268,9 @@ kernel void dfsph_apply(uint n, float scale, int first, mz_sph P, global const f
  * non-pairwise rest by the viscous Laplacian). Pass 1, after the density solve, before the
  * positions move: plus the solves' pressure force on b, Σ_i m 2 m_b (S_i/ρ_i) ∇_i W_ib (S: the
  * impulses over the steps they belong to, dfsph_apply). Over steps of one length the solids'
- * forces add up to minus the walls' share of the fluid's change of momentum, over dt. */
+ * forces add up to minus the walls' share of the fluid's change of momentum, over dt. A rank
+ * of a distributed run takes the pairs of the fluid particles it owns (own_begin .. own_end − 1),
+ * whose S and rest are its own; the ranks' sums add up to the force. */
 kernel void dfsph_wall_loads(uint n_elems, int pass, float dt, mz_sph P, mz_grid_desc g,
                              global const uint *cs, global const uint *ce,
                              global const float4 *x, global const float4 *v,
@@ -263,7 +278,8 @@ kernel void dfsph_wall_loads(uint n_elems, int pass, float dt, mz_sph P, mz_grid
                              global const float *bm, global const uint *elem,
                              global const uint *slot_of, int rest_on,
                              global const float4 *rest, global const float *S,
-                             global float4 *at, global float4 *force, MZ_WALL_MOTION)
+                             global float4 *at, global float4 *force, MZ_WALL_MOTION,
+                             uint own_begin, uint own_end)
 {
     uint e = get_global_id(0);
     if (e >= n_elems)
@@ -273,6 +289,10 @@ kernel void dfsph_wall_loads(uint n_elems, int pass, float dt, mz_sph P, mz_grid
     float m_b = bm[b];
     float4 f = pass ? force[e] : (float4)(0.0f);
     MZ_NEIGHBOURS_BEGIN(g, cs, ce, x, xb, i, r2)
+#if MZ_SLABS
+        if (i < own_begin || i >= own_end) /* a rank's own pairs (as sph_wall_loads) */
+            continue;
+#endif
         float r = sqrt(r2);
         if (r > P.r_min) {
             float4 dx = mz_vec(x[i] - xb);

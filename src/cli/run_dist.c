@@ -11,14 +11,9 @@
 int run_refuse_distributed(const mz_scene *s)
 {
     const char *why = NULL;
-    mz_solver_kind k = scene_solver(s);
-    if (k == MZ_SOLVER_FLIP)
+    if (scene_solver(s) == MZ_SOLVER_FLIP)
         why = "FLIP is not distributed yet (its pressure projection needs a distributed linear "
               "solver): run FLIP scenes without mpirun";
-    else if (k == MZ_SOLVER_DFSPH)
-        why = "DFSPH is not distributed yet (its pressure solves would exchange halos every "
-              "iteration): run DFSPH scenes without mpirun; WCSPH and collapsed SPH scenes run "
-              "under mpirun";
     if (!why)
         return 0;
     if (dist_rank() == 0)

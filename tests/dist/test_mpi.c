@@ -128,6 +128,66 @@ static void test_two_fluids(void **state)
     assert_ranks_match("two fluids", args, 2);
 }
 
+/* DFSPH (src/solvers/sph/dfsph_dist.c): the halo's densities, stiffnesses and velocities from
+ * their owners after every pass of the two solves, the solves' error sums added over ranks as
+ * integers, so every rank takes one process's iterations. */
+static void test_dfsph_2d(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_MPI();
+    /* boundary particles, CFL steps; the column falls across the slab boundaries from frame 1 */
+    assert_ranks_match("DFSPH 2D dam break",
+                       "scenes/dam_break_2d.json --set fluids[0].solver=dfsph", 4);
+}
+
+static void test_dfsph_3d(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_MPI();
+    assert_ranks_match("DFSPH 3D dam break",
+                       "scenes/dam_break_3d.json --set fluids[0].solver=dfsph", 2);
+}
+
+/* A DFSPH checkpoint written by 2 ranks (its warm starts' stiffnesses travel with the particles)
+ * holds one process's state; resumed by 3 ranks and by one process: the frames of one
+ * uninterrupted process. */
+static void test_dfsph_checkpoint(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_MPI();
+    char args[2048], *err = NULL;
+    const char *ref = test_path("dfref.h5"), *one = test_path("dfck1.h5");
+    const char *two = test_path("dfck2.h5");
+    const char *scene = "scenes/dam_break_2d.json --set fluids[0].solver=dfsph";
+    snprintf(args, sizeof args, "run %s --frames 4 -q -o %s", scene, ref);
+    int rc = run_mizu(args, &err);
+    if (rc != 0)
+        fail_msg("reference: exit %d: %s", rc, err ? err : "");
+    free(err);
+    snprintf(args, sizeof args, "run %s --frames 2 --checkpoint-every 2 -q -o %s", scene, one);
+    if ((rc = run_mizu(args, &err)) != 0)
+        fail_msg("one process, checkpointed: exit %d: %s", rc, err ? err : "");
+    free(err);
+    snprintf(args, sizeof args, "run %s --frames 2 --checkpoint-every 2 -q -o %s", scene, two);
+    if ((rc = run_mpi(2, args, &err)) != 0)
+        fail_msg("2 ranks, checkpointed: exit %d: %s", rc, err ? err : "");
+    free(err);
+    char cmd[1400];
+    snprintf(cmd, sizeof cmd, "h5diff %s %s /state /state >/dev/null 2>&1",
+             test_path("dfck1.ckpt.h5"), test_path("dfck2.ckpt.h5"));
+    if (system(cmd) != 0)
+        fail_msg("the 2-rank DFSPH checkpoint's state differs from one process's");
+    snprintf(args, sizeof args, "run --resume %s --frames 4 -q", test_path("dfck2.ckpt.h5"));
+    if ((rc = run_mpi(3, args, &err)) != 0)
+        fail_msg("resumed with 3 ranks: exit %d: %s", rc, err ? err : "");
+    free(err);
+    assert_same_frames(ref, two, 5);
+    if ((rc = run_mizu(args, &err)) != 0)
+        fail_msg("one process resuming: exit %d: %s", rc, err ? err : "");
+    free(err);
+    assert_same_frames(ref, two, 5);
+}
+
 /* PBF fluid (src/solvers/pbd/pbf_dist.c): the halo's positions and λ changes come from their
  * owners after every pass that makes them, each window sorted by id before its build. */
 static void test_pbf_2d(void **state)
@@ -423,28 +483,36 @@ static void test_buffers_grow(void **state)
 {
     (void)state;
     SKIP_WITHOUT_MPI();
-    const char *scene = test_path("fall.json");
-    write_text(scene,
-               "{\"mizu_scene\": 1, \"simulation\": {\"fps\": 8, \"frames\": 1, "
-               "\"dimensions\": 2, \"adaptive\": true},"
-               "\"domain\": {\"min\": [0, 0, 0], \"max\": [0.2, 0.4, 0]},"
-               "\"fluids\": [{\"solver\": \"wcsph\", \"box\": {\"min\": [0, 0.25, 0], "
-               "\"max\": [0.2, 0.35, 0]}, \"spacing\": 0.0025}]}");
-    char args[1200], *err = NULL;
-    const char *one = test_path("fall1.h5"), *two = test_path("fall2.h5");
-    snprintf(args, sizeof args, "run %s -q -o %s", scene, one);
-    int rc = run_mizu(args, &err);
-    if (rc != 0)
-        fail_msg("one process: exit %d: %s", rc, err ? err : "");
-    free(err);
-    snprintf(args, sizeof args, "run %s -o %s", scene, two); /* the summary says it grew */
-    rc = run_mpi(2, args, &err);
-    unsigned long long grew = 0;
-    const char *at = err ? strstr(err, "its buffers grew ") : NULL;
-    if (rc != 0 || !at || sscanf(at, "its buffers grew %llu", &grew) != 1 || grew == 0)
-        fail_msg("2 ranks: exit %d, no growth reported: %s", rc, err ? err : "");
-    free(err);
-    assert_same_frames(one, two, 2);
+    /* WCSPH, and DFSPH (its scratch and neighbour lists made again for the new room) */
+    static const char *const solvers[] = {"wcsph", "dfsph"};
+    for (int k = 0; k < 2; k++) {
+        const char *scene = test_path("fall.json");
+        char text[800];
+        snprintf(text, sizeof text,
+                 "{\"mizu_scene\": 1, \"simulation\": {\"fps\": 8, \"frames\": 1, "
+                 "\"dimensions\": 2, \"adaptive\": true},"
+                 "\"domain\": {\"min\": [0, 0, 0], \"max\": [0.2, 0.4, 0]},"
+                 "\"fluids\": [{\"solver\": \"%s\", \"box\": {\"min\": [0, 0.25, 0], "
+                 "\"max\": [0.2, 0.35, 0]}, \"spacing\": 0.0025}]}",
+                 solvers[k]);
+        write_text(scene, text);
+        char args[1200], *err = NULL;
+        const char *one = test_path("fall1.h5"), *two = test_path("fall2.h5");
+        snprintf(args, sizeof args, "run %s -q -o %s", scene, one);
+        int rc = run_mizu(args, &err);
+        if (rc != 0)
+            fail_msg("%s, one process: exit %d: %s", solvers[k], rc, err ? err : "");
+        free(err);
+        snprintf(args, sizeof args, "run %s -o %s", scene, two); /* the summary says it grew */
+        rc = run_mpi(2, args, &err);
+        unsigned long long grew = 0;
+        const char *at = err ? strstr(err, "its buffers grew ") : NULL;
+        if (rc != 0 || !at || sscanf(at, "its buffers grew %llu", &grew) != 1 || grew == 0)
+            fail_msg("%s, 2 ranks: exit %d, no growth reported: %s", solvers[k], rc,
+                     err ? err : "");
+        free(err);
+        assert_same_frames(one, two, 2);
+    }
 }
 
 /* Checkpoints under mpirun hold one process's state: 2 ranks write the same checkpoint bytes as
@@ -670,8 +738,8 @@ static void test_collective_disk_full(void **state)
     print_message("full disk, 2 ranks: exit 1 after %ld frames, all readable\n", written);
 }
 
-/* The paths of the datasets under /observables (their links: a probe's fields share one step
- * and time, linked under each). */
+/* What mpirun cannot run is refused at the start, with one message and no output: FLIP (the
+ * one solver not distributed), and more ranks than the domain has layers of cells. */
 static void test_refusals(void **state)
 {
     (void)state;
@@ -682,7 +750,6 @@ static void test_refusals(void **state)
         const char *args, *says;
     } cases[] = {
         {"scenes/flip_dam_break_2d.json", "FLIP is not distributed yet"},
-        {"scenes/bench_dfsph_6859.json", "DFSPH is not distributed yet"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         snprintf(args, sizeof args, "run %s --frames 1 -q -o %s", cases[i].args, out);
@@ -716,6 +783,9 @@ int main(void)
         cmocka_unit_test(test_continuity_density),
         cmocka_unit_test(test_ranks_without_particles),
         cmocka_unit_test(test_two_fluids),
+        cmocka_unit_test(test_dfsph_2d),
+        cmocka_unit_test(test_dfsph_3d),
+        cmocka_unit_test(test_dfsph_checkpoint),
         cmocka_unit_test(test_pbf_2d),
         cmocka_unit_test(test_pbf_3d),
         cmocka_unit_test(test_pbf_checkpoint),

@@ -344,6 +344,26 @@ static void test_ballistic(void **state)
     assert_series_match("ballistic fluid", scene, 20);
 }
 
+/* DFSPH under mpirun (src/solvers/sph/dfsph_dist.c) with what WCSPH has there: probes, gauges
+ * and forces on the walls and a post (its solves' pressure impulses gathered by the owners of
+ * the fluid), the piston wave maker (a moving collider) and the rolling tank (the domain's
+ * motion). */
+static void test_dfsph_observed(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_MPI();
+    char args[1024];
+    snprintf(args, sizeof args, "%s --frames 2 --set fluids[0].solver=dfsph", observed_scene());
+    assert_observed_match("observables, DFSPH", args);
+    assert_observed_match("wave maker, DFSPH",
+                          "scenes/wave_flume.json --frames 4 --set colliders[0].motion.ramp=0.1 "
+                          "--set fluids[0].solver=dfsph --set fluids[0].density_method=summation");
+    assert_observed_match("rolling tank, DFSPH",
+                          "scenes/rolling_tank.json --frames 3 --set domain.motion.ramp=0.1 "
+                          "--set fluids[0].solver=dfsph --set fluids[0].density_method=summation");
+}
+
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -355,5 +375,9 @@ int main(void)
         cmocka_unit_test(test_ballistic),
     };
     test_filter_from_env("MPI_TEST"); /* e.g. MPI_TEST='*position*' */
+
+        cmocka_unit_test(test_dfsph_observed),
+    };
+    test_filter_from_env("MPI_TEST"); /* e.g. MPI_TEST='*dfsph*' */
     return cmocka_run_group_tests(tests, setup, NULL);
 }

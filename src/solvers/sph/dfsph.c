@@ -8,16 +8,20 @@
  * least twice for the density and once for the divergence, at most MAX_ITERATIONS times. The
  * divergence solve starts from the stiffnesses the last step's ended with (warm start; see
  * solve for why the density solve does not). The errors are
- * summed on the device in trees of fixed shape and read back once an iteration. */
+ * summed on the device as integers (fixed point) and read back once an iteration: the same sum
+ * however the particles are split, so that ranks under mpirun (dfsph_dist.c) take one process's
+ * iterations. */
 #include "build/build.h"
 #include "device/grid.h"
 #include "solvers/sim.h"
 #include "solvers/boundary.h"
 #include "solvers/sph/dfsph.h"
+#include "solvers/sph/dfsph_dist.h"
 #include "solvers/sph/loads.h"
 #include "solvers/sph/neighbour_list.h"
 #include "solvers/sph/sph.h"
 #include "solvers/sph/step_size.h"
+#include "dist/dist.h"
 #include "util/err.h"
 
 #include <math.h>
@@ -45,18 +49,32 @@ typedef struct dfsph_state {
     cl_mem S;        /* with loads: the step's Σ scale k per particle (dfsph_apply) */
     bool s_first;    /* the next apply is the step's first */
     cl_mem rho, alpha, k, K, Kv, p, a2;
-    cl_mem partial, total; /* the error sums */
+    cl_mem partial, total; /* the error sums (two 64-bit integers a group, dfsph.cl) */
     sph_lists lists; /* the step's neighbours, written by the density pass */
     sph_step_size step_size; /* |v|max and |a|max */
     double dt_last; /* the last step's dt (the first step's guess before any) */
     double dt_viscous; /* the explicit viscosity's stable step (infinite without) */
     mz_dfsph_stats stats; /* over the run, for the summary and tests */
     long capped_warned_step;
+    dfsph_dist dist; /* under mpirun */
 } dfsph_state;
 
 static cl_mem dfsph_buffer(mz_sim *sim, size_t bytes, const char *what)
 {
     return mz_cl_buffer(sim->cl, CL_MEM_READ_WRITE, bytes, NULL, what);
+}
+
+/* A scratch buffer replaced by an empty one of `bytes` (none made: left so). */
+static bool renew(mz_sim *sim, cl_mem *b, size_t bytes)
+{
+    if (!*b)
+        return true;
+    cl_mem nb = dfsph_buffer(sim, bytes, "clCreateBuffer(DFSPH scratch)");
+    if (!nb)
+        return false;
+    clReleaseMemObject(*b);
+    *b = nb;
+    return true;
 }
 
 static boundary_args bound_of(const dfsph_state *st)
@@ -78,7 +96,7 @@ static bool density_alpha(mz_sim *sim, dfsph_state *st)
                    A(b.pos), A(b.mass), A(b.nb), A(l->stride), A(l->cap), A(l->fluid),
                    A(l->fluid_count), A(l->wall), A(l->wall_count), A(l->overflow),
                    A(st->rho), A(st->alpha)) ||
-            !sim_launch(sim, st->k_density, sim->n, STAGE_DENSITY, "dfsph_density_alpha"))
+            !dfsph_launch_owned(sim, st->k_density, STAGE_DENSITY, "dfsph_density_alpha"))
             return false;
         int fits = sph_lists_after_build(l, sim);
         if (fits != 0)
@@ -93,36 +111,45 @@ static bool error_pass(mz_sim *sim, dfsph_state *st, int density, double dt, int
 {
     boundary_args b = bound_of(st);
     size_t local = st->step_size.local; /* the error sums' groups: the step size's */
-    size_t groups = (sim->n + local - 1) / local;
+    size_t begin, end; /* the owned particles (all of them in one process) */
+    sim_owned(sim, &begin, &end);
+    size_t groups = (end - begin + local - 1) / local;
     if (groups == 0)
         groups = 1;
     cl_float dt_f = (cl_float)dt;
-    cl_uint groups_u = (cl_uint)groups;
+    cl_uint groups_u = (cl_uint)groups, end_u = (cl_uint)end;
+    /* The fixed point's unit: a power of two, 2^40 / ρ0 within a factor 2 (mz_dfsph_fixed),
+     * kept a finite float for any ρ0. */
+    int exponent = 40 - ilogb(st->P.rest_density);
+    double unit = ldexp(1.0, exponent < -100 ? -100 : exponent > 100 ? 100 : exponent);
+    cl_float unit_f = (cl_float)unit;
     const sph_lists *l = &st->lists;
-    float total = 0.0f;
+    uint64_t total[2] = {0, 0};
     bool ok =
-        KARGS(st->k_error, "dfsph_error", A(sim->n_u), A(density), A(dt_f), A(warm),
+        KARGS(st->k_error, "dfsph_error", A(end_u), A(density), A(dt_f), A(warm), A(unit_f),
               A(st->P), A(sim->pos), A(sim->vel), A(st->rho), A(st->alpha), A(l->stride),
               A(l->fluid), A(l->fluid_count), A(l->wall), A(l->wall_count), A(b.pos),
               A(b.mass), A(K), A(st->k), A(st->partial)) &&
-        cl_ok(clSetKernelArg(st->k_error, 19, 4 * local, NULL),
+        cl_ok(clSetKernelArg(st->k_error, 20, 16 * local, NULL),
               "clSetKernelArg(dfsph_error, scratch)") &&
-        cl_ok(clSetKernelArg(st->k_error, 20, sizeof b.moving, &b.moving),
+        cl_ok(clSetKernelArg(st->k_error, 21, sizeof b.moving, &b.moving),
               "clSetKernelArg(dfsph_error)") &&
-        cl_ok(clSetKernelArg(st->k_error, 21, sizeof b.vel, &b.vel),
+        cl_ok(clSetKernelArg(st->k_error, 22, sizeof b.vel, &b.vel),
               "clSetKernelArg(dfsph_error)") &&
-        cl_ok(clSetKernelArg(st->k_error, 22, sizeof b.acc, &b.acc),
+        cl_ok(clSetKernelArg(st->k_error, 23, sizeof b.acc, &b.acc),
               "clSetKernelArg(dfsph_error)") &&
-        sim_launch_local(sim, st->k_error, 0, groups * local, local, stage,
+        sim_launch_local(sim, st->k_error, begin, groups * local, local, stage,
                          "dfsph_error") &&
         KARGS(st->k_sum, "dfsph_sum", A(groups_u), A(st->partial), A(st->total)) &&
-        cl_ok(clSetKernelArg(st->k_sum, 3, 4 * local, NULL),
+        cl_ok(clSetKernelArg(st->k_sum, 3, 16 * local, NULL),
               "clSetKernelArg(dfsph_sum, scratch)") &&
         sim_launch_local(sim, st->k_sum, 0, local, local, stage, "dfsph_sum") &&
-        cl_ok(clEnqueueReadBuffer(sim->cl->queue, st->total, CL_TRUE, 0, sizeof total, &total, 0,
+        cl_ok(clEnqueueReadBuffer(sim->cl->queue, st->total, CL_TRUE, 0, sizeof total, total, 0,
                                   NULL, NULL),
               "clEnqueueReadBuffer(DFSPH error)");
-    *avg = sim->n ? total / (double)sim->n : 0.0;
+    if (!ok && st->dist.on) /* the other ranks wait in the sum */
+        dist_abort(MZ_EXIT_RUNTIME);
+    *avg = dfsph_dist_average(sim, total, unit);
     return ok;
 }
 
@@ -136,12 +163,15 @@ static bool apply_pass(mz_sim *sim, dfsph_state *st, double scale, int first, cl
     cl_int keep_s = st->loads.on, s_first = st->s_first;
     cl_float weight_f = (cl_float)weight;
     st->s_first = false;
-    return KARGS(st->k_apply, "dfsph_apply", A(sim->n_u), A(scale_f), A(first), A(st->P),
+    /* Distributed: the halo's k from their owners before, its velocities after. */
+    return dfsph_dist_share(&st->dist, st->k, 4) &&
+           KARGS(st->k_apply, "dfsph_apply", A(sim->n_u), A(scale_f), A(first), A(st->P),
                  A(sim->pos), A(st->rho), A(st->k), A(l->stride), A(l->fluid),
                  A(l->fluid_count), A(l->wall), A(l->wall_count), A(b.pos), A(b.mass), A(K),
                  A(sim->vel), A(keep_s), A(s_first), A(weight_f),
                  A(*(st->S ? &st->S : &st->k))) &&
-           sim_launch(sim, st->k_apply, sim->n, stage, "dfsph_apply");
+           dfsph_launch_owned(sim, st->k_apply, stage, "dfsph_apply") &&
+           dfsph_dist_share(&st->dist, sim->vel, 16);
 }
 
 /* A solve: the warm pass (warm), then iterations until the average error is below tol (in
@@ -183,10 +213,15 @@ static int solve(mz_sim *sim, dfsph_state *st, int density, double dt, bool warm
 /* The CFL step: dt = cfl · min(h / |v|max, sqrt(h / |a|max)), within the frame. */
 static int choose_dt(mz_sim *sim, dfsph_state *st, double frame_dt, double *dt)
 {
+    size_t begin, end;
+    sim_owned(sim, &begin, &end);
     float v2, a2;
-    if (sph_speed_accel_max(&st->step_size, sim, st->k_max, sim->vel, st->a2, 0, sim->n,
+    if (sph_speed_accel_max(&st->step_size, sim, st->k_max, sim->vel, st->a2, begin, end,
                             STAGE_FORCES, &v2, &a2) != 0)
         return -1;
+    /* Every rank takes the same step: the maxima over all of them (exact). */
+    v2 = dist_max_float(v2);
+    a2 = dist_max_float(a2);
     if (!isfinite(v2) || !isfinite(a2)) {
         mz_error("the simulation blew up at t = %.6g s (step %ld): velocities or accelerations "
                  "are no longer finite. Likely causes: a step too long for the flow (lower "
@@ -225,13 +260,22 @@ static bool gather_loads(mz_sim *sim, dfsph_state *st, cl_int pass, double dt)
     boundary_args b = bound_of(st);
     cl_uint n = (cl_uint)e->n;
     cl_float dt_f = (cl_float)dt;
+    size_t begin, end; /* distributed: the pairs of the fluid this rank owns */
+    sim_owned(sim, &begin, &end);
+    cl_uint own_begin = (cl_uint)begin, own_end = (cl_uint)end;
     return KARGS(st->loads.k, "dfsph_wall_loads", A(n), A(pass), A(dt_f), A(st->P),
                  A(st->grid.desc), A(st->grid.cell_start), A(st->grid.cell_end), A(sim->pos),
                  A(sim->vel), A(st->rho), A(st->bound.pos), A(st->bound.mass),
                  A(st->loads.elem), A(st->bound.slot_of), A(st->loads.rest_on),
                  A(st->loads.rest), A(st->S), A(e->at), A(e->force), A(b.moving), A(b.vel),
-                 A(b.acc)) &&
+                 A(b.acc), A(own_begin), A(own_end)) &&
            sim_launch(sim, st->loads.k, n, MZ_STAGE_OBSERVE, "dfsph_wall_loads");
+}
+
+static int build_grid(mz_sim *sim, dfsph_state *st)
+{
+    return grid_build(&st->grid, sim->pos) != 0 || dfsph_dist_after_build(&st->dist) != 0 ? -1
+                                                                                        : 0;
 }
 
 static int dfsph_step(mz_sim *sim, dfsph_state *st, double frame_dt)
@@ -239,11 +283,14 @@ static int dfsph_step(mz_sim *sim, dfsph_state *st, double frame_dt)
     const mz_fluid *f = &sim->scene->fluids[0];
     double rho0 = st->P.rest_density, left;
     st->frame = sim_frame(sim->scene, sim->time);
-    if (boundary_move(&st->bound, sim, sim->time) != 0 || grid_build(&st->grid, sim->pos) != 0)
+    if (dfsph_dist_exchange(&st->dist, sim) != 0 ||
+        boundary_move(&st->bound, sim, sim->time) != 0 || build_grid(sim, st) != 0)
         return -1;
     sim_profile_grid(sim, &st->grid, STAGE_GRID);
     sim_grid_built(sim); /* the probes due at the last step's end, before anything moves */
-    if (!density_alpha(sim, st))
+    /* Distributed: the halo's densities, which the forces and every apply read, from their
+     * owners. */
+    if (!density_alpha(sim, st) || !dfsph_dist_share(&st->dist, st->rho, 4))
         return -1;
     st->s_first = true;
     /* The divergence solve ends the last step (its velocities at the new positions). */
@@ -262,7 +309,7 @@ static int dfsph_step(mz_sim *sim, dfsph_state *st, double frame_dt)
                A(b.pos), A(b.mass), A(sim->pred), A(st->a2), A(st->loads.rest_on),
                A(*(st->loads.rest ? &st->loads.rest : &st->a2)), A(b.moving), A(b.vel),
                A(b.acc)) ||
-        !sim_launch(sim, st->k_forces, sim->n, STAGE_FORCES, "dfsph_forces"))
+        !dfsph_launch_owned(sim, st->k_forces, STAGE_FORCES, "dfsph_forces"))
         return -1;
     double dt;
     if (choose_dt(sim, st, frame_dt, &dt) != 0)
@@ -274,7 +321,8 @@ static int dfsph_step(mz_sim *sim, dfsph_state *st, double frame_dt)
     cl_float dt_f = (cl_float)dt;
     if (!KARGS(st->k_predict, "dfsph_predict", A(sim->n_u), A(dt_f), A(sim->pred),
                A(sim->vel)) ||
-        !sim_launch(sim, st->k_predict, sim->n, STAGE_FORCES, "dfsph_predict"))
+        !dfsph_launch_owned(sim, st->k_predict, STAGE_FORCES, "dfsph_predict") ||
+        !dfsph_dist_share(&st->dist, sim->vel, 16))
         return -1;
     it = solve(sim, st, 1, dt, false, f->density_tolerance * rho0, 2, &left);
     if (it < 0)
@@ -287,7 +335,7 @@ static int dfsph_step(mz_sim *sim, dfsph_state *st, double frame_dt)
         return -1;
     if (!KARGS(st->k_advect, "dfsph_advect", A(sim->n_u), A(dt_f), A(st->walls), A(st->rho),
                A(st->K), A(sim->pos), A(sim->vel), A(st->p)) ||
-        !sim_launch(sim, st->k_advect, sim->n, STAGE_ADVECT, "dfsph_advect"))
+        !dfsph_launch_owned(sim, st->k_advect, STAGE_ADVECT, "dfsph_advect"))
         return -1;
     st->dt_last = dt;
     st->stats.steps++;
@@ -304,6 +352,7 @@ static int dfsph_advance(mz_sim *sim, double frame_dt)
         if (sim_frame_left(sim, frame_dt) && sim_stop_here(sim))
             return 1;
     }
+    dfsph_dist_rebalance(&st->dist);
     return 0;
 }
 
@@ -311,6 +360,33 @@ static int dfsph_advance(mz_sim *sim, double frame_dt)
 static size_t error_groups(size_t n, size_t local)
 {
     return n / local + 1;
+}
+
+/* Distributed: room for cap particles (slabs.h's grow), between two steps. The grid keeps the
+ * buffers that travel with the particles; the rest is rewritten by every step before it is
+ * read, the neighbour lists included (their stride is the room). */
+static int dfsph_grow(void *ctx, size_t cap)
+{
+    mz_sim *sim = ctx;
+    dfsph_state *st = sim->state;
+    if (grid_reserve(&st->grid, cap) != 0)
+        return -1;
+    cl_mem *scratch4[] = {&st->rho, &st->alpha, &st->k, &st->p, &st->a2, &st->S};
+    bool ok = renew(sim, &sim->pred, 16 * cap) &&
+              renew(sim, &st->partial, 16 * error_groups(cap, st->step_size.local)) &&
+              (!st->loads.rest_on || renew(sim, &st->loads.rest, 16 * cap));
+    for (size_t i = 0; ok && i < sizeof scratch4 / sizeof *scratch4; i++)
+        ok = grid_moves(&st->grid, scratch4[i]) || renew(sim, scratch4[i], 4 * cap);
+    if (!ok)
+        return -1;
+    unsigned list_cap = st->lists.cap;
+    long grown = st->lists.grown;
+    sim->cap = cap;
+    sph_lists_release(&st->lists);
+    if (sph_lists_init(&st->lists, sim) != 0 || sph_lists_resize(&st->lists, sim, list_cap) != 0)
+        return -1;
+    st->lists.grown = grown;
+    return 0;
 }
 
 static int dfsph_init(mz_sim *sim)
@@ -349,8 +425,8 @@ static int dfsph_init(mz_sim *sim)
     for (size_t i = 0; i < sizeof per4 / sizeof *per4; i++)
         if (!(*per4[i] = dfsph_buffer(sim, 4 * (n ? n : 1), "clCreateBuffer(DFSPH)")))
             return -1;
-    st->partial = dfsph_buffer(sim, 4 * groups, "clCreateBuffer(DFSPH error sums)");
-    st->total = dfsph_buffer(sim, 4, "clCreateBuffer(DFSPH error)");
+    st->partial = dfsph_buffer(sim, 16 * groups, "clCreateBuffer(DFSPH error sums)");
+    st->total = dfsph_buffer(sim, 16, "clCreateBuffer(DFSPH error)");
     if (!st->partial || !st->total || sph_lists_init(&st->lists, sim) != 0)
         return -1;
     cl_float zero = 0.0f;
@@ -360,24 +436,34 @@ static int dfsph_init(mz_sim *sim)
                                        4 * (n ? n : 1), 0, NULL, NULL),
                    "clEnqueueFillBuffer(DFSPH)"))
             return -1;
+    /* Distributed: the plan found the whole run's grid dense (slabs.h); a rank's is the same. */
     if (grid_create(&st->grid, sim->cl, n, st->P.h, s->sim.dimensions, s->domain.min,
-                    s->domain.max, MZ_GRID_AUTO) != 0)
+                    s->domain.max, sim->plan ? MZ_GRID_SLABS : MZ_GRID_AUTO) != 0)
         return -1;
     st->grid_made = true;
     sim->grid = &st->grid;
-    /* The stiffnesses travel with the particles: the next step's warm start. */
-    cl_mem *moved4[] = {&sim->inv_mass, &sim->id, &sim->body, &st->K, &st->Kv};
+    /* The stiffnesses travel with the particles: the next step's warm start. No pass reads a
+     * neighbour's, nor its id, body or inverse mass: a distributed run's halo copies go without. */
+    cl_mem *owned4[] = {&sim->inv_mass, &sim->id, &sim->body, &st->K, &st->Kv};
     if (grid_set_count(&st->grid, sim->n) != 0 || grid_register(&st->grid, &sim->pos, 16) ||
         grid_register(&st->grid, &sim->vel, 16))
         return -1;
-    for (size_t i = 0; i < sizeof moved4 / sizeof *moved4; i++)
-        if (grid_register(&st->grid, moved4[i], 4))
+    for (size_t i = 0; i < sizeof owned4 / sizeof *owned4; i++)
+        if (grid_register_owned(&st->grid, owned4[i], 4))
             return -1;
+    /* Distributed with probes: they read the last step's densities and pressures after the
+     * next step's exchange and build (solvers/observe.h), so those go with their owners. */
+    if (sim->plan && s->n_probes > 0 && (grid_register_owned(&st->grid, &st->rho, 4) ||
+                                         grid_register_owned(&st->grid, &st->p, 4)))
+        return -1;
     if (boundary_init(&st->bound, sim, st->P.mass, st->P.h,
                       st->grid.desc.hashed ? MZ_GRID_HASHED : MZ_GRID_DENSE) != 0 ||
         sph_loads_init(&st->loads, sim, &st->bound, st->program, "dfsph_wall_loads") != 0)
         return -1;
     if (st->loads.on && !(st->S = dfsph_buffer(sim, 4 * (n ? n : 1), "clCreateBuffer(DFSPH)")))
+        return -1;
+    /* Distributed: keep this rank's window of its share (one halo layer: dfsph_slab_geometry). */
+    if (dfsph_dist_init(&st->dist, sim, &st->grid, dfsph_grow) != 0)
         return -1;
     /* The first step's divergence solve measures its error against a step this long: the
      * force criterion for gravity, or a CFL step of the initial speeds. */
@@ -387,7 +473,7 @@ static int dfsph_init(mz_sim *sim)
     if (g > 0)
         st->dt_last = fmin(st->dt_last, scene_cfl(s) * sqrt(st->P.h / g));
     /* Frame 0's density. */
-    if (grid_build(&st->grid, sim->pos) != 0 || !density_alpha(sim, st))
+    if (build_grid(sim, st) != 0 || !density_alpha(sim, st))
         return -1;
     sim->field[MZ_FIELD_DENSITY] = &st->rho;
     sim->field[MZ_FIELD_PRESSURE] = &st->p;
@@ -399,6 +485,7 @@ static void dfsph_release(mz_sim *sim)
     dfsph_state *st = sim->state;
     if (!st)
         return;
+    dfsph_dist_release(&st->dist, sim);
     if (st->grid_made)
         grid_release(&st->grid);
     sph_loads_release(&st->loads);
@@ -438,12 +525,16 @@ static size_t dfsph_state_parts(mz_sim *sim, mz_state_part *parts, size_t max)
 static size_t dfsph_device_bytes(const mz_scene *s, size_t n, size_t *held)
 {
     sph_params P = sph_params_for(s);
-    size_t room = n ? n : 1, elems[] = {16, 16, 4, 4, 4, 4, 4};
+    /* Distributed: a dense grid of the window, and with probes the densities and pressures
+     * travel too (dfsph_init). */
+    bool slabs = dist_active();
+    size_t room = n ? n : 1, elems[] = {16, 16, 4, 4, 4, 4, 4, 4, 4};
+    int n_reg = slabs && s->n_probes > 0 ? 9 : 7;
     size_t cells = grid_cells_in(n, P.h, s->sim.dimensions, s->domain.min, s->domain.max,
-                                 MZ_GRID_AUTO);
-    size_t own = 7 * 4 * room + 4 * error_groups(n, SPH_STEP_SIZE_CPU_LOCAL) + 4 +
+                                 slabs ? MZ_GRID_DENSE : MZ_GRID_AUTO);
+    size_t own = 7 * 4 * room + 16 * error_groups(n, SPH_STEP_SIZE_CPU_LOCAL) + 16 +
                  sph_step_size_bytes() + room * sph_lists_bytes(s) + 4 +
-                 grid_device_bytes(n, cells, elems, sizeof elems / sizeof *elems, false, false, 0);
+                 grid_device_bytes(n, cells, elems, n_reg, slabs, false, 0);
     size_t walls_sorting, walls = boundary_device_bytes(s, n, P.h, &walls_sorting);
     size_t loads = sph_loads_bytes(s, n);
     *held = own + walls + loads + (loads ? 4 * room : 0); /* S: with forces measured */
@@ -487,7 +578,10 @@ static void dfsph_report(const mz_sim *sim, FILE *out)
 static int dfsph_grid_now(mz_sim *sim)
 {
     dfsph_state *st = sim->state;
-    return grid_index(&st->grid, sim->pos);
+    if (!st->dist.on)
+        return grid_index(&st->grid, sim->pos);
+    /* a rank exchanges and builds as the step will again (which then changes nothing) */
+    return dfsph_dist_exchange(&st->dist, sim) != 0 ? -1 : build_grid(sim, st);
 }
 
 const mz_solver mz_solver_dfsph = {
@@ -500,4 +594,5 @@ const mz_solver mz_solver_dfsph = {
     .state = dfsph_state_parts,
     .report = dfsph_report,
     .grid_now = dfsph_grid_now,
+    .slab_geometry = dfsph_slab_geometry,
 };

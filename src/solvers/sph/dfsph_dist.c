@@ -1,0 +1,98 @@
+/* DFSPH under mpirun (dfsph_dist.h; docs/distributed.md, "DFSPH").
+ *
+ * - A rank computes its owned particles only; every pass reads its neighbours' values, and of
+ *   the halo's (one layer) those its owners computed: positions and velocities from the step's
+ *   exchange, then after each pass that changes them — the densities after the density pass
+ *   (the forces and every apply read ρ_j), each pass's stiffnesses k before the apply that reads
+ *   k_j, the velocities after each apply and after the prediction (the next error pass and the
+ *   forces read v_j). α, the running totals K and the forces on walls' S are read of the
+ *   particle's own slot only, and K travels with its owner.
+ * - The solves stop on the average error over all particles: the ranks add their integer sums
+ *   (MPI_Allreduce), which is one process's sum whatever the split, so every rank takes one
+ *   process's iterations.
+ * - The step size is the maximum over ranks (exact), as for WCSPH. */
+#include "solvers/sph/dfsph_dist.h"
+
+#include "dist/dist.h"
+#include "solvers/sph/sph.h"
+
+#include <math.h>
+
+void dfsph_slab_geometry(const mz_scene *s, double *h, int *halo)
+{
+    *h = sph_params_for(s).h; /* the grid's cell, as dfsph_init makes it */
+    /* Positions do not move between the build and the solves (the lists are the step's): a
+     * pass of an owned particle reads one layer beyond; what the halo itself would need of a
+     * layer further comes from the owners instead. */
+    *halo = 1;
+}
+
+int dfsph_dist_init(dfsph_dist *d, mz_sim *sim, mz_grid *g, int (*grow)(void *ctx, size_t cap))
+{
+    if (!sim->plan)
+        return 0;
+    if (slabs_create(&d->slabs, g, sim->plan, sim->pos) != 0)
+        return -1;
+    d->on = true;
+    d->slabs.grow = grow;
+    d->slabs.grow_ctx = sim;
+    sim->slabs = &d->slabs;
+    sim_set_count(sim, g->n);
+    return 0;
+}
+
+int dfsph_dist_exchange(dfsph_dist *d, mz_sim *sim)
+{
+    if (!d->on)
+        return 0;
+    if (slabs_exchange(&d->slabs, sim->pos) != 0)
+        return -1;
+    sim_set_count(sim, d->slabs.grid->n);
+    return 0;
+}
+
+int dfsph_dist_after_build(dfsph_dist *d)
+{
+    return d->on ? slabs_after_build(&d->slabs) : 0;
+}
+
+bool dfsph_dist_share(dfsph_dist *d, cl_mem buf, size_t elem)
+{
+    if (!d->on)
+        return true;
+    cl_mem b[1] = {buf};
+    size_t e[1] = {elem};
+    return slabs_share_begin(&d->slabs, b, e, 1) == 0 &&
+           slabs_share_end(&d->slabs, b, e, 1) == 0;
+}
+
+bool dfsph_launch_owned(mz_sim *sim, cl_kernel k, int stage, const char *name)
+{
+    size_t begin, end;
+    sim_owned(sim, &begin, &end);
+    cl_uint end_u = (cl_uint)end; /* the count: the launch's rounding stays out of the halo */
+    return cl_ok(clSetKernelArg(k, 0, sizeof end_u, &end_u), "clSetKernelArg(owned)") &&
+           sim_launch_range(sim, k, begin, end, stage, name);
+}
+
+double dfsph_dist_average(mz_sim *sim, uint64_t total[2], double unit)
+{
+    dist_sum_u64(total, 2);
+    double sum = ldexp((double)total[0], 24) + (double)total[1];
+    return sim->n_total ? sum / unit / (double)sim->n_total : 0.0;
+}
+
+void dfsph_dist_rebalance(dfsph_dist *d)
+{
+    if (d->on)
+        slabs_rebalance(&d->slabs);
+}
+
+void dfsph_dist_release(dfsph_dist *d, mz_sim *sim)
+{
+    if (d->on) /* before the grid: its pinned buffers go through the grid's queue */
+        slabs_release(&d->slabs);
+    if (sim->slabs == &d->slabs)
+        sim->slabs = NULL;
+    d->on = false;
+}
