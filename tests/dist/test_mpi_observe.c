@@ -363,7 +363,6 @@ static void test_dfsph_observed(void **state)
                           "--set fluids[0].solver=dfsph --set fluids[0].density_method=summation");
 }
 
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -373,9 +372,6 @@ int main(void)
         cmocka_unit_test(test_moving_position_based),
         cmocka_unit_test(test_observables_pbf),
         cmocka_unit_test(test_ballistic),
-    };
-    test_filter_from_env("MPI_TEST"); /* e.g. MPI_TEST='*position*' */
-
         cmocka_unit_test(test_dfsph_observed),
     };
     test_filter_from_env("MPI_TEST"); /* e.g. MPI_TEST='*dfsph*' */
