@@ -524,8 +524,10 @@ static bool sort_cells(mz_grid *g, cl_mem key_source)
     g->last_build_ms = 0.0;
     cl_uint n_u = (cl_uint)g->n, built_u = (cl_uint)g->built;
     /* Empty the words the previous build filled: all of them when they are no more than the
-     * particles, else only the previous keys' (tables 8× the particles and more would otherwise
-     * cost more to clear than everything else together). */
+     * particles, else only the previous keys' words: O(n) writes, not O(cells / 32). (The scan
+     * of the words reads every one all the same: cells / 32 is at most max(n / 4, 2^17) in the
+     * grids MZ_GRID_AUTO picks; more only in forced dense ones, such as a rank's, which has
+     * room for the whole grid.) */
     bool ok = g->words <= g->built
                   ? fill(g, g->cell_words, 2 * g->words, 0)
                   : KARGS(g->k_cell_clear, "cell_clear", A(built_u), A(g->keys),
