@@ -245,8 +245,11 @@ kernel void cell_firsts(uint n, global const uint *keys, global const uint *word
     if (i >= n)
         return;
     uint k = keys[i];
+    bool head = i == 0 || keys[i - 1] != k;
+    if (!head && i != n - 1)
+        return; /* most slots: only a run's first and the last slot look up a rank */
     uint r = mz_cell_rank_(vload2(k >> 5, words), k);
-    if (i == 0 || keys[i - 1] != k)
+    if (head)
         first[r] = i;
     if (i == n - 1)
         first[r + 1] = n;
