@@ -67,8 +67,8 @@ inline void p2g_store(uint node, int4 c, const flip_grid *g, float4 sum, float4 
  * negative), fluid (a particle inside), else air. Every particle that weighs on one of these
  * lies within (c − 1, c + 1.5) in cell units; the neighbour grid's cells spanning that box are
  * scanned (cell coordinates are monotone in the position, so none is missed). */
-kernel void p2g(uint n_nodes, flip_grid g, mz_grid_desc ng, global const uint *start,
-                global const uint *end, global const float4 *pos, global const float4 *vel,
+kernel void p2g(uint n_nodes, flip_grid g, mz_grid_desc ng, global const uint *words,
+                global const uint *first, global const float4 *pos, global const float4 *vel,
                 float inv_n0, int colliders, global const float *sdf, global float4 *face_vel,
                 global float *density, global uchar *type)
 {
@@ -85,8 +85,9 @@ kernel void p2g(uint n_nodes, flip_grid g, mz_grid_desc ng, global const uint *s
         for (int y = lo.y; y <= hi.y; y++)
             for (int x = lo.x; x <= hi.x; x++) {
                 uint key = mz_cell_key(&ng, (int4)(x, y, z, 0));
-                uint stop = end[key];
-                for (uint p = start[key]; p < stop; p++) {
+                uint lo_p, stop;
+                mz_cell_range(words, first, key, &lo_p, &stop);
+                for (uint p = lo_p; p < stop; p++) {
                     uint inside;
                     float4 w = p2g_weights(to_cells(&g, pos[p]) - cf, &inside);
                     float4 v = vel[p];
@@ -114,8 +115,8 @@ inline float4 face_offset(const flip_grid *g, float4 face, float4 r)
  * particle brings to a face of axis a the velocity its affine field has there,
  * u_a + c_a · (x_face − x_p), c_a = ∇u_a the particle's (cx, cy, cz: one float4 per component,
  * 1/s). A gather in the same fixed order as p2g: deterministic, no atomics. */
-kernel void p2g_apic(uint n_nodes, flip_grid g, mz_grid_desc ng, global const uint *start,
-                     global const uint *end, global const float4 *pos, global const float4 *vel,
+kernel void p2g_apic(uint n_nodes, flip_grid g, mz_grid_desc ng, global const uint *words,
+                     global const uint *first, global const float4 *pos, global const float4 *vel,
                      float inv_n0, int colliders, global const float *sdf,
                      global float4 *face_vel, global float *density, global uchar *type,
                      global const float4 *cx, global const float4 *cy, global const float4 *cz)
@@ -138,8 +139,9 @@ kernel void p2g_apic(uint n_nodes, flip_grid g, mz_grid_desc ng, global const ui
         for (int y = lo.y; y <= hi.y; y++)
             for (int x = lo.x; x <= hi.x; x++) {
                 uint key = mz_cell_key(&ng, (int4)(x, y, z, 0));
-                uint stop = end[key];
-                for (uint p = start[key]; p < stop; p++) {
+                uint lo_p, stop;
+                mz_cell_range(words, first, key, &lo_p, &stop);
+                for (uint p = lo_p; p < stop; p++) {
                     uint inside;
                     float4 r = to_cells(&g, pos[p]) - cf;
                     float4 w = p2g_weights(r, &inside);

@@ -1,5 +1,5 @@
 /* The neighbour grid's build (src/device/grid.c): cell keys, a stable LSD radix sort of (key, slot)
- * pairs, cell ranges and the gather that reorders particle buffers; plus count_neighbours, the
+ * pairs, the cell tables and the gather that reorders particle buffers; plus count_neighbours, the
  * simplest query (benchmarks and tests).
  *
  * Radix sort (Satish et al. 2009 without the local sort; Merrill & Grimshaw's reduce-then-scan
@@ -173,21 +173,86 @@ kernel void clear_uint(uint n, uint value, global uint *buf)
         buf[i] = value;
 }
 
-/* For sorted keys: start[k] = first slot with key k, end[k] = one past its last. With clear set,
- * writes 0 to both instead: run over the previous build's keys, it empties exactly the cells that
- * build filled, which costs O(n) where clearing the whole table costs O(cells). Each entry is
- * written by one work-item only (the first or last of its run). */
-kernel void cell_ranges(uint n, int clear, global const uint *keys, global uint *start,
-                        global uint *end)
+/* The cell tables (mz_cell_range, grid.clh) from sorted keys, in four launches after the previous
+ * build's words are cleared: cell_marks sets each non-empty cell's bit, word_sums and
+ * radix_scan (over the groups' sums) and word_bases give every word the non-empty cells before
+ * it, cell_firsts writes each run's first slot at its cell's rank. No step depends on the order
+ * in which work-items run (the bits are set with an integer atomic_or). */
+
+/* Zero the words the sorted keys' cells lie in (the previous build's keys: this empties exactly
+ * what that build filled, O(n) where clearing all words is O(cells / 32)). The first key of each
+ * word writes it, so each word has one writer. */
+kernel void cell_clear(uint n, global const uint *keys, global uint *words)
+{
+    uint i = get_global_id(0);
+    if (i >= n)
+        return;
+    uint w = keys[i] >> 5;
+    if (i == 0 || keys[i - 1] >> 5 != w)
+        vstore2((uint2)(0u), w, words);
+}
+
+kernel void cell_marks(uint n, global const uint *keys, volatile global uint *words)
 {
     uint i = get_global_id(0);
     if (i >= n)
         return;
     uint k = keys[i];
     if (i == 0 || keys[i - 1] != k)
-        start[k] = clear ? 0u : i;
-    if (i == n - 1 || keys[i + 1] != k)
-        end[k] = clear ? 0u : i + 1;
+        atomic_or(&words[2 * (k >> 5)], 1u << (k & 31u));
+}
+
+/* sums[g] = the non-empty cells of group g's words, a block of MZ_SORT_B words laid out as the
+ * sort's blocks (work-item w: MZ_SORT_ITEMS consecutive words). */
+kernel __attribute__((reqd_work_group_size(MZ_SORT_GS, 1, 1))) void
+word_sums(uint n_words, global const uint *words, global uint *sums)
+{
+    local uint part[MZ_SORT_GS];
+    uint first = get_group_id(0) * MZ_SORT_B + get_local_id(0) * MZ_SORT_ITEMS, sum = 0;
+    for (uint j = 0; j < MZ_SORT_ITEMS; j++)
+        if (first + j < n_words)
+            sum += popcount(words[2 * (first + j)]);
+    uint total;
+    mz_group_scan(sum, part, &total);
+    if (get_local_id(0) == 0)
+        sums[get_group_id(0)] = total;
+}
+
+/* Each word's count of non-empty cells before it, from its group's (sums, scanned). */
+kernel __attribute__((reqd_work_group_size(MZ_SORT_GS, 1, 1))) void
+word_bases(uint n_words, global uint *words, global const uint *sums)
+{
+    local uint part[MZ_SORT_GS];
+    uint first = get_group_id(0) * MZ_SORT_B + get_local_id(0) * MZ_SORT_ITEMS, sum = 0;
+    for (uint j = 0; j < MZ_SORT_ITEMS; j++)
+        if (first + j < n_words)
+            sum += popcount(words[2 * (first + j)]);
+    uint total;
+    uint run = sums[get_group_id(0)] + mz_group_scan(sum, part, &total);
+    for (uint j = 0; j < MZ_SORT_ITEMS; j++)
+        if (first + j < n_words) {
+            words[2 * (first + j) + 1] = run;
+            run += popcount(words[2 * (first + j)]);
+        }
+}
+
+/* first[rank of cell k] = the first slot of k's run; the last slot also writes the sentinel
+ * first[number of non-empty cells] = n. One writer per entry. */
+kernel void cell_firsts(uint n, global const uint *keys, global const uint *words,
+                        global uint *first)
+{
+    uint i = get_global_id(0);
+    if (i >= n)
+        return;
+    uint k = keys[i];
+    bool head = i == 0 || keys[i - 1] != k;
+    if (!head && i != n - 1)
+        return; /* most slots: only a run's first and the last slot look up a rank */
+    uint r = mz_cell_rank_(vload2(k >> 5, words), k);
+    if (head)
+        first[r] = i;
+    if (i == n - 1)
+        first[r + 1] = n;
 }
 
 /* The reorder: dst[i] = src[vals[i]], 4- and 16-byte elements. */
@@ -271,15 +336,15 @@ kernel void key_bounds(uint n, global const uint *keys, uint m, global const uin
 }
 
 /* count[i] = particles within h of slot i, itself included. */
-kernel void count_neighbours(uint n, mz_grid_desc g, global const uint *start,
-                             global const uint *end, global const float4 *pos,
+kernel void count_neighbours(uint n, mz_grid_desc g, global const uint *words,
+                             global const uint *first, global const float4 *pos,
                              global uint *count)
 {
     uint i = get_global_id(0);
     if (i >= n)
         return;
     uint c = 0;
-    MZ_NEIGHBOURS_BEGIN(g, start, end, pos, pos[i], j, r2)
+    MZ_NEIGHBOURS_BEGIN(g, words, first, pos, pos[i], j, r2)
         c++;
     MZ_NEIGHBOURS_END
     count[i] = c;

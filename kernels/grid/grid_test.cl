@@ -6,8 +6,8 @@
 /* For slot i: count[i] = neighbours found, list[i·maxn ..] = the first maxn of them as particle
  * ids (through the reordered id buffer), in visit order; *overflow = 1 when some slot had more
  * than maxn (the test then knows its lists are incomplete). */
-kernel void neighbour_list(uint n, mz_grid_desc g, global const uint *start,
-                           global const uint *end, global const float4 *pos,
+kernel void neighbour_list(uint n, mz_grid_desc g, global const uint *words,
+                           global const uint *first, global const float4 *pos,
                            global const uint *id, uint maxn, global uint *count,
                            global uint *list, global uint *overflow)
 {
@@ -15,7 +15,7 @@ kernel void neighbour_list(uint n, mz_grid_desc g, global const uint *start,
     if (i >= n)
         return;
     uint c = 0;
-    MZ_NEIGHBOURS_BEGIN(g, start, end, pos, pos[i], j, r2)
+    MZ_NEIGHBOURS_BEGIN(g, words, first, pos, pos[i], j, r2)
         (void)r2;
         if (c < maxn)
             list[(size_t)i * maxn + c] = id[j];

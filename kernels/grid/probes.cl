@@ -89,8 +89,9 @@ inline float8 mz_probe_cell(uint key, float4 x, global const uint *cs, global co
     if (key == MZ_NO_CELL)
         return s;
     const float kh2 = kh * kh;
-    const uint end = ce[key];
-    for (uint k = cs[key]; k < end; k++) {
+    uint lo, end;
+    mz_cell_range(cs, ce, key, &lo, &end);
+    for (uint k = lo; k < end; k++) {
         const uint j = order & MZ_BY_VALS_PARTICLES ? vals[k] : k;
         if (body[j] >= fluid_bodies)
             continue;

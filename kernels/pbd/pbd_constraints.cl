@@ -176,8 +176,8 @@ inline bool mz_joined(uint j, const uint *cache, uint n_cached, uint start, uint
  * joins them (the adjacency is by particle id: id[i] is i in one process, not on a rank of a
  * distributed run). Corrections are averaged over the contacts and relaxed by ω. Reads
  * neighbours from the snapshot, so writing xp in place is safe. */
-kernel void collide(uint n, mz_grid_desc g, global const uint *cell_start,
-                    global const uint *cell_end, global const float4 *sorted,
+kernel void collide(uint n, mz_grid_desc g, global const uint *cell_words,
+                    global const uint *cell_first, global const float4 *sorted,
                     global const uint *slot, global const float4 *x,
                     global const float *inv_mass, global const uint *body,
                     global const mz_body_info *bodies, global const uint *adj_start,
@@ -199,7 +199,7 @@ kernel void collide(uint n, mz_grid_desc g, global const uint *cell_start,
     uint cache[MZ_JOINED_CACHE], n_cached = min(end - start, (uint)MZ_JOINED_CACHE);
     for (uint k = 0; k < n_cached; k++)
         cache[k] = adj_other[start + k];
-    MZ_NEIGHBOURS_BEGIN(g, cell_start, cell_end, sorted, xi, J, r2)
+    MZ_NEIGHBOURS_BEGIN(g, cell_words, cell_first, sorted, xi, J, r2)
         uint j = slot[J];
         float4 xj = sorted[J];
         float reach = xi.w + xj.w;

@@ -279,8 +279,8 @@ kernel void pbf_warm(uint n, float warm, global const float4 *attr, global const
 
 /* λ accumulates over the iterations and substeps (in id order, `lambda`), kept ≤ 0 (a fluid
  * pushes, never pulls); dlambda (grid order) receives this iteration's change for pbf_delta. */
-kernel void pbf_lambda(uint n, mz_pbf P, mz_grid_desc g, global const uint *cell_start,
-                       global const uint *cell_end, global const float4 *sorted,
+kernel void pbf_lambda(uint n, mz_pbf P, mz_grid_desc g, global const uint *cell_words,
+                       global const uint *cell_first, global const float4 *sorted,
                        global const float4 *attr, global const uint *slot, float4 lo, float4 hi,
                        global const float2 *walls, uint nc,
                        global const mz_collider_dev *cs, mz_motion_now now,
@@ -300,7 +300,7 @@ kernel void pbf_lambda(uint n, mz_pbf P, mz_grid_desc g, global const uint *cell
     float4 xi = sorted[J];
     float sum = 0.0f, s2 = 0.0f;
     float4 gi = (float4)(0.0f);
-    MZ_NEIGHBOURS_BEGIN(g, cell_start, cell_end, sorted, xi, K, r2)
+    MZ_NEIGHBOURS_BEGIN(g, cell_words, cell_first, sorted, xi, K, r2)
         if (!(r2 < P.h2))
             continue;
         float4 aj = attr[K];
@@ -339,8 +339,8 @@ kernel void pbf_lambda(uint n, mz_pbf P, mz_grid_desc g, global const uint *cell
     density[i] = P.rest_density * rel;
 }
 
-kernel void pbf_delta(uint n, mz_pbf P, mz_grid_desc g, global const uint *cell_start,
-                      global const uint *cell_end, global const float4 *sorted,
+kernel void pbf_delta(uint n, mz_pbf P, mz_grid_desc g, global const uint *cell_words,
+                      global const uint *cell_first, global const float4 *sorted,
                       global const float4 *attr, global const uint *slot, float4 lo, float4 hi,
                       global const float2 *walls, uint nc,
                       global const mz_collider_dev *cs, mz_motion_now now,
@@ -359,7 +359,7 @@ kernel void pbf_delta(uint n, mz_pbf P, mz_grid_desc g, global const uint *cell_
     float4 xi = sorted[J];
     float li = lambda[J];
     float4 d = (float4)(0.0f);
-    MZ_NEIGHBOURS_BEGIN(g, cell_start, cell_end, sorted, xi, K, r2)
+    MZ_NEIGHBOURS_BEGIN(g, cell_words, cell_first, sorted, xi, K, r2)
         if (!(r2 < P.h2) || K == J)
             continue;
         float4 aj = attr[K];
@@ -404,8 +404,8 @@ kernel void pbf_delta(uint n, mz_pbf P, mz_grid_desc g, global const uint *cell_
 }
 
 /* After the update: curl and XSPH from the fluid neighbours (v in grid order). */
-kernel void pbf_curl(uint n, mz_pbf P, mz_grid_desc g, global const uint *cell_start,
-                     global const uint *cell_end, global const float4 *sorted,
+kernel void pbf_curl(uint n, mz_pbf P, mz_grid_desc g, global const uint *cell_words,
+                     global const uint *cell_first, global const float4 *sorted,
                      global const float4 *attr, global const float4 *vs,
                      global float4 *omega, global float4 *dv)
 {
@@ -419,7 +419,7 @@ kernel void pbf_curl(uint n, mz_pbf P, mz_grid_desc g, global const uint *cell_s
     }
     float4 xi = sorted[J], vi = vs[J];
     float4 w = (float4)(0.0f), x = (float4)(0.0f);
-    MZ_NEIGHBOURS_BEGIN(g, cell_start, cell_end, sorted, xi, K, r2)
+    MZ_NEIGHBOURS_BEGIN(g, cell_words, cell_first, sorted, xi, K, r2)
         if (!(r2 < P.h2) || K == J || attr[K].z == 0.0f)
             continue;
         float4 vij = vs[K] - vi;
@@ -440,7 +440,7 @@ kernel void pbf_curl(uint n, mz_pbf P, mz_grid_desc g, global const uint *cell_s
  * stops it), u_tau from the log law at the particle's distance (at least half a spacing: where
  * the clamp holds it). The drag per area of wall is the law's at any spacing, as FLIP's. */
 kernel void pbf_confine(uint n, float dt, mz_pbf P, mz_grid_desc g,
-                        global const uint *cell_start, global const uint *cell_end,
+                        global const uint *cell_words, global const uint *cell_first,
                         global const float4 *sorted, global const float4 *attr,
                         global const uint *slot, global const float4 *vs,
                         global const float4 *omega, global const float4 *dv, global float4 *v,
@@ -454,7 +454,7 @@ kernel void pbf_confine(uint n, float dt, mz_pbf P, mz_grid_desc g,
         float4 xi = sorted[J], wi = omega[J];
         float wl = length(wi.xyz);
         float4 eta = (float4)(0.0f);
-        MZ_NEIGHBOURS_BEGIN(g, cell_start, cell_end, sorted, xi, K, r2)
+        MZ_NEIGHBOURS_BEGIN(g, cell_words, cell_first, sorted, xi, K, r2)
             if (!(r2 < P.h2) || K == J || attr[K].z == 0.0f)
                 continue;
             float r = sqrt(r2);

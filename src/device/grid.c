@@ -2,7 +2,8 @@
  *
  * A build is, all enqueued without waiting:
  *   empty the previous build's cells → cell_keys → radix passes (count, scan, scatter) →
- *   cell_ranges → one gather per registered buffer, then the handles are swapped.
+ *   the cell tables (cell_marks, word_sums, radix_scan of those, word_bases, cell_firsts) →
+ *   one gather per registered buffer, then the handles are swapped.
  * The sort's geometry (work-group size, elements per work-item, bits per pass) is a compile-time
  * constant of the program, chosen per device type below; MIZU_GRID_SORT=GS,ITEMS,BITS overrides
  * it (tuning, and tests that run the GPU geometry on the CPU device). */
@@ -278,6 +279,7 @@ static int choose_layout(mz_grid *g, size_t n, double h, int dim, const double d
             return -1;
         }
     }
+    g->words = (g->cells + 31) / 32;
     g->key_bits = 0;
     while (((size_t)1 << g->key_bits) < g->cells)
         g->key_bits++;
@@ -343,7 +345,9 @@ static int create(mz_grid *g, mz_cl *cl, size_t n, double h, int dim, const doub
         const char *name;
     } ks[] = {{&g->k_keys, "cell_keys"},     {&g->k_count, "radix_count"},
               {&g->k_scan, "radix_scan"},    {&g->k_scatter, "radix_scatter"},
-              {&g->k_clear, "clear_uint"},   {&g->k_ranges, "cell_ranges"},
+              {&g->k_clear, "clear_uint"},   {&g->k_cell_clear, "cell_clear"},
+              {&g->k_marks, "cell_marks"},   {&g->k_word_sums, "word_sums"},
+              {&g->k_word_bases, "word_bases"}, {&g->k_firsts, "cell_firsts"},
               {&g->k_gather4, "gather4"},    {&g->k_gather16, "gather16"},
               {&g->k_slab_keys, "slab_keys"}, {&g->k_bounds, "key_bounds"},
               {&g->k_slab_segments, "slab_segments"}, {&g->k_gather4_at, "gather4_at"},
@@ -357,14 +361,15 @@ static int create(mz_grid *g, mz_cl *cl, size_t n, double h, int dim, const doub
         !(g->vals = grid_buffer(g, nb, "grid values")) ||
         !(g->keys_tmp = grid_buffer(g, nb, "grid keys (sort scratch)")) ||
         !(g->vals_tmp = grid_buffer(g, nb, "grid values (sort scratch)")) ||
-        !(g->cell_start = grid_buffer(g, 4 * g->cells, "grid cell starts")) ||
-        !(g->cell_end = grid_buffer(g, 4 * g->cells, "grid cell ends")) ||
+        !(g->cell_words = grid_buffer(g, 8 * g->words, "grid cell words")) ||
+        !(g->cell_first = grid_buffer(g, 4 * (n + 1), "grid cells' first slots")) ||
+        !(g->word_sums = grid_buffer(g, 4 * ((g->words + block - 1) / block),
+                                     "grid cell word sums")) ||
         !(g->hist = grid_buffer(g, 4 * (g->groups << geo.bits), "grid radix histograms")))
         return -1;
     /* Empty tables and all-zero "previous keys", so the first build's clearing (grid_build)
      * finds a consistent state. */
-    bool ok = fill(g, g->cell_start, g->cells, 0) && fill(g, g->cell_end, g->cells, 0) &&
-              fill(g, g->keys, n, 0);
+    bool ok = fill(g, g->cell_words, 2 * g->words, 0) && fill(g, g->keys, n, 0);
     release_events(g);
     return ok ? 0 : -1;
 }
@@ -420,6 +425,8 @@ int grid_reserve(mz_grid *g, size_t cap)
     /* The last build's keys stay: the next build empties their cells. */
     bool ok = regrow(g, &g->keys, 4 * cap, 4 * g->built, "grid keys") &&
               regrow(g, &g->vals, 4 * cap, 0, "grid values") &&
+              regrow(g, &g->cell_first, 4 * (cap + 1), 4 * (g->built + 1),
+                     "grid cells' first slots") &&
               regrow(g, &g->keys_tmp, 4 * cap, 0, "grid keys (sort scratch)") &&
               regrow(g, &g->vals_tmp, 4 * cap, 0, "grid values (sort scratch)") &&
               regrow(g, &g->hist, 4 * (groups << g->radix_bits), 0, "grid radix histograms");
@@ -487,7 +494,26 @@ int grid_register_owned(mz_grid *g, cl_mem *buf, size_t elem)
     return 0;
 }
 
-/* grid_build without the reorder: keys, sort, ranges. */
+/* The cell tables from the sorted keys (mz_cell_range in grid.clh), the words already clear. */
+static bool cell_tables(mz_grid *g)
+{
+    size_t gs = g->group_size, block = gs * g->items_per_item;
+    size_t groups = (g->words + block - 1) / block;
+    cl_uint n_u = (cl_uint)g->n, words_u = (cl_uint)g->words, groups_u = (cl_uint)groups;
+    return KARGS(g->k_marks, "cell_marks", A(n_u), A(g->keys), A(g->cell_words)) &&
+           grid_launch_n(g, g->k_marks, g->n, "cell_marks") &&
+           KARGS(g->k_word_sums, "word_sums", A(words_u), A(g->cell_words), A(g->word_sums)) &&
+           launch(g, g->k_word_sums, groups * gs, gs, "word_sums") &&
+           KARGS(g->k_scan, "radix_scan", A(groups_u), A(g->word_sums)) &&
+           launch(g, g->k_scan, gs, gs, "word_sums scan") &&
+           KARGS(g->k_word_bases, "word_bases", A(words_u), A(g->cell_words), A(g->word_sums)) &&
+           launch(g, g->k_word_bases, groups * gs, gs, "word_bases") &&
+           KARGS(g->k_firsts, "cell_firsts", A(n_u), A(g->keys), A(g->cell_words),
+                 A(g->cell_first)) &&
+           grid_launch_n(g, g->k_firsts, g->n, "cell_firsts");
+}
+
+/* grid_build without the reorder: keys, sort, cell tables. */
 static bool sort_cells(mz_grid *g, cl_mem key_source)
 {
     if (g->settled) {
@@ -497,15 +523,16 @@ static bool sort_cells(mz_grid *g, cl_mem key_source)
     release_events(g); /* a previous build's, if nobody collected them */
     g->last_build_ms = 0.0;
     cl_uint n_u = (cl_uint)g->n, built_u = (cl_uint)g->built;
-    cl_int clear = 1, set = 0;
-    /* Empty the cells the previous build filled: the whole table when that is no bigger than
-     * the particle count, else only the previous keys' cells (tables 8× the particles and more
-     * would otherwise cost more to clear than everything else together). */
-    bool ok = g->cells <= g->built
-                  ? fill(g, g->cell_start, g->cells, 0) && fill(g, g->cell_end, g->cells, 0)
-                  : KARGS(g->k_ranges, "cell_ranges", A(built_u), A(clear), A(g->keys),
-                          A(g->cell_start), A(g->cell_end)) &&
-                        grid_launch_n(g, g->k_ranges, g->built, "cell_ranges (clear)");
+    /* Empty the words the previous build filled: all of them when they are no more than the
+     * particles, else only the previous keys' words: O(n) writes, not O(cells / 32). (The scan
+     * of the words reads every one all the same: cells / 32 is at most max(n / 4, 2^17) in the
+     * grids MZ_GRID_AUTO picks; more only in forced dense ones, such as a rank's, which has
+     * room for the whole grid.) */
+    bool ok = g->words <= g->built
+                  ? fill(g, g->cell_words, 2 * g->words, 0)
+                  : KARGS(g->k_cell_clear, "cell_clear", A(built_u), A(g->keys),
+                          A(g->cell_words)) &&
+                        grid_launch_n(g, g->k_cell_clear, g->built, "cell_clear");
     g->built = g->n;
     if (g->n == 0)
         return ok;
@@ -513,10 +540,7 @@ static bool sort_cells(mz_grid *g, cl_mem key_source)
            KARGS(g->k_keys, "cell_keys", A(n_u), A(g->desc), A(key_source), A(g->keys),
                  A(g->vals)) &&
            grid_launch_n(g, g->k_keys, g->n, "cell_keys") &&
-           radix_sort(g, &g->keys, &g->vals, g->n, g->key_bits, false) &&
-           KARGS(g->k_ranges, "cell_ranges", A(n_u), A(set), A(g->keys), A(g->cell_start),
-                 A(g->cell_end)) &&
-           grid_launch_n(g, g->k_ranges, g->n, "cell_ranges");
+           radix_sort(g, &g->keys, &g->vals, g->n, g->key_bits, false) && cell_tables(g);
 }
 
 int grid_build(mz_grid *g, cl_mem key_source)
@@ -590,7 +614,7 @@ void grid_settle(mz_grid *g)
      * memory is free for what is made next (once, at a solver's start). */
     clFinish(g->cl->queue);
     cl_mem *ms[] = {&g->keys, &g->vals, &g->keys_tmp, &g->vals_tmp, &g->hist, &g->spare4,
-                    &g->spare16};
+                    &g->spare16, &g->word_sums};
     for (size_t i = 0; i < sizeof ms / sizeof *ms; i++) {
         if (*ms[i])
             clReleaseMemObject(*ms[i]);
@@ -609,7 +633,9 @@ size_t grid_device_bytes(size_t n, size_t cells, const size_t *elems, int n_reg,
 {
     /* Histograms: the CPU geometry's (256 counters a 4096-particle block) are the larger. */
     size_t block = cpu_geometry.gs * cpu_geometry.items, groups = n ? (n + block - 1) / block : 1;
-    size_t bytes = 2 * 4 * cells, scratch = 0, spare[2] = {0, 0}; /* cell starts and ends */
+    /* The cell tables: a uint pair per 32 cells, a first slot per particle and one more. */
+    size_t words = (cells + 31) / 32, bytes = 8 * words + 4 * (n + 1);
+    size_t scratch = 0, spare[2] = {0, 0};
     for (int k = 0; k < n_reg; k++) {
         if (slabs)
             scratch += elems[k] * n;
@@ -622,6 +648,9 @@ size_t grid_device_bytes(size_t n, size_t cells, const size_t *elems, int n_reg,
         spare[1] = 0;
     if (settled)
         return bytes;
+    /* The words' sums: the GPU geometry's (2048 words a block) are the more. */
+    size_t word_block = gpu_geometry.gs * gpu_geometry.items;
+    bytes += 4 * ((words + word_block - 1) / word_block);
     /* keys, values and the sort's copies of both */
     return bytes + scratch + spare[0] + spare[1] + 4 * 4 * n + 4 * (groups << cpu_geometry.bits);
 }
@@ -648,20 +677,38 @@ void grid_collect_profile(mz_grid *g)
     release_events(g);
 }
 
+void grid_cell_range(const cl_uint *words, const cl_uint *first, cl_uint key, cl_uint *lo,
+                     cl_uint *hi)
+{
+    cl_uint occ = words[2 * (size_t)(key >> 5)], bit = key & 31u;
+    if (!((occ >> bit) & 1u)) {
+        *lo = *hi = 0;
+        return;
+    }
+    cl_uint below = occ & ((1u << bit) - 1u), r = words[2 * (size_t)(key >> 5) + 1];
+    while (below) { /* popcount, portably */
+        below &= below - 1u;
+        r++;
+    }
+    *lo = first[r];
+    *hi = first[r + 1];
+}
+
 void grid_release(mz_grid *g)
 {
     release_events(g);
     free(g->events);
     free(g->event_kernels);
     cl_kernel ks[] = {g->k_keys,    g->k_count,  g->k_scan,      g->k_scatter,
-                      g->k_clear,   g->k_ranges, g->k_gather4,   g->k_gather16,
+                      g->k_clear,   g->k_cell_clear, g->k_marks, g->k_word_sums,
+                      g->k_word_bases, g->k_firsts, g->k_gather4,   g->k_gather16,
                       g->k_slab_keys, g->k_bounds, g->k_slab_segments, g->k_gather4_at,
                       g->k_gather16_at};
     mz_cl_release_kernels(ks, sizeof ks / sizeof *ks);
     if (g->program)
         clReleaseProgram(g->program);
-    cl_mem ms[] = {g->keys, g->vals, g->keys_tmp, g->vals_tmp, g->cell_start, g->cell_end,
-                   g->hist};
+    cl_mem ms[] = {g->keys, g->vals, g->keys_tmp, g->vals_tmp, g->cell_words, g->cell_first,
+                   g->word_sums, g->hist};
     mz_cl_release_mems(ms, sizeof ms / sizeof *ms);
     cl_mem own[MZ_GRID_MAX_REGISTERED + 2] = {g->spare4, g->spare16};
     for (int r = 0; r < g->n_reg; r++)

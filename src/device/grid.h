@@ -7,7 +7,12 @@
  *      grid (dense) and non-finite positions go to cell 0, so every particle has a valid key and
  *      neighbour sets stay exact (clamping never separates two points closer than h).
  *   2. stable LSD radix sort of (key, slot) on the device: equal keys keep their order.
- *   3. cell ranges: cell_start[k] .. cell_end[k] (end exclusive; empty cells 0..0).
+ *   3. the cell tables: cell_words, a uint pair per 32 cells (their occupancy bits, and the
+ *      number of non-empty cells before the word), and cell_first, the first slot of each
+ *      non-empty cell in key order plus n at the end. Cell k's slots are first[r] ..
+ *      first[r + 1] with r its rank among the non-empty cells (grid_cell_range,
+ *      mz_cell_range in grid.clh): 2 bits a cell and 4 bytes a non-empty cell (at most one a
+ *      particle) hold the ranges a start and an end table held in 8 bytes a cell.
  *   4. every registered per-particle buffer is permuted into sorted order; the handles are
  *      swapped with scratch buffers, so kernels must take buffer arguments after each build.
  *      One scratch buffer per element size serves all of them in turn (the buffer a gather
@@ -60,12 +65,16 @@ typedef struct mz_grid {
     size_t cells;      /* dense cell count or hash table size */
     int key_bits;      /* bits the sort looks at */
     cl_mem keys, vals, keys_tmp, vals_tmp; /* sort buffers (uint) */
-    cl_mem cell_start, cell_end;
+    cl_mem cell_words;  /* 2 uints per 32 cells: occupancy bits, non-empty cells before */
+    cl_mem cell_first;  /* cap + 1 uints: each non-empty cell's first slot, then n */
+    cl_mem word_sums;   /* the non-empty cells of each block of words (the build's scan) */
+    size_t words;       /* cells / 32, rounded up */
     cl_mem hist;       /* radix histograms */
     size_t groups, group_size, items_per_item; /* sort geometry per device */
     int radix_bits;    /* key bits per sort pass */
     cl_program program;
-    cl_kernel k_keys, k_count, k_scan, k_scatter, k_clear, k_ranges, k_gather4, k_gather16;
+    cl_kernel k_keys, k_count, k_scan, k_scatter, k_clear, k_gather4, k_gather16;
+    cl_kernel k_cell_clear, k_marks, k_word_sums, k_word_bases, k_firsts;
     cl_kernel k_slab_keys, k_bounds, k_slab_segments, k_gather4_at, k_gather16_at;
     struct {
         cl_mem *buf;   /* the owner's handle: swapped with scratch after each build */
@@ -137,6 +146,10 @@ void grid_settle(mz_grid *g);
 size_t grid_device_bytes(size_t n, size_t cells, const size_t *elems, int n_reg, bool slabs,
                          bool settled, int lent);
 void grid_release(mz_grid *g);
+/* Cell key's slots *lo .. *hi (0 .. 0 when empty) from copies of the cell tables on the host:
+ * the rank arithmetic of mz_cell_range (grid.clh), for tests and anything reading them back. */
+void grid_cell_range(const cl_uint *words, const cl_uint *first, cl_uint key, cl_uint *lo,
+                     cl_uint *hi);
 /* Once the queue has finished the last build (grid_build never waits): its summed device time
  * into last_build_ms, and its events released. No-op without profiling. */
 void grid_collect_profile(mz_grid *g);

@@ -199,8 +199,8 @@ boundary_args boundary_of(const boundary_set *b, mz_grid_desc fluid)
         return (boundary_args){fluid, b->dummy, b->dummy, b->dummy, b->dummy, 0, 0,
                                    b->dummy, b->dummy};
     return (boundary_args){b->grid.desc,
-                               b->grid.cell_start,
-                               b->grid.cell_end,
+                               b->grid.cell_words,
+                               b->grid.cell_first,
                                b->pos,
                                b->mass,
                                (cl_int)b->nb,

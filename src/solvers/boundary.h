@@ -34,7 +34,7 @@ typedef struct boundary_set {
  * moving 0 and stand-ins for vel and acc when it does not move. */
 typedef struct boundary_args {
     mz_grid_desc desc;
-    cl_mem start, end, pos, mass;
+    cl_mem words, first, pos, mass; /* words, first: its grid's cell tables */
     cl_int nb;
     cl_int moving;
     cl_mem vel, acc;

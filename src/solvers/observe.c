@@ -331,7 +331,7 @@ static bool sample_sums(mz_observers *o, mz_sim *sim, size_t slot, bool probes, 
     cl_mem gsums = o->gauge_sums ? o->gauge_sums : o->rows, parts;
     cl_int own_lo, own_hi;
     observe_dist_args(o, sim, &own_lo, &own_hi, &parts);
-    return KARGS(o->k_sums, "probe_sums", A(g->desc), A(g->cell_start), A(g->cell_end),
+    return KARGS(o->k_sums, "probe_sums", A(g->desc), A(g->cell_words), A(g->cell_first),
                  A(g->vals), A(order), A(sim->pos), A(sim->vel), A(rho), A(has_rho), A(p),
                  A(has_p), A(sim->body), A(o->fluid_bodies), A(o->kh), A(o->inv_rest),
                  A(o->points), A(np), A(o->rows), A(base), A(gsums), A(own_lo), A(own_hi),
@@ -367,7 +367,7 @@ static bool sample_near(mz_observers *o, mz_sim *sim, size_t slot, bool probes, 
     cl_mem table = o->wall_table ? o->wall_table : o->rows;
     cl_int own_lo, own_hi;
     observe_dist_args(o, sim, &own_lo, &own_hi, &parts);
-    if (!KARGS(o->k_near, "probe_near", A(g->desc), A(g->cell_start), A(g->cell_end),
+    if (!KARGS(o->k_near, "probe_near", A(g->desc), A(g->cell_words), A(g->cell_first),
                A(g->vals), A(order), A(sim->pos), A(sim->vel), A(rho), A(has_rho), A(p),
                A(has_p), A(sim->body), A(o->fluid_bodies), A(o->kh), A(o->inv_rest),
                A(o->points), A(np), A(first), A(end), A(o->rows), A(base), A(gsums),

@@ -93,12 +93,15 @@ static void add_kernel_times(const mz_grid *g)
 static double build_bytes(const mz_grid *g)
 {
     double n = (double)g->n, used = fmin((double)g->n, (double)g->cells);
-    double b = 16 * n + 8 * n;                                          /* cell_keys */
-    b += g->cells <= g->n ? 8.0 * (double)g->cells : 4 * n + 8 * used; /* emptying the cells */
+    double w = (double)g->words, used_w = fmin(n, w);
+    double b = 16 * n + 8 * n;                                     /* cell_keys */
+    b += g->words <= g->n ? 8.0 * w : 4 * n + 8 * used_w;          /* emptying the words */
     int passes = (g->key_bits + g->radix_bits - 1) / g->radix_bits;
     b += passes * (4 * n + (12 * n + 8 * n)); /* radix_count; radix_scatter reads keys twice */
     /* (an odd pass count costs no copy: the grid's own buffers trade handles) */
-    b += 4 * n + 8 * used;                    /* cell_ranges */
+    /* cell_marks (keys, words), word_sums and word_bases (words twice, bases written),
+     * cell_firsts (keys, a word each, a first slot per cell) */
+    b += (4 * n + 8 * used_w) + (8 * w + 12 * w) + (4 * n + 8 * n + 4 * used);
     for (int r = 0; r < g->n_reg; r++)
         b += 4 * n + 2 * (double)g->reg[r].elem * n; /* gather: index, read, write */
     return b;
@@ -170,7 +173,7 @@ static int bench(mz_cl *cl, size_t n)
         grid_collect_profile(&g);
     }
     cl_uint n_u = (cl_uint)n;
-    if (!KARGS(count, "count_neighbours", A(n_u), A(g.desc), A(g.cell_start), A(g.cell_end),
+    if (!KARGS(count, "count_neighbours", A(n_u), A(g.desc), A(g.cell_words), A(g.cell_first),
                A(b.pred), A(counts)))
         return -1;
     for (int r = 0; r < REPS + 1; r++) {

@@ -274,7 +274,7 @@ static void check_neighbours(const cloud *c, const char *label)
     cl_mem count_b = upload(count, 4 * n), list_b = upload(list, 4 * n * maxn),
            over_b = upload(&zero, 4);
     cl_uint n_u = (cl_uint)n, maxn_u = (cl_uint)maxn;
-    assert_true(KARGS(k, "neighbour_list", A(n_u), A(g.desc), A(g.cell_start), A(g.cell_end),
+    assert_true(KARGS(k, "neighbour_list", A(n_u), A(g.desc), A(g.cell_words), A(g.cell_first),
                       A(pos), A(id), A(maxn_u), A(count_b), A(list_b), A(over_b)));
     assert_true(mz_cl_run1d(&cl, k, n, NULL, "neighbour_list"));
     uint32_t overflow = 1;
@@ -297,8 +297,8 @@ static void check_neighbours(const cloud *c, const char *label)
                 fail_msg("%s: particle %u: neighbour %zu is %u, brute force %u", label, p, e,
                          got[e], ref.ids[ref.first[p] + e]);
     }
-    assert_true(KARGS(kc, "count_neighbours", A(n_u), A(g.desc), A(g.cell_start),
-                      A(g.cell_end), A(pos), A(count_b)));
+    assert_true(KARGS(kc, "count_neighbours", A(n_u), A(g.desc), A(g.cell_words),
+                      A(g.cell_first), A(pos), A(count_b)));
     assert_true(mz_cl_run1d(&cl, kc, n, NULL, "count_neighbours"));
     download(count_b, count, 4 * n);
     for (size_t s = 0; s < n; s++)
@@ -506,7 +506,7 @@ static void test_auto_hashed(void **state)
 /* ---- whole builds --------------------------------------------------------------------------- */
 
 /* Everything a build leaves: keys, values, both cell tables and the four registered buffers. */
-enum { KEYS, VALS, START, END, POS, VEL, ID, BODY, N_SNAP };
+enum { KEYS, VALS, WORDS, FIRST, POS, VEL, ID, BODY, N_SNAP };
 typedef struct snapshot {
     void *b[N_SNAP];
     size_t bytes[N_SNAP];
@@ -514,10 +514,10 @@ typedef struct snapshot {
 
 static void take(const mz_grid *g, cl_mem *const regs[4], snapshot *s)
 {
-    size_t n = g->n, c = g->cells;
-    cl_mem from[N_SNAP] = {g->keys, g->vals, g->cell_start, g->cell_end,
+    size_t n = g->n;
+    cl_mem from[N_SNAP] = {g->keys, g->vals, g->cell_words, g->cell_first,
                            *regs[0], *regs[1], *regs[2], *regs[3]};
-    size_t bytes[N_SNAP] = {4 * n, 4 * n, 4 * c, 4 * c, 16 * n, 16 * n, 4 * n, 4 * n};
+    size_t bytes[N_SNAP] = {4 * n, 4 * n, 8 * g->words, 4 * (n + 1), 16 * n, 16 * n, 4 * n, 4 * n};
     for (int k = 0; k < N_SNAP; k++) {
         s->bytes[k] = bytes[k];
         s->b[k] = malloc(bytes[k]);
@@ -531,15 +531,44 @@ static void drop(snapshot *s)
         free(s->b[k]);
 }
 
-/* After a build: buffers are the originals permuted by id, keys ascend, and the ranges cover
- * exactly the slots of each key (empty cells 0..0). */
+/* The cell tables against the sorted keys: each key's range (grid_cell_range) is exactly its run
+ * of slots, empty cells get 0..0, ranges of consecutive non-empty cells abut from 0 to n, and
+ * the words' bits past the last cell are clear. */
+static void check_ranges(const mz_grid *g, const uint32_t *keys, const uint32_t *words,
+                         const uint32_t *first)
+{
+    size_t n = g->n;
+    for (size_t i = 0; i < n; i++) {
+        assert_true(keys[i] < g->cells && (i == 0 || keys[i - 1] <= keys[i]));
+        uint32_t lo, hi;
+        grid_cell_range(words, first, keys[i], &lo, &hi);
+        assert_true(lo <= i && i < hi);
+        assert_true(lo == 0 || keys[lo - 1] != keys[i]);
+        assert_true(hi == n || keys[hi] != keys[i]);
+    }
+    uint32_t next = 0;
+    for (size_t k = 0; k < g->cells; k++) {
+        uint32_t lo, hi;
+        grid_cell_range(words, first, (uint32_t)k, &lo, &hi);
+        assert_true(lo < hi || (lo == 0 && hi == 0));
+        if (lo < hi) {
+            assert_int_equal(lo, next);
+            next = hi;
+        }
+    }
+    assert_int_equal(next, n);
+    if (g->cells % 32)
+        assert_int_equal(words[2 * (g->words - 1)] >> (g->cells % 32), 0);
+}
+
+/* After a build: buffers are the originals permuted by id, and the cell tables hold the sorted
+ * keys' ranges (check_ranges). */
 static void check_build(const mz_grid *g, const snapshot *s, const float *pos0, const float *vel0,
                         const uint32_t *body0)
 {
-    const uint32_t *keys = s->b[KEYS], *start = s->b[START], *end = s->b[END], *id = s->b[ID];
-    const uint32_t *body = s->b[BODY];
+    const uint32_t *id = s->b[ID], *body = s->b[BODY];
     const float *pos = s->b[POS], *vel = s->b[VEL];
-    size_t n = g->n, covered = 0;
+    size_t n = g->n;
     char *seen = calloc(n, 1);
     for (size_t i = 0; i < n; i++) {
         uint32_t p = id[i];
@@ -548,15 +577,52 @@ static void check_build(const mz_grid *g, const snapshot *s, const float *pos0, 
         assert_memory_equal(pos + 4 * i, pos0 + 4 * p, 16);
         assert_memory_equal(vel + 4 * i, vel0 + 4 * p, 16);
         assert_int_equal(body[i], body0[p]);
-        assert_true(keys[i] < g->cells && (i == 0 || keys[i - 1] <= keys[i]));
-        assert_true(start[keys[i]] <= i && i < end[keys[i]]);
     }
-    for (size_t k = 0; k < g->cells; k++) {
-        assert_true(start[k] < end[k] || (start[k] == 0 && end[k] == 0));
-        covered += end[k] - start[k];
-    }
-    assert_int_equal(covered, n);
+    check_ranges(g, s->b[KEYS], s->b[WORDS], s->b[FIRST]);
     free(seen);
+}
+
+/* The tables' scan over the words runs in blocks of GS · ITEMS words: a sparse cloud (one
+ * particle in 62 dense cells: 3,907 words, more than the particles, so a build empties only the
+ * previous keys' words; hashed, 128 words, all of them) under geometries with several blocks,
+ * then a denser cloud whose build must empty the first one's cells. */
+static void test_tables_across_blocks(void **state)
+{
+    (void)state;
+    const char *geometries[] = {"32,3,8", "256,8,4", "1,64,8"};
+    for (size_t t = 0; t < sizeof geometries / sizeof *geometries; t++) {
+        setenv("MIZU_GRID_SORT", geometries[t], 1);
+        for (int m = 0; m < 2; m++) {
+            size_t n = 2000;
+            cloud c = new_cloud(n, 3, 0.02, 0.0, 1.0, modes[m]); /* 125,000 dense cells */
+            for (size_t i = 0; i < n; i++)
+                set_pos(&c, i, rnd_unit(), rnd_unit(), rnd_unit());
+            mz_grid g;
+            assert_int_equal(grid_create(&g, &cl, n, c.h, 3, c.lo, c.hi, c.mode), 0);
+            cl_mem pos = upload(c.pos, 16 * n);
+            assert_int_equal(grid_register(&g, &pos, 16), 0);
+            uint32_t *keys = malloc(4 * n), *words = malloc(8 * g.words);
+            uint32_t *first = malloc(4 * (n + 1));
+            for (int round = 0; round < 2; round++) {
+                if (round == 1) /* denser: a corner of the box */
+                    for (size_t i = 0; i < n; i++)
+                        set_pos(&c, i, 0.3 * rnd_unit(), 0.3 * rnd_unit(), 0.3 * rnd_unit());
+                write_buf(pos, c.pos, 16 * n);
+                assert_int_equal(grid_build(&g, pos), 0);
+                download(g.keys, keys, 4 * n);
+                download(g.cell_words, words, 8 * g.words);
+                download(g.cell_first, first, 4 * (n + 1));
+                check_ranges(&g, keys, words, first);
+            }
+            free(keys);
+            free(words);
+            free(first);
+            clReleaseMemObject(pos);
+            grid_release(&g);
+            free(c.pos);
+        }
+    }
+    unsetenv("MIZU_GRID_SORT");
 }
 
 /* Two builds from the same input are byte-identical, also with another cloud built in between
@@ -665,6 +731,7 @@ int main(void)
         cmocka_unit_test(test_outside_and_nonfinite),
         cmocka_unit_test(test_auto_hashed),
         cmocka_unit_test(test_build_determinism_and_reorder),
+        cmocka_unit_test(test_tables_across_blocks),
         cmocka_unit_test(test_bad_arguments_and_empty),
     };
     return cmocka_run_group_tests(tests, open_device, close_device);

@@ -341,8 +341,8 @@ static void check_kernels(const char *json, int dim)
                                  MZ_GRID_AUTO), 0);
     assert_int_equal(grid_build(&g, w.sim.pos), 0);
     cl_mem sb = mz_cl_buffer(&cl, CL_MEM_READ_WRITE, 16 * w.parts.n, NULL, "sums");
-    assert_true(KARGS(sums, "sph_sums", A(w.sim.n_u), A(P), A(g.desc), A(g.cell_start),
-                      A(g.cell_end), A(w.sim.pos), A(sb)));
+    assert_true(KARGS(sums, "sph_sums", A(w.sim.n_u), A(P), A(g.desc), A(g.cell_words),
+                      A(g.cell_first), A(w.sim.pos), A(sb)));
     assert_true(mz_cl_run1d(&cl, sums, w.parts.n, NULL, "sums"));
     float *res = calloc(4 * w.parts.n, sizeof *res), *pos = calloc(4 * w.parts.n, sizeof *pos);
     assert_int_equal(clEnqueueReadBuffer(cl.queue, sb, CL_TRUE, 0, 16 * w.parts.n, res, 0, NULL,

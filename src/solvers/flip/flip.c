@@ -332,12 +332,12 @@ int flip_p2g(mz_sim *sim, double dt)
     cl_mem cz = st->apic_c[2] ? st->apic_c[2] : st->apic_c[1]; /* 2D: never read */
     bool p2g = st->apic
                    ? KARGS(st->k_p2g, "p2g_apic", A(st->nodes_u), A(st->g), A(st->grid.desc),
-                           A(st->grid.cell_start), A(st->grid.cell_end), A(sim->pos),
+                           A(st->grid.cell_words), A(st->grid.cell_first), A(sim->pos),
                            A(sim->vel), A(st->inv_n0), A(st->colliders), A(st->sdf),
                            A(st->face_vel), A(st->density), A(st->type), A(st->apic_c[0]),
                            A(st->apic_c[1]), A(cz))
                    : KARGS(st->k_p2g, "p2g", A(st->nodes_u), A(st->g), A(st->grid.desc),
-                           A(st->grid.cell_start), A(st->grid.cell_end), A(sim->pos),
+                           A(st->grid.cell_words), A(st->grid.cell_first), A(sim->pos),
                            A(sim->vel), A(st->inv_n0), A(st->colliders), A(st->sdf),
                            A(st->face_vel), A(st->density), A(st->type));
     return p2g && sim_launch(sim, st->k_p2g, st->nodes, STAGE_P2G, "p2g") &&

@@ -297,27 +297,27 @@ bool pbf_bind_grid(mz_sim *sim, pbd_state *st)
                     A(fl->attr_sorted)) &&
               KARGS(fl->warm, "pbf_warm", A(sim->n_u), A(fl->warm_start), A(fl->attr_sorted), A(slot),
                     A(fl->lambda), A(fl->lambda_s)) &&
-              KARGS(fl->solve, "pbf_lambda", A(sim->n_u), A(fl->P), A(g->desc), A(g->cell_start),
-                    A(g->cell_end), A(st->sorted), A(fl->attr_sorted), A(slot), A(lo), A(hi),
+              KARGS(fl->solve, "pbf_lambda", A(sim->n_u), A(fl->P), A(g->desc), A(g->cell_words),
+                    A(g->cell_first), A(st->sorted), A(fl->attr_sorted), A(slot), A(lo), A(hi),
                     A(fl->walls), A(st->n_colliders), A(st->solids), A(st->now), A(fl->solid),
                     A(fl->lambda), A(fl->lambda_s), A(fl->density), A(fl->bparts), A(b.desc),
-                    A(b.start), A(b.end), A(b.pos)) &&
-              KARGS(fl->delta, "pbf_delta", A(sim->n_u), A(fl->P), A(g->desc), A(g->cell_start),
-                    A(g->cell_end), A(st->sorted), A(fl->attr_sorted), A(slot), A(lo), A(hi),
+                    A(b.words), A(b.first), A(b.pos)) &&
+              KARGS(fl->delta, "pbf_delta", A(sim->n_u), A(fl->P), A(g->desc), A(g->cell_words),
+                    A(g->cell_first), A(st->sorted), A(fl->attr_sorted), A(slot), A(lo), A(hi),
                     A(fl->walls), A(st->n_colliders), A(st->solids), A(st->now), A(fl->solid),
                     A(fl->lambda_s), A(sim->pred), A(st->loads.keep), A(st->loads.wall_corr),
-                    A(st->loads.touch), A(none), A(fl->bparts), A(b.desc), A(b.start),
-                    A(b.end), A(b.pos));
+                    A(st->loads.touch), A(none), A(fl->bparts), A(b.desc), A(b.words),
+                    A(b.first), A(b.pos));
     if (ok && fl->velocity) {
         cl_float dt = 0.0f; /* set per substep */
         ok = KARGS(fl->sort_x, "sort_positions", A(sim->n_u), A(slot), A(sim->pos),
                    A(st->sorted)) &&
              KARGS(fl->sort_v, "sort_positions", A(sim->n_u), A(slot), A(sim->vel), A(fl->vs)) &&
-             KARGS(fl->curl, "pbf_curl", A(sim->n_u), A(fl->P), A(g->desc), A(g->cell_start),
-                   A(g->cell_end), A(st->sorted), A(fl->attr_sorted), A(fl->vs), A(fl->omega),
+             KARGS(fl->curl, "pbf_curl", A(sim->n_u), A(fl->P), A(g->desc), A(g->cell_words),
+                   A(g->cell_first), A(st->sorted), A(fl->attr_sorted), A(fl->vs), A(fl->omega),
                    A(fl->dv)) &&
              KARGS(fl->confine, "pbf_confine", A(sim->n_u), A(dt), A(fl->P), A(g->desc),
-                   A(g->cell_start), A(g->cell_end), A(st->sorted), A(fl->attr_sorted), A(slot),
+                   A(g->cell_words), A(g->cell_first), A(st->sorted), A(fl->attr_sorted), A(slot),
                    A(fl->vs), A(fl->omega), A(fl->dv), A(sim->vel), A(lo), A(hi));
     }
     return ok && sim_launch(sim, fl->sort_attr, sim->n, STAGE_GRID, "sort_positions") &&

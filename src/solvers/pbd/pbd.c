@@ -231,8 +231,8 @@ static int pbd_init(mz_sim *sim)
                     A(sim->pos), A(sim->inv_mass), A(sim->pred), A(l->keep), A(l->touch),
                     A(dt), A(now0));
     if (ok && st->contacts) /* the grid's slot buffer and description are set per build */
-        ok = KARGS(st->collide, "collide", A(sim->n_u), A(st->grid.desc), A(st->grid.cell_start),
-                   A(st->grid.cell_end), A(st->sorted), A(st->grid.vals), A(sim->pos),
+        ok = KARGS(st->collide, "collide", A(sim->n_u), A(st->grid.desc), A(st->grid.cell_words),
+                   A(st->grid.cell_first), A(st->sorted), A(st->grid.vals), A(sim->pos),
                    A(sim->inv_mass), A(sim->body), A(st->bodies), A(st->adj_start),
                    A(st->adj_other), A(omega), A(sim->pred), A(sim->id));
     return ok ? 0 : -1;

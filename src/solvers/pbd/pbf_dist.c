@@ -188,8 +188,8 @@ bool pbf_dist_bind_contacts(mz_sim *sim, pbd_state *st)
 {
     /* the contacts' buffers moved with the exchange and the build; the window's table too */
     cl_float omega = (cl_float)sim->scene->sim.relaxation;
-    return KARGS(st->collide, "collide", A(sim->n_u), A(st->grid.desc), A(st->grid.cell_start),
-                 A(st->grid.cell_end), A(st->sorted), A(st->dist.slot), A(sim->pos),
+    return KARGS(st->collide, "collide", A(sim->n_u), A(st->grid.desc), A(st->grid.cell_words),
+                 A(st->grid.cell_first), A(st->sorted), A(st->dist.slot), A(sim->pos),
                  A(sim->inv_mass), A(sim->body), A(st->bodies), A(st->adj_start),
                  A(st->adj_other), A(omega), A(sim->pred), A(sim->id));
 }

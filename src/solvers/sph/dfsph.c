@@ -91,8 +91,8 @@ static bool density_alpha(mz_sim *sim, dfsph_state *st)
     for (;;) {
         if (sph_lists_before_build(l, sim) != 0 ||
             !KARGS(st->k_density, "dfsph_density_alpha", A(sim->n_u), A(st->P),
-                   A(st->min_neighbours), A(st->grid.desc), A(st->grid.cell_start),
-                   A(st->grid.cell_end), A(sim->pos), A(b.desc), A(b.start), A(b.end),
+                   A(st->min_neighbours), A(st->grid.desc), A(st->grid.cell_words),
+                   A(st->grid.cell_first), A(sim->pos), A(b.desc), A(b.words), A(b.first),
                    A(b.pos), A(b.mass), A(b.nb), A(l->stride), A(l->cap), A(l->fluid),
                    A(l->fluid_count), A(l->wall), A(l->wall_count), A(l->overflow),
                    A(st->rho), A(st->alpha)) ||
@@ -264,7 +264,7 @@ static bool gather_loads(mz_sim *sim, dfsph_state *st, cl_int pass, double dt)
     sim_owned(sim, &begin, &end);
     cl_uint own_begin = (cl_uint)begin, own_end = (cl_uint)end;
     return KARGS(st->loads.k, "dfsph_wall_loads", A(n), A(pass), A(dt_f), A(st->P),
-                 A(st->grid.desc), A(st->grid.cell_start), A(st->grid.cell_end), A(sim->pos),
+                 A(st->grid.desc), A(st->grid.cell_words), A(st->grid.cell_first), A(sim->pos),
                  A(sim->vel), A(st->rho), A(st->bound.pos), A(st->bound.mass),
                  A(st->loads.elem), A(st->bound.slot_of), A(st->loads.rest_on),
                  A(st->loads.rest), A(st->S), A(e->at), A(e->force), A(b.moving), A(b.vel),

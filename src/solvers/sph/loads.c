@@ -84,7 +84,7 @@ bool sph_loads_gather(sph_loads *l, mz_sim *sim, const mz_grid *fluid, const bou
     sim_owned(sim, &begin, &end);
     cl_uint own_begin = (cl_uint)begin, own_end = (cl_uint)end;
     return KARGS(l->k, "sph_wall_loads", A(n), A(*P), A(frame), A(collapsed), A(lag),
-                 A(fluid->desc), A(fluid->cell_start), A(fluid->cell_end), A(sim->pos),
+                 A(fluid->desc), A(fluid->cell_words), A(fluid->cell_first), A(sim->pos),
                  A(sim->vel), A(rho), A(drho), A(p), A(b->pos), A(b->mass), A(ba.moving),
                  A(ba.vel), A(ba.acc), A(l->elem), A(b->slot_of), A(l->rest_on), A(l->rest),
                  A(kgc), A(e->at), A(e->force), A(own_begin), A(own_end)) &&

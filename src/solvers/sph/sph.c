@@ -306,9 +306,9 @@ static bool run_density(mz_sim *sim, sph_state *st, cl_mem *rho, cl_mem *scratch
     sim_owned(sim, &begin, &end);
     cl_uint end_u = (cl_uint)end;
     bool ok = KARGS(st->k_density, "sph_density", A(end_u), A(lag_f), A(st->P),
-                    A(st->frame), A(st->grid.desc), A(st->grid.cell_start),
-                    A(st->grid.cell_end), A(sim->pos), A(sim->vel), A(b.desc), A(b.start),
-                    A(b.end), A(b.pos), A(b.mass), A(b.nb), A(b.moving), A(b.vel), A(b.acc),
+                    A(st->frame), A(st->grid.desc), A(st->grid.cell_words),
+                    A(st->grid.cell_first), A(sim->pos), A(sim->vel), A(b.desc), A(b.words),
+                    A(b.first), A(b.pos), A(b.mass), A(b.nb), A(b.moving), A(b.vel), A(b.acc),
                     A(*rho), A(out), A(st->p), A(st->kgc),
                     LIST_ARGS_OUT(st)) &&
               sim_launch_range(sim, st->k_density, begin, end, STAGE_DENSITY, "sph_density");
@@ -343,9 +343,9 @@ static bool run_forces(mz_sim *sim, sph_state *st, size_t begin, size_t end, cl_
     boundary_args b = boundary_of(&st->bound, st->grid.desc);
     cl_uint end_u = (cl_uint)end;
     return KARGS(st->k_forces, "sph_forces", A(end_u), A(dt), A(st->P), A(st->frame),
-                 A(st->walls), A(st->penalty), A(st->grid.desc), A(st->grid.cell_start),
-                 A(st->grid.cell_end), A(sim->pos), A(sim->vel), A(st->rho), A(st->p),
-                 A(b.desc), A(b.start), A(b.end), A(b.pos), A(b.mass), A(b.nb), A(b.moving),
+                 A(st->walls), A(st->penalty), A(st->grid.desc), A(st->grid.cell_words),
+                 A(st->grid.cell_first), A(sim->pos), A(sim->vel), A(st->rho), A(st->p),
+                 A(b.desc), A(b.words), A(b.first), A(b.pos), A(b.mass), A(b.nb), A(b.moving),
                  A(b.vel), A(b.acc), A(sim->pred), A(st->vel_out), A(st->a2), A(rest_out),
                  A(*rest_arg(st)), A(st->kgc), LIST_ARGS_IN(st)) &&
            sim_launch_range(sim, st->k_forces, begin, end, STAGE_FORCES, "sph_forces");
@@ -413,8 +413,8 @@ static int sph_step(mz_sim *sim, sph_state *st, double dt_seconds)
         cl_float lag = (cl_float)st->lag;
         ok = KARGS(st->k_collapsed, "csph_step", A(end_u), A(dt), A(lag), A(st->P),
                    A(st->frame), A(st->walls), A(st->penalty), A(st->grid.desc),
-                   A(st->grid.cell_start), A(st->grid.cell_end), A(sim->pos), A(sim->vel),
-                   A(st->rho_prev), A(st->drho_prev), A(b.desc), A(b.start), A(b.end),
+                   A(st->grid.cell_words), A(st->grid.cell_first), A(sim->pos), A(sim->vel),
+                   A(st->rho_prev), A(st->drho_prev), A(b.desc), A(b.words), A(b.first),
                    A(b.pos), A(b.mass), A(b.nb), A(b.moving), A(b.vel), A(b.acc), A(st->rho),
                    A(st->drho), A(st->p),
                    A(sim->pred), A(st->vel_out), A(st->a2), A(rest_out), A(*rest_arg(st))) &&
