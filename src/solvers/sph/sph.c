@@ -77,16 +77,19 @@ static bool run_density(mz_sim *sim, sph_state *st, cl_mem *rho, cl_mem *scratch
 
 /* Whether a WCSPH run keeps neighbour lists: MIZU_SPH_LISTS=1 or 0, else when the device has
  * room for them beside what the run needs (the fit check counts only that, so a run that fits
- * without them is never refused for them). Measured: 1.36x the frame loop on 2 CPU cores, 1.33x
- * on an H200 at 10^6 particles (docs/benchmarks.md). */
+ * without them is never refused for them), and each of the two lists, with room to grow by a
+ * quarter, is a buffer the device can make (PoCL here makes none over 2.1 GB: 10^7 particles'
+ * lists are 2.3 GB each). Measured: 1.36x the frame loop on 2 CPU cores, 1.33x on an H200 at
+ * 10^6 particles (docs/benchmarks.md). */
 static bool sph_lists_wanted(const mz_sim *sim)
 {
     const char *env = getenv("MIZU_SPH_LISTS");
     if (env && (strcmp(env, "0") == 0 || strcmp(env, "1") == 0))
         return env[0] == '1';
-    double need = (double)sim_device_bytes(sim->scene, sim->cap) +
-                  (double)sim->cap * (double)sph_lists_bytes(sim->scene);
-    return need < 0.8 * (double)sim->cl->global_mem;
+    double lists = (double)sim->cap * (double)sph_lists_bytes(sim->scene);
+    double need = (double)sim_device_bytes(sim->scene, sim->cap) + lists;
+    return need < 0.8 * (double)sim->cl->global_mem &&
+           1.25 * lists / 2 <= (double)sim->cl->max_alloc;
 }
 
 static void swap_mem(cl_mem *a, cl_mem *b)
