@@ -156,12 +156,14 @@ kernel void dfsph_predict(uint n, float dt, global const float4 *acc, global flo
  * Only compression is corrected: a free surface may expand. A warm pass (warm > 0) starts from
  * the last steps' stiffness instead, where the particle is compressed (or its density rising)
  * now: the divergence solve from warm × K_i, the total its last solve applied; the density
- * solve from warm dt² min(κ_i, κ'_i), κ_i = K_i/dt_last² the pressure over ρ its last solve
- * applied and κ'_i the one before (kprev, which it then takes κ_i): a one-step spike (the
- * correction of a compression left over, a short step's) is not carried on. Per work-group
+ * solve from warm × min(κ_i min(dt, dt_last)², κ'_i min(dt, dt_before)²), κ_i = K_i/dt_last²
+ * the pressure over ρ its last solve applied and κ'_i the one before (kprev, which it then
+ * takes κ_i): a one-step spike (the correction of a compression left over, a short step's) is
+ * not carried on, nor scaled up when the step grows. Per work-group
  * sums of e_i into partial (the kernel runs over whole groups of local size; items past n add
  * 0). */
-kernel void dfsph_error(uint n, int density, float dt, float warm, float dt_last, mz_sph P,
+kernel void dfsph_error(uint n, int density, float dt, float warm, float dt_last,
+                        float dt_before, mz_sph P,
                         global const float4 *x, global const float4 *v, global const float *rho,
                         global const float *alpha, MZ_LIST_PARAMS, global const float *K,
                         global float *kprev, global float *k_out, global float *partial,
@@ -191,7 +193,8 @@ kernel void dfsph_error(uint n, int density, float dt, float warm, float dt_last
             float carried = K[i];
             if (density) {
                 float kappa = K[i] / (dt_last * dt_last);
-                carried = dt * dt * fmin(kappa, kprev[i]);
+                float d1 = fmin(dt, dt_last), d2 = fmin(dt, dt_before);
+                carried = fmin(kappa * d1 * d1, kprev[i] * d2 * d2);
                 kprev[i] = kappa;
             }
             k = e > 0.0f ? warm * carried : 0.0f;

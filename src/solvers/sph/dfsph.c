@@ -31,8 +31,8 @@ static const char *const dfsph_stages[] = {"grid",     "density", "divergence so
 enum { MAX_ITERATIONS = 100 };
 
 /* The density solve's warm pass applies this fraction of the pressure the last two steps
- * applied (the smaller; see solve). */
-static const double DENSITY_WARM = 0.6;
+ * applied (the smaller, never scaled up; see solve). */
+static const double DENSITY_WARM = 0.7;
 
 typedef struct dfsph_state {
     sph_params P;
@@ -53,6 +53,7 @@ typedef struct dfsph_state {
     sph_lists lists; /* the step's neighbours, written by the density pass */
     sph_step_size step_size; /* |v|max and |a|max */
     double dt_last; /* the last step's dt (the first step's guess before any) */
+    double dt_before; /* the dt of the step before (of Kprev's κ) */
     double dt_viscous; /* the explicit viscosity's stable step (infinite without) */
     mz_dfsph_stats stats; /* over the run, for the summary and tests */
     long capped_warned_step;
@@ -100,22 +101,23 @@ static bool error_pass(mz_sim *sim, dfsph_state *st, int density, double dt, dou
     size_t groups = (sim->n + local - 1) / local;
     if (groups == 0)
         groups = 1;
-    cl_float dt_f = (cl_float)dt, warm_f = (cl_float)warm, dt_last_f = (cl_float)st->dt_last;
+    cl_float dt_f = (cl_float)dt, warm_f = (cl_float)warm, dt_last_f = (cl_float)st->dt_last,
+             dt_before_f = (cl_float)st->dt_before;
     cl_uint groups_u = (cl_uint)groups;
     const sph_lists *l = &st->lists;
     float total = 0.0f;
     bool ok =
         KARGS(st->k_error, "dfsph_error", A(sim->n_u), A(density), A(dt_f), A(warm_f),
-              A(dt_last_f), A(st->P), A(sim->pos), A(sim->vel), A(st->rho), A(st->alpha),
+              A(dt_last_f), A(dt_before_f), A(st->P), A(sim->pos), A(sim->vel), A(st->rho), A(st->alpha),
               A(l->stride), A(l->fluid), A(l->fluid_count), A(l->wall), A(l->wall_count),
               A(b.pos), A(b.mass), A(K), A(st->Kprev), A(st->k), A(st->partial)) &&
-        cl_ok(clSetKernelArg(st->k_error, 21, 4 * local, NULL),
+        cl_ok(clSetKernelArg(st->k_error, 22, 4 * local, NULL),
               "clSetKernelArg(dfsph_error, scratch)") &&
-        cl_ok(clSetKernelArg(st->k_error, 22, sizeof b.moving, &b.moving),
+        cl_ok(clSetKernelArg(st->k_error, 23, sizeof b.moving, &b.moving),
               "clSetKernelArg(dfsph_error)") &&
-        cl_ok(clSetKernelArg(st->k_error, 23, sizeof b.vel, &b.vel),
+        cl_ok(clSetKernelArg(st->k_error, 24, sizeof b.vel, &b.vel),
               "clSetKernelArg(dfsph_error)") &&
-        cl_ok(clSetKernelArg(st->k_error, 24, sizeof b.acc, &b.acc),
+        cl_ok(clSetKernelArg(st->k_error, 25, sizeof b.acc, &b.acc),
               "clSetKernelArg(dfsph_error)") &&
         sim_launch_local(sim, st->k_error, 0, groups * local, local, stage,
                          "dfsph_error") &&
@@ -156,10 +158,12 @@ static bool apply_pass(mz_sim *sim, dfsph_state *st, double scale, int first, cl
  * The iterations only add pressure where a particle is compressed: a warm start above what
  * this step needs cannot be taken back, and lifts the water. The density solve starts from
  * DENSITY_WARM × the smaller of the last two steps' pressures (κ = K/dt², the same pressure at
- * this step's dt): the last step's alone carries one-off corrections (a compression left over,
- * a short step's), and at half of it a resting tank bounced in bursts, the bursts lengthening
- * the steps until solves ran out of iterations; above 0.6 of the smaller it bursts again
- * (docs/scene.md). The divergence solve starts from the whole last K_v. */
+ * this step's dt, but no more K than that step's when the step grows): the last step's alone
+ * carries one-off corrections (a compression left over, a short step's), and at half of it a
+ * resting tank bounced in bursts that lengthened its steps until solves ran out of iterations;
+ * scaled up by (dt/dt_last)² the dam break's steps fell to 0.05 ms; at 0.6 a frame's end read
+ * the tank's pressure 6% low, at 0.8 its layers 27% off (docs/scene.md). The divergence solve
+ * starts from the whole last K_v. */
 static int solve(mz_sim *sim, dfsph_state *st, int density, double dt, double warm, double tol,
                  int min_iterations, double *left)
 {
@@ -296,6 +300,7 @@ static int dfsph_step(mz_sim *sim, dfsph_state *st, double frame_dt)
                A(st->K), A(sim->pos), A(sim->vel), A(st->p)) ||
         !sim_launch(sim, st->k_advect, sim->n, STAGE_ADVECT, "dfsph_advect"))
         return -1;
+    st->dt_before = st->dt_last;
     st->dt_last = dt;
     st->stats.steps++;
     sim_count_step(sim, dt);
@@ -394,6 +399,7 @@ static int dfsph_init(mz_sim *sim)
     st->dt_last = scene_frame_dt(s);
     if (g > 0)
         st->dt_last = fmin(st->dt_last, scene_cfl(s) * sqrt(st->P.h / g));
+    st->dt_before = st->dt_last;
     /* Frame 0's density. */
     if (grid_build(&st->grid, sim->pos) != 0 || !density_alpha(sim, st))
         return -1;
@@ -426,7 +432,7 @@ static void dfsph_release(mz_sim *sim)
 }
 
 /* The warm starts' stiffnesses (in the particles' device order: the last step's K and K_v, the
- * κ of the step before), the output's pressure and the last step's dt. */
+ * κ of the step before), the output's pressure and the last two steps' dt. */
 static size_t dfsph_state_parts(mz_sim *sim, mz_state_part *parts, size_t max)
 {
     dfsph_state *st = sim->state;
@@ -436,6 +442,7 @@ static size_t dfsph_state_parts(mz_sim *sim, mz_state_part *parts, size_t max)
         {"dfsph_pressure", &st->p, NULL, 0, 4},
         {"dfsph_previous_stiffness", &st->Kprev, NULL, 0, 4},
         {"dfsph_last_dt", NULL, &st->dt_last, sizeof st->dt_last, 0},
+        {"dfsph_before_last_dt", NULL, &st->dt_before, sizeof st->dt_before, 0},
     };
     return sim_state_existing(all, sizeof all / sizeof *all, parts, max);
 }
