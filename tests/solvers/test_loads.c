@@ -431,7 +431,7 @@ static void test_buoyancy_collapsed(void **state)
 /* DFSPH's tank and box as buoyancy()'s, every step sampled (rate above the step rate) and
  * the samples weighted by their steps, walls measured too, over t > 1.3 s: the floor, less the
  * box's push, carries the water's weight within 1%, and the box feels its buoyancy within 2%
- * (issue 18's bar; measured +0.20% on PoCL with the density solve warm-started, +2.15% from
+ * (issue 18's bar; measured +0.97% on PoCL with the density solve warm-started, +2.15% from
  * zero stiffness; docs/scene.md). DFSPH's
  * force changes from step to step with how far the step's density solve got, so a sample every
  * 5 ms (the steps ending at frames among them) is no mean: sampled so, the box read −0.85% on
