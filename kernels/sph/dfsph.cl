@@ -166,16 +166,22 @@ kernel void dfsph_predict(uint n, float dt, global const float4 *acc, global flo
  *   divergence (density == 0): e_i = dt max(Dρ_i/Dt, 0), k_i = α_i max(Dρ_i/Dt, 0), and 0 for
  *     a particle with too few neighbours;
  *   density (density == 1): e_i = max(ρ_i + dt Dρ_i/Dt − ρ0, 0), k_i = |α_i| e_i.
- * Only compression is corrected: a free surface may expand. A warm pass (warm == 1, the
- * divergence solve) takes k_i = K_i instead, the stiffness the last step's solve ended with,
- * where the particle's density is rising now. Per work-group sums of e_i into partial (the kernel runs over
- * whole groups of local size; items past n add 0), in fixed point (mz_dfsph_fixed) so that any
- * split of the particles, over ranks or groups, gives the same sum. */
-kernel void dfsph_error(uint n, int density, float dt, int warm, float unit, mz_sph P,
-                        global const float4 *x, global const float4 *v, global const float *rho,
+ * Only compression is corrected: a free surface may expand. A warm pass (warm > 0) starts from
+ * the last steps' stiffness instead, where the particle is compressed (or its density rising)
+ * now: the divergence solve from warm × K_i, the total its last solve applied; the density
+ * solve from warm × min(κ_i min(dt, dt_last)², κ'_i min(dt, dt_before)²), κ_i = K_i/dt_last²
+ * the pressure over ρ its last solve applied and κ'_i the one before (kprev, which it then
+ * takes κ_i): a one-step spike (the correction of a compression left over, a short step's) is
+ * not carried on, nor scaled up when the step grows. Per work-group sums of e_i into partial
+ * (the kernel runs over whole groups of local size; items past n add 0), in fixed point
+ * (mz_dfsph_fixed) so that any split of the particles, over ranks or groups, gives the same
+ * sum. */
+kernel void dfsph_error(uint n, int density, float dt, float warm, float dt_last,
+                        float dt_before, float unit, mz_sph P, global const float4 *x,
+                        global const float4 *v, global const float *rho,
                         global const float *alpha, MZ_LIST_PARAMS, global const float *K,
-                        global float *k_out, global ulong2 *partial, local ulong2 *scratch,
-                        MZ_WALL_MOTION)
+                        global float *kprev, global float *k_out, global ulong2 *partial,
+                        local ulong2 *scratch, MZ_WALL_MOTION)
 {
     uint i = get_global_id(0), lid = get_local_id(0);
     float e = 0.0f;
@@ -197,8 +203,16 @@ kernel void dfsph_error(uint n, int density, float dt, int warm, float unit, mz_
             e = dt * r;
             k = a * r;
         }
-        if (warm)
-            k = e > 0.0f ? K[i] : 0.0f;
+        if (warm > 0.0f) {
+            float carried = K[i];
+            if (density) {
+                float kappa = K[i] / (dt_last * dt_last);
+                float d1 = fmin(dt, dt_last), d2 = fmin(dt, dt_before);
+                carried = fmin(kappa * d1 * d1, kprev[i] * d2 * d2);
+                kprev[i] = kappa;
+            }
+            k = e > 0.0f ? warm * carried : 0.0f;
+        }
         k_out[i] = k;
     }
     scratch[lid] = mz_dfsph_fixed(e, unit);

@@ -430,8 +430,9 @@ static void test_buoyancy_collapsed(void **state)
 
 /* DFSPH's tank and box as buoyancy()'s, every step sampled (rate above the step rate) and
  * the samples weighted by their steps, walls measured too, over t > 1.3 s: the floor, less the
- * box's push, carries the water's weight within 1%, and the box feels its buoyancy within 2.5%
- * (the issue's bar is 2%: measured +2.15% on PoCL, +1.95% on an H100; docs/scene.md). DFSPH's
+ * box's push, carries the water's weight within 1%, and the box feels its buoyancy within 2%
+ * (issue 18's bar; measured +0.97% on PoCL with the density solve warm-started, +2.15% from
+ * zero stiffness; docs/scene.md). DFSPH's
  * force changes from step to step with how far the step's density solve got, so a sample every
  * 5 ms (the steps ending at frames among them) is no mean: sampled so, the box read −0.85% on
  * PoCL and −12.3% on an H200. */
@@ -466,7 +467,7 @@ static void test_buoyancy_dfsph(void **state)
     print_message("dfsph: the submerged box feels (%.3f, %.3f) N/m, buoyancy %.3f N/m: %+.2f%%; "
                   "the floor %.2f N/m, less the box's, against the water's weight %.2f: %+.2f%%\n",
                   box[0], box[1], ref, 100 * (box[1] / ref - 1), -floor[1], weight, 100 * rest);
-    assert_true(fabs(box[1] / ref - 1) < 0.025);
+    assert_true(fabs(box[1] / ref - 1) < 0.02);
     assert_true(fabs(box[0]) < 0.03 * ref);
     assert_true(fabs(rest) < 0.01);
     world_close(&w);

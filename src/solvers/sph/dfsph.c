@@ -5,11 +5,10 @@
  * Both solves iterate until the average error over the particles is below the scene's
  * tolerance (density_tolerance of ρ0 for the compression predicted at the end of the step,
  * divergence_tolerance for the density change the velocity field would make in a step), at
- * least twice for the density and once for the divergence, at most MAX_ITERATIONS times. The
- * divergence solve starts from the stiffnesses the last step's ended with (warm start; see
- * solve for why the density solve does not). The errors are
- * summed on the device as integers (fixed point) and read back once an iteration: the same sum
- * however the particles are split, so that ranks under mpirun (dfsph_dist.c) take one process's
+ * least twice for the density and once for the divergence, at most MAX_ITERATIONS times. Both
+ * start warm, from the stiffnesses of the last steps (see solve). The errors are summed on the
+ * device as integers (fixed point) and read back once an iteration: the same sum however the
+ * particles are split, so that ranks under mpirun (dfsph_dist.c) take one process's
  * iterations. */
 #include "build/build.h"
 #include "device/grid.h"
@@ -35,6 +34,10 @@ static const char *const dfsph_stages[] = {"grid",     "density", "divergence so
 
 enum { MAX_ITERATIONS = 100 };
 
+/* The density solve's warm pass applies this fraction of the pressure the last two steps
+ * applied (the smaller, never scaled up; see solve). */
+static const double DENSITY_WARM = 0.7;
+
 typedef struct dfsph_state {
     sph_params P;
     mz_walls_arg walls;
@@ -49,10 +52,12 @@ typedef struct dfsph_state {
     cl_mem S;        /* with loads: the step's Σ scale k per particle (dfsph_apply) */
     bool s_first;    /* the next apply is the step's first */
     cl_mem rho, alpha, k, K, Kv, p, a2;
+    cl_mem Kprev; /* the density solve's κ = K/dt² of the step before last (its warm start) */
     cl_mem partial, total; /* the error sums (two 64-bit integers a group, dfsph.cl) */
     sph_lists lists; /* the step's neighbours, written by the density pass */
     sph_step_size step_size; /* |v|max and |a|max */
     double dt_last; /* the last step's dt (the first step's guess before any) */
+    double dt_before; /* the dt of the step before (of Kprev's κ) */
     double dt_viscous; /* the explicit viscosity's stable step (infinite without) */
     mz_dfsph_stats stats; /* over the run, for the summary and tests */
     long capped_warned_step;
@@ -105,8 +110,8 @@ static bool density_alpha(mz_sim *sim, dfsph_state *st)
 }
 
 /* One error pass: every particle's error and stiffness into k, and the average error (in units
- * of density) into *avg. */
-static bool error_pass(mz_sim *sim, dfsph_state *st, int density, double dt, int warm,
+ * of density) into *avg. warm > 0: the warm pass (dfsph_error). */
+static bool error_pass(mz_sim *sim, dfsph_state *st, int density, double dt, double warm,
                        cl_mem K, int stage, double *avg)
 {
     boundary_args b = bound_of(st);
@@ -116,7 +121,8 @@ static bool error_pass(mz_sim *sim, dfsph_state *st, int density, double dt, int
     size_t groups = (end - begin + local - 1) / local;
     if (groups == 0)
         groups = 1;
-    cl_float dt_f = (cl_float)dt;
+    cl_float dt_f = (cl_float)dt, warm_f = (cl_float)warm, dt_last_f = (cl_float)st->dt_last,
+             dt_before_f = (cl_float)st->dt_before;
     cl_uint groups_u = (cl_uint)groups, end_u = (cl_uint)end;
     /* The fixed point's unit: a power of two, 2^40 / ρ0 within a factor 2 (mz_dfsph_fixed),
      * kept a finite float for any ρ0. */
@@ -126,17 +132,18 @@ static bool error_pass(mz_sim *sim, dfsph_state *st, int density, double dt, int
     const sph_lists *l = &st->lists;
     uint64_t total[2] = {0, 0};
     bool ok =
-        KARGS(st->k_error, "dfsph_error", A(end_u), A(density), A(dt_f), A(warm), A(unit_f),
-              A(st->P), A(sim->pos), A(sim->vel), A(st->rho), A(st->alpha), A(l->stride),
-              A(l->fluid), A(l->fluid_count), A(l->wall), A(l->wall_count), A(b.pos),
-              A(b.mass), A(K), A(st->k), A(st->partial)) &&
-        cl_ok(clSetKernelArg(st->k_error, 20, 16 * local, NULL),
+        KARGS(st->k_error, "dfsph_error", A(end_u), A(density), A(dt_f), A(warm_f),
+              A(dt_last_f), A(dt_before_f), A(unit_f), A(st->P), A(sim->pos), A(sim->vel),
+              A(st->rho), A(st->alpha), A(l->stride), A(l->fluid), A(l->fluid_count),
+              A(l->wall), A(l->wall_count), A(b.pos), A(b.mass), A(K), A(st->Kprev), A(st->k),
+              A(st->partial)) &&
+        cl_ok(clSetKernelArg(st->k_error, 23, 16 * local, NULL),
               "clSetKernelArg(dfsph_error, scratch)") &&
-        cl_ok(clSetKernelArg(st->k_error, 21, sizeof b.moving, &b.moving),
+        cl_ok(clSetKernelArg(st->k_error, 24, sizeof b.moving, &b.moving),
               "clSetKernelArg(dfsph_error)") &&
-        cl_ok(clSetKernelArg(st->k_error, 22, sizeof b.vel, &b.vel),
+        cl_ok(clSetKernelArg(st->k_error, 25, sizeof b.vel, &b.vel),
               "clSetKernelArg(dfsph_error)") &&
-        cl_ok(clSetKernelArg(st->k_error, 23, sizeof b.acc, &b.acc),
+        cl_ok(clSetKernelArg(st->k_error, 26, sizeof b.acc, &b.acc),
               "clSetKernelArg(dfsph_error)") &&
         sim_launch_local(sim, st->k_error, begin, groups * local, local, stage,
                          "dfsph_error") &&
@@ -174,24 +181,29 @@ static bool apply_pass(mz_sim *sim, dfsph_state *st, double scale, int first, cl
            dfsph_dist_share(&st->dist, sim->vel, 16);
 }
 
-/* A solve: the warm pass (warm), then iterations until the average error is below tol (in
+/* A solve: the warm pass (warm > 0), then iterations until the average error is below tol (in
  * units of density) and at least min_iterations were taken. The average error it ended with
- * into *left; its iterations, or -1 on failure.
+ * into *left; its iterations, or -1 on failure. K, the solve's total stiffness, includes the
+ * warm pass (its first apply), so the pressure and the forces on solids are all it applied.
  *
- * Only the divergence solve starts warm. Warm-starting the density solve as Bender & Koschier
- * do (the last step's stiffness where a particle is compressed now) let a tank at rest throw
- * itself apart every few hundred steps here, with the carried stiffness or only the last
- * iterations' (as SPlisHSPlasH carries it), at any relaxation; from zero it is stable and
- * hydrostatic, at the price of iterations in deep water (docs/scene.md). */
-static int solve(mz_sim *sim, dfsph_state *st, int density, double dt, bool warm, double tol,
+ * The iterations only add pressure where a particle is compressed: a warm start above what
+ * this step needs cannot be taken back, and lifts the water. The density solve starts from
+ * DENSITY_WARM × the smaller of the last two steps' pressures (κ = K/dt², the same pressure at
+ * this step's dt, but no more K than that step's when the step grows): the last step's alone
+ * carries one-off corrections (a compression left over, a short step's), and at half of it a
+ * resting tank bounced in bursts that lengthened its steps until solves ran out of iterations;
+ * scaled up by (dt/dt_last)² the dam break's steps fell to 0.05 ms; at 0.6 a frame's end read
+ * the tank's pressure 6% low, at 0.8 its layers 27% off (docs/scene.md). The divergence solve
+ * starts from the whole last K_v. */
+static int solve(mz_sim *sim, dfsph_state *st, int density, double dt, double warm, double tol,
                  int min_iterations, double *left)
 {
     cl_mem K = density ? st->K : st->Kv;
     int stage = density ? STAGE_PRESSURE : STAGE_DIVERGENCE;
     double scale = density ? 1.0 / dt : 1.0, avg = 0;
     int first = 1;
-    if (warm) {
-        if (!error_pass(sim, st, density, dt, 1, K, stage, &avg) ||
+    if (warm > 0) {
+        if (!error_pass(sim, st, density, dt, warm, K, stage, &avg) ||
             !apply_pass(sim, st, scale, 1, K, stage, scale / dt))
             return -1;
         first = 0;
@@ -294,7 +306,7 @@ static int dfsph_step(mz_sim *sim, dfsph_state *st, double frame_dt)
         return -1;
     st->s_first = true;
     /* The divergence solve ends the last step (its velocities at the new positions). */
-    int it = solve(sim, st, 0, st->dt_last, true, f->divergence_tolerance * rho0, 1, &left);
+    int it = solve(sim, st, 0, st->dt_last, 1.0, f->divergence_tolerance * rho0, 1, &left);
     if (it < 0)
         return -1;
     st->stats.divergence_iterations += it;
@@ -324,7 +336,7 @@ static int dfsph_step(mz_sim *sim, dfsph_state *st, double frame_dt)
         !dfsph_launch_owned(sim, st->k_predict, STAGE_FORCES, "dfsph_predict") ||
         !dfsph_dist_share(&st->dist, sim->vel, 16))
         return -1;
-    it = solve(sim, st, 1, dt, false, f->density_tolerance * rho0, 2, &left);
+    it = solve(sim, st, 1, dt, DENSITY_WARM, f->density_tolerance * rho0, 2, &left);
     if (it < 0)
         return -1;
     st->stats.density_iterations += it;
@@ -337,6 +349,7 @@ static int dfsph_step(mz_sim *sim, dfsph_state *st, double frame_dt)
                A(st->K), A(sim->pos), A(sim->vel), A(st->p)) ||
         !dfsph_launch_owned(sim, st->k_advect, STAGE_ADVECT, "dfsph_advect"))
         return -1;
+    st->dt_before = st->dt_last;
     st->dt_last = dt;
     st->stats.steps++;
     sim_count_step(sim, dt);
@@ -421,7 +434,8 @@ static int dfsph_init(mz_sim *sim)
     if (sph_step_size_init(&st->step_size, sim) != 0)
         return -1;
     size_t groups = error_groups(n, st->step_size.local);
-    cl_mem *per4[] = {&st->rho, &st->alpha, &st->k, &st->K, &st->Kv, &st->p, &st->a2};
+    cl_mem *per4[] = {&st->rho, &st->alpha, &st->k,  &st->K,
+                      &st->Kv,  &st->p,     &st->a2, &st->Kprev};
     for (size_t i = 0; i < sizeof per4 / sizeof *per4; i++)
         if (!(*per4[i] = dfsph_buffer(sim, 4 * (n ? n : 1), "clCreateBuffer(DFSPH)")))
             return -1;
@@ -430,7 +444,7 @@ static int dfsph_init(mz_sim *sim)
     if (!st->partial || !st->total || sph_lists_init(&st->lists, sim) != 0)
         return -1;
     cl_float zero = 0.0f;
-    cl_mem *zeroed[] = {&st->K, &st->Kv, &st->p};
+    cl_mem *zeroed[] = {&st->K, &st->Kv, &st->p, &st->Kprev};
     for (size_t i = 0; i < sizeof zeroed / sizeof *zeroed; i++)
         if (!cl_ok(clEnqueueFillBuffer(sim->cl->queue, *zeroed[i], &zero, sizeof zero, 0,
                                        4 * (n ? n : 1), 0, NULL, NULL),
@@ -444,7 +458,7 @@ static int dfsph_init(mz_sim *sim)
     sim->grid = &st->grid;
     /* The stiffnesses travel with the particles: the next step's warm start. No pass reads a
      * neighbour's, nor its id, body or inverse mass: a distributed run's halo copies go without. */
-    cl_mem *owned4[] = {&sim->inv_mass, &sim->id, &sim->body, &st->K, &st->Kv};
+    cl_mem *owned4[] = {&sim->inv_mass, &sim->id, &sim->body, &st->K, &st->Kv, &st->Kprev};
     if (grid_set_count(&st->grid, sim->n) != 0 || grid_register(&st->grid, &sim->pos, 16) ||
         grid_register(&st->grid, &sim->vel, 16))
         return -1;
@@ -472,6 +486,7 @@ static int dfsph_init(mz_sim *sim)
     st->dt_last = scene_frame_dt(s);
     if (g > 0)
         st->dt_last = fmin(st->dt_last, scene_cfl(s) * sqrt(st->P.h / g));
+    st->dt_before = st->dt_last;
     /* Frame 0's density. */
     if (build_grid(sim, st) != 0 || !density_alpha(sim, st))
         return -1;
@@ -495,7 +510,7 @@ static void dfsph_release(mz_sim *sim)
                       st->k_sum,     st->k_apply,  st->k_advect,  st->k_max};
     mz_cl_release_kernels(ks, sizeof ks / sizeof *ks);
     cl_mem ms[] = {st->rho, st->alpha,   st->k,     st->K,  st->Kv, st->p,
-                   st->a2,  st->partial, st->total, st->S};
+                   st->a2,  st->partial, st->total, st->S,  st->Kprev};
     mz_cl_release_mems(ms, sizeof ms / sizeof *ms);
     if (st->program)
         clReleaseProgram(st->program);
@@ -504,8 +519,8 @@ static void dfsph_release(mz_sim *sim)
     sim->state = NULL;
 }
 
-/* The warm starts' stiffnesses (in the particles' device order), the output's pressure and
- * the last step's dt. */
+/* The warm starts' stiffnesses (in the particles' device order: the last step's K and K_v, the
+ * κ of the step before), the output's pressure and the last two steps' dt. */
 static size_t dfsph_state_parts(mz_sim *sim, mz_state_part *parts, size_t max)
 {
     dfsph_state *st = sim->state;
@@ -513,14 +528,16 @@ static size_t dfsph_state_parts(mz_sim *sim, mz_state_part *parts, size_t max)
         {"dfsph_stiffness", &st->K, NULL, 0, 4},
         {"dfsph_divergence_stiffness", &st->Kv, NULL, 0, 4},
         {"dfsph_pressure", &st->p, NULL, 0, 4},
+        {"dfsph_previous_stiffness", &st->Kprev, NULL, 0, 4},
         {"dfsph_last_dt", NULL, &st->dt_last, sizeof st->dt_last, 0},
+        {"dfsph_before_last_dt", NULL, &st->dt_before, sizeof st->dt_before, 0},
     };
     return sim_state_existing(all, sizeof all / sizeof *all, parts, max);
 }
 
-/* As dfsph_init makes them: density, α, k, K, K_v, pressure, |a|² and the error sums; the
- * step size's maxima; the neighbour lists; the grid (position, velocity, inverse mass, id, body,
- * K and K_v move with it); then the walls, sorted last (the most may be held while they are),
+/* As dfsph_init makes them: density, α, k, K, K_v, pressure, |a|², the κ before last and the
+ * error sums; the step size's maxima; the neighbour lists; the grid (position, velocity, inverse
+ * mass, id, body, K, K_v and the κ before last move with it); then the walls, sorted last (the most may be held while they are),
  * and the forces on solids. */
 static size_t dfsph_device_bytes(const mz_scene *s, size_t n, size_t *held)
 {
@@ -528,11 +545,11 @@ static size_t dfsph_device_bytes(const mz_scene *s, size_t n, size_t *held)
     /* Distributed: a dense grid of the window, and with probes the densities and pressures
      * travel too (dfsph_init). */
     bool slabs = dist_active();
-    size_t room = n ? n : 1, elems[] = {16, 16, 4, 4, 4, 4, 4, 4, 4};
-    int n_reg = slabs && s->n_probes > 0 ? 9 : 7;
+    size_t room = n ? n : 1, elems[] = {16, 16, 4, 4, 4, 4, 4, 4, 4, 4};
+    int n_reg = slabs && s->n_probes > 0 ? 10 : 8;
     size_t cells = grid_cells_in(n, P.h, s->sim.dimensions, s->domain.min, s->domain.max,
                                  slabs ? MZ_GRID_DENSE : MZ_GRID_AUTO);
-    size_t own = 7 * 4 * room + 16 * error_groups(n, SPH_STEP_SIZE_CPU_LOCAL) + 16 +
+    size_t own = 8 * 4 * room + 16 * error_groups(n, SPH_STEP_SIZE_CPU_LOCAL) + 16 +
                  sph_step_size_bytes() + room * sph_lists_bytes(s) + 4 +
                  grid_device_bytes(n, cells, elems, n_reg, slabs, false, 0);
     size_t walls_sorting, walls = boundary_device_bytes(s, n, P.h, &walls_sorting);
