@@ -418,6 +418,16 @@ double build_host_bytes(const mz_scene *s, size_t n)
     return bytes;
 }
 
+void particles_free_uploaded(mz_particles *p)
+{
+    free(p->pos);
+    free(p->vel);
+    free(p->inv_mass);
+    free(p->id);
+    p->pos = p->vel = p->inv_mass = NULL;
+    p->id = NULL;
+}
+
 void particles_free(mz_particles *p)
 {
     free(p->pos);

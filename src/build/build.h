@@ -92,5 +92,9 @@ void build_phase_of_ids(const mz_scene *s, size_t first, size_t count, uint32_t 
  * and SPH wall and collider particles. */
 double build_host_bytes(const mz_scene *s, size_t n);
 void particles_free(mz_particles *p);
+/* Free what only the device needs once it has them (positions, velocities, inverse masses,
+ * ids: 40 bytes a particle, 40 GB at 10^9); body, phase, constraints and triangles stay for
+ * the output's static columns. */
+void particles_free_uploaded(mz_particles *p);
 
 #endif

@@ -184,6 +184,7 @@ static int set_up(run_ctx *r)
                health_init(&r->health, &r->sim, health_speed_bound(&r->scene, &r->parts)) != 0;
     if (dist_max_int(made))
         return MZ_EXIT_RUNTIME;
+    particles_free_uploaded(&r->parts); /* the device has them */
     const char *mem_env = getenv("MIZU_DEVICE_MEMORY");
     if (mem_env && strcmp(mem_env, "1") == 0) /* beside the buffers cl_ctx.c lists */
         fprintf(stderr, "mizu: device memory: estimate %zu bytes for %zu particles; %zu held\n",

@@ -35,8 +35,8 @@ struct mz_scene;
 int run_load_scene(const mz_run_opts *o, struct mz_scene *s);
 /* Bytes of output, uncompressed, for frames first_frame .. simulation.frames (those written). */
 double run_output_bytes(const struct mz_scene *s, size_t n, size_t n_rigids, long first_frame);
-/* Host bytes a run of the scene's n particles takes: the builder's arrays and the frames in
- * flight to the output. */
+/* Host bytes a run of the scene's n particles takes at most: the builder's arrays while
+ * building, or after the upload what stays of them and the frames in flight to the output. */
 double run_host_bytes(const struct mz_scene *s, size_t n);
 /* Whether a run of n particles fits the host memory left (with the device's buffers when the
  * device is a CPU): 0, or -1 after saying what is needed and what limits it. */

@@ -468,7 +468,7 @@ static void test_memory_refused_before_building(void **state)
     } cases[] = {
         {"0.001", 2, "its 13658216 particles and 176280280 constraints need about 6.73 GB of "
                      "host memory; the address-space limit (ulimit -v) leaves"},
-        {"0.003", 1, "need about 0.715 GB of host memory; the address-space limit (ulimit -v) "
+        {"0.003", 1, "need about 0.695 GB of host memory; the address-space limit (ulimit -v) "
                      "leaves"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
