@@ -301,3 +301,25 @@ void pbd_load_sums(uint first, uint n, global const int *owner, global const flo
     }
     mz_load_total(part, t, f, m, sums + 6 * l);
 }
+
+/* A distributed rank (src/solvers/pbd/pbf_dist.c, pbf_dist_reach): each owned particle's
+ * neighbour query, made at its position now, reads the layers c − 1 .. c + 1 of its cell c
+ * (within the grid); the window the last build filled holds the layers [wlo, whi). The
+ * smallest id of a particle whose query reaches beyond it goes to far[0] (a non-finite
+ * position is the health check's). */
+kernel void pbd_reach(uint n, mz_grid_desc g, int wlo, int whi, global const float4 *xp,
+                      global const uint *id, volatile global uint *far)
+{
+    uint i = get_global_id(0);
+    if (i >= n)
+        return;
+    float4 x = xp[i];
+#if MZ_DIM == 2
+    x.z = 0.0f;
+#endif
+    if (!isfinite(x.x) || !isfinite(x.y) || !isfinite(x.z))
+        return;
+    int c = MZ_SLAB_AXIS(mz_cell_coord(&g, x)), layers = MZ_SLAB_AXIS(g.dims);
+    if (max(c - 1, 0) < wlo || min(c + 1, layers - 1) >= whi)
+        atomic_min(far, id[i]);
+}

@@ -476,6 +476,56 @@ static void test_pbf_with_bodies(void **state)
                        "scenes/coupled.json --set output.every=1", 16);
 }
 
+/* PBF with the walls as boundary particles and three static box colliders forming an inner
+ * tank (scenes/sloshing.json at rest: their boundary particles count in the density too). At
+ * 16 substeps of 1/320 s, 2 and 3 ranks give one process's frames. At 8 of 1/160 s the flow
+ * blows up within 3 frames: the density correction throws particles near the floor 9 and more
+ * layers in one substep (one process too), past the window whose particles a rank's neighbour
+ * query can read, so the ranks' frames differed from one process's (particle 562 in frame 3's
+ * first substep); now every rank count stops with the reach error (pbf_dist_reach_check)
+ * instead of writing them. */
+static const char *pbf_inner_tank(void)
+{
+    const char *scene = test_path("pbf_inner_tank.json");
+    write_text(scene,
+               "{\"mizu_scene\": 1, \"simulation\": {\"fps\": 20, \"frames\": 3, "
+               "\"dimensions\": 2, \"adaptive\": false, \"substeps\": 16},"
+               "\"domain\": {\"min\": [-0.7, -0.2, 0], \"max\": [0.7, 0.9, 0], "
+               "\"boundary\": {\"type\": \"particles\"}},"
+               "\"fluids\": [{\"solver\": \"pbf\", \"box\": {\"min\": [-0.5, 0, 0], "
+               "\"max\": [0.5, 0.3, 0]}, \"spacing\": 0.01, \"name\": \"water\"}],"
+               "\"colliders\": ["
+               "{\"name\": \"floor\", \"box\": {\"min\": [-0.56, -0.06, 0], "
+               "\"max\": [0.56, -1e-07, 0]}},"
+               "{\"name\": \"left\", \"box\": {\"min\": [-0.56, -0.06, 0], "
+               "\"max\": [-0.5000001, 0.7, 0]}},"
+               "{\"name\": \"right\", \"box\": {\"min\": [0.5000001, -0.06, 0], "
+               "\"max\": [0.56, 0.7, 0]}}],"
+               "\"output\": {\"fields\": [\"position\", \"velocity\"], \"every\": 1}}");
+    return scene;
+}
+
+static void test_pbf_collider_particles(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_MPI();
+    const char *scene = pbf_inner_tank();
+    assert_ranks_match("PBF, wall particles and box colliders", scene, 3);
+    char args[1024], *err = NULL;
+    const char *out = test_path("thrown.h5");
+    for (int np = 2; np <= 3; np++) {
+        snprintf(args, sizeof args, "run %s --set simulation.substeps=8 --frames 3 -q -o %s",
+                 scene, out);
+        int rc = run_mpi(np, args, &err);
+        if (rc == 0 || !err || !strstr(err, "past this rank's slab"))
+            fail_msg("8 substeps, %d ranks: exit %d (frames unlike one process's unless "
+                     "stopped), stderr: %s",
+                     np, rc, err ? err : "");
+        free(err);
+        err = NULL;
+    }
+}
+
 /* A block falls through the slab boundary within one frame (no rebalance before the frame
  * ends): rank 0's window outgrows the room it was planned with, its buffers grow mid-run, and
  * the output is still the one process's. */
@@ -795,6 +845,7 @@ int main(void)
         cmocka_unit_test(test_rigid_bodies),
         cmocka_unit_test(test_rigid_checkpoint),
         cmocka_unit_test(test_pbf_with_bodies),
+        cmocka_unit_test(test_pbf_collider_particles),
         cmocka_unit_test(test_buffers_grow),
         cmocka_unit_test(test_checkpoint_resume),
         cmocka_unit_test(test_sigterm_checkpoint),

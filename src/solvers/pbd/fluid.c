@@ -324,7 +324,7 @@ bool pbf_bind_grid(mz_sim *sim, pbd_state *st)
            sim_launch(sim, st->sort, sim->n, STAGE_DENSITY, "sort_positions") &&
            sim_launch(sim, fl->warm, sim->n, STAGE_DENSITY, "pbf_warm") &&
            sim_launch(sim, fl->delta, sim->n, STAGE_DENSITY, "pbf_delta") &&
-           pbf_dist_share(sim, st, sim->pred, 16);
+           pbf_dist_share(sim, st, sim->pred, 16) && pbf_dist_reach(sim, st);
 }
 
 bool pbf_iterate(mz_sim *sim, pbd_state *st)

@@ -341,10 +341,13 @@ static int pbd_substep(mz_sim *sim, double dt_seconds)
         ok = ok && pbf_dist_launch_owned(sim, st, st->domain, STAGE_DOMAIN, "domain");
         if (ok && st->rigid.nb)
             ok = rigid_match(sim, st);
-        /* Distributed: the iteration's positions of the halo from their owners. */
-        ok = ok && pbf_dist_share(sim, st, sim->pred, 16);
+        /* Distributed: the iteration's positions of the halo from their owners; whether the
+         * owned particles' next queries (the next iteration's, the velocity passes') stay in
+         * the window. */
+        ok = ok && pbf_dist_share(sim, st, sim->pred, 16) && pbf_dist_reach(sim, st);
     }
     ok = ok && (!st->dist.cloth.on || cloth_dist_check(sim, st)) &&
+         pbf_dist_reach_check(sim, st) &&
          pbd_loads_sum(l, sim, dt_seconds) &&
          sim_launch(sim, st->update, sim->n, STAGE_UPDATE, "update");
     if (ok && st->rigid.nb)

@@ -75,6 +75,8 @@ typedef struct pbd_dist {
     cl_mem slot;       /* 0, 1, 2, ...: the kernels' slot argument */
     cl_mem keys, vals; /* the window's sort by id before each build */
     int id_bits;
+    cl_kernel reach; /* pbd_reach: whether the owned particles' queries stay in the window */
+    cl_mem far;      /* its answer: the smallest id of one that reached beyond, or ~0 */
     pbd_cloth_dist cloth;
 } pbd_dist;
 
@@ -145,7 +147,11 @@ void rigid_dist_release(pbd_rigid_dist *d);
  * within a cell). pbf_dist_share: the owned values of buf into the other windows' halo slots.
  * pbf_dist_bind_contacts: after every build, the contacts' buffers and the window's slots.
  * pbf_dist_launch_owned: a per-particle kernel on the owned particles only (their inverse
- * masses and bodies do not travel to the halo). pbf_dist_slot: the kernels' slot argument. */
+ * masses and bodies do not travel to the halo). pbf_dist_slot: the kernels' slot argument.
+ * pbf_dist_reach: after every share of the predicted positions, whether each owned particle's
+ * neighbour query at its position now stays within the window the last build filled;
+ * pbf_dist_reach_check: once a substep, stops the run (after reporting, false) when one did not
+ * (a particle moved further than the halo within the substep's iterations). */
 int pbf_dist_init(mz_sim *sim, pbd_state *st);
 bool pbf_dist_bind(mz_sim *sim, pbd_state *st);
 bool pbf_dist_exchange(mz_sim *sim, pbd_state *st);
@@ -154,6 +160,8 @@ bool pbf_dist_bind_contacts(mz_sim *sim, pbd_state *st);
 bool pbf_dist_launch_owned(mz_sim *sim, pbd_state *st, cl_kernel k, int stage,
                            const char *name);
 cl_mem pbf_dist_slot(const pbd_state *st);
+bool pbf_dist_reach(mz_sim *sim, pbd_state *st);
+bool pbf_dist_reach_check(mz_sim *sim, pbd_state *st);
 void pbf_dist_release(mz_sim *sim, pbd_state *st);
 void pbd_slab_geometry(const mz_scene *s, double *h, int *halo);
 /* The cells of the solver's grid (pbd.c): 1.5 contact distances (PBF's spacing, the bodies'

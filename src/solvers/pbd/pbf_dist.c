@@ -17,6 +17,14 @@
  *   before the correction reads it, and the vorticity before confinement reads it. λ itself
  *   (the warm start's, read by its owner only) and the velocities travel with the particles;
  *   the halo's update then computes the owners' bits.
+ * - Reach: an owned particle's neighbour query is made at its position now, and one process
+ *   finds there the particles whose cells the build put there; the rank holds them only within
+ *   its window. After every share of x* a kernel (pbd_reach) checks that each owned particle's
+ *   query stays within it; once a substep, a rank whose particle's did not stops the run
+ *   (pbf_dist_reach_check): it no longer computes one process's bits. That takes a particle
+ *   moved more than the halo less one layer past its slab by the corrections (density,
+ *   colliders, domain) within one substep: a run that blows up (a 2D tank of boundary
+ *   particles at 8 substeps of 1/160 s threw particles 9 to 13 layers in one substep).
  * - Two halo layers: the iterations move a particle after the build, and a particle of the
  *   first owned layer that moved into the halo layer queries one layer further. Bodies need
  *   more when their constraints reach further (twice the longest rest length).
@@ -25,6 +33,7 @@
  *   inverse mass (fluid.c, pbf_attributes). With bodies in the scene, inverse masses and body
  *   indices travel to the halo (contacts, constraints and the fluid's density read their
  *   neighbours'); a fluid alone reads them of owned particles only, and they stay with them. */
+#include "device/cl_prog.h"
 #include "dist/dist.h"
 #include "scene/bodies.h"
 #include "solvers/pbd/pbd.h"
@@ -146,6 +155,14 @@ int pbf_dist_init(mz_sim *sim, pbd_state *st)
         return -1;
     if (slabs_create(&d->slabs, g, sim->plan, sim->pos) != 0)
         return -1;
+    d->reach = cl_prog_kernel(st->cprogram, "pbd_reach");
+    d->far = buffer(sim, 4, "clCreateBuffer(reach)");
+    cl_uint none = ~0u;
+    if (!d->reach || !d->far ||
+        !cl_ok(clEnqueueWriteBuffer(sim->cl->queue, d->far, CL_TRUE, 0, 4, &none, 0, NULL,
+                                    NULL),
+               "clEnqueueWriteBuffer(reach)"))
+        return -1;
     d->on = true;
     d->slabs.grow = grow;
     d->slabs.grow_ctx = sim;
@@ -234,6 +251,41 @@ bool pbf_dist_share(mz_sim *sim, pbd_state *st, cl_mem buf, size_t elem)
            slabs_share_end(&st->dist.slabs, b, e, 1) == 0;
 }
 
+bool pbf_dist_reach(mz_sim *sim, pbd_state *st)
+{
+    pbd_dist *d = &st->dist;
+    if (!d->on || !(st->fluid.on || st->contacts)) /* no query of the grid */
+        return true;
+    int wlo, whi;
+    slabs_window(&d->slabs, d->slabs.rank, &wlo, &whi);
+    cl_int lo = wlo, hi = whi;
+    return KARGS(d->reach, "pbd_reach", A(sim->n_u), A(st->grid.desc), A(lo), A(hi),
+                 A(sim->pred), A(sim->id), A(d->far)) &&
+           pbf_dist_launch_owned(sim, st, d->reach, STAGE_GRID, "pbd_reach");
+}
+
+bool pbf_dist_reach_check(mz_sim *sim, pbd_state *st)
+{
+    pbd_dist *d = &st->dist;
+    if (!d->on || !(st->fluid.on || st->contacts))
+        return true;
+    cl_uint far = ~0u;
+    if (!cl_ok(clEnqueueReadBuffer(sim->cl->queue, d->far, CL_TRUE, 0, 4, &far, 0, NULL, NULL),
+               "clEnqueueReadBuffer(reach)"))
+        return false;
+    if (far == ~0u)
+        return true;
+    /* only this rank knows: the others would wait for it at the next share */
+    mz_error("particle %u moved within one substep (by the density constraint, colliders or "
+             "walls) so far past this rank's slab that its neighbours lie beyond the %d halo "
+             "layers of %g m the rank holds: the run would no longer match one process's. The "
+             "step is too long for this flow (raise simulation.substeps: a substep should move "
+             "a particle less than a spacing), or run the scene without mpirun",
+             far, d->slabs.halo, st->grid.desc.h);
+    dist_abort(MZ_EXIT_RUNTIME);
+    return false;
+}
+
 void pbf_dist_release(mz_sim *sim, pbd_state *st)
 {
     pbd_dist *d = &st->dist;
@@ -241,7 +293,10 @@ void pbf_dist_release(mz_sim *sim, pbd_state *st)
         slabs_release(&d->slabs);
     if (sim->slabs == &d->slabs)
         sim->slabs = NULL;
-    cl_mem ms[] = {d->slot, d->keys, d->vals};
+    cl_mem ms[] = {d->slot, d->keys, d->vals, d->far};
     mz_cl_release_mems(ms, sizeof ms / sizeof *ms);
+    mz_cl_release_kernels(&d->reach, 1);
+    d->reach = NULL;
+    d->far = NULL;
     d->on = false;
 }
