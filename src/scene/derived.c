@@ -151,10 +151,11 @@ double scene_frame_dt(const mz_scene *s) { return 1.0 / s->sim.fps; }
 double scene_substep_dt(const mz_scene *s) { return 1.0 / (s->sim.fps * scene_steps_per_frame(s)); }
 
 /* PBF's multiplier at the foot of a resting column H deep is λ = −dt² p/ρ0 = −dt² |g| H per
- * substep. Past about (0.4 h)² the rows nearest the floor swap within one step and the floor
+ * substep. Past about (0.37 h)² the rows nearest the floor swap within one step and the floor
  * row is squeezed sideways, whatever holds the fluid (table, clamp or particle walls, box
- * colliders): a 2D tank at 2 iterations kept still at dt sqrt(|g| H)/h = 0.36 and 0.41 and
- * blew up at 0.43 and 0.46 (H 0.1, 0.3 and 0.5 m, h 2 cm), at 8 iterations near 0.5. */
+ * colliders): a 2D tank 1 m wide at 2 iterations (h 2 cm, 2 s) kept still at dt sqrt(|g| H)/h
+ * = 0.41 (H 0.1 m), 0.36 (0.3 m) and 0.35 (0.5 m) and blew up at 0.50, 0.39 and 0.39; at 8
+ * iterations (0.3 m) still at 0.48, blown at 0.54. */
 double scene_pbf_step_limit(const mz_scene *s, double *depth)
 {
     if (depth)

@@ -67,7 +67,8 @@ typedef struct mz_simulation {
     int iterations;    /* constraint iterations per substep (position-based solvers) */
     double gravity[3];
     int dimensions;    /* 2: z fixed at 0 */
-    bool adaptive;     /* SPH: time step from CFL and force limits instead of substeps */
+    bool adaptive;     /* SPH: time step from CFL and force limits instead of substeps; pbf: more
+                        * substeps where the water's depth needs them */
     double cfl;        /* λ in dt = λ·h / max(c, |v|max) */
     double damping;    /* position-based: velocity damping rate, 1/s */
     double relaxation; /* position-based: Jacobi over-relaxation ω */
