@@ -103,7 +103,11 @@ int cmd_check(const mz_run_opts *o)
     if (s.sim.duration > 0)
         printf(" (until %g s)", s.sim.duration);
     printf(", ");
-    if (s.sim.adaptive)
+    if (s.sim.adaptive && scene_solver(&s) == MZ_SOLVER_PBF)
+        printf("%d steps of %.4g ms (adaptive: within %.4g ms for the water's depth)",
+               scene_steps_per_frame(&s), 1e3 * scene_substep_dt(&s),
+               1e3 * scene_pbf_step_limit(&s, NULL));
+    else if (s.sim.adaptive)
         printf("adaptive steps (cfl %g)", scene_cfl(&s));
     else
         printf("%d substeps of %.4g ms", s.sim.substeps, 1e3 * scene_substep_dt(&s));

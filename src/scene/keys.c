@@ -47,7 +47,8 @@ static const mz_key simulation_keys[] = {
      .doc = "3, or 2 for planar runs: z is held at 0 and 2D kernel constants are used"},
     {.name = "adaptive", .type = K_BOOL, .offset = OFF(mz_simulation, adaptive), .def = "false",
      .doc = "SPH: choose each step's dt from the CFL and force criteria instead of substeps; "
-            "never beyond the frame's end"},
+            "never beyond the frame's end. pbf: at least substeps steps a frame, more where "
+            "the water's depth H needs dt <= 0.35 h / sqrt(|g| H)"},
     {.name = "cfl", .type = K_NUMBER, .offset = OFF(mz_simulation, cfl), .def = "0",
      .flags = K_MIN | K_MAX, .min = 0, .max = 1,
      .doc = "SPH step: dt = cfl x min(h / max(c0, |v|max), sqrt(h / |a|max)); 0: the solver's "

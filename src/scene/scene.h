@@ -67,7 +67,8 @@ typedef struct mz_simulation {
     int iterations;    /* constraint iterations per substep (position-based solvers) */
     double gravity[3];
     int dimensions;    /* 2: z fixed at 0 */
-    bool adaptive;     /* SPH: time step from CFL and force limits instead of substeps */
+    bool adaptive;     /* SPH: time step from CFL and force limits instead of substeps; pbf: more
+                        * substeps where the water's depth needs them */
     double cfl;        /* λ in dt = λ·h / max(c, |v|max) */
     double damping;    /* position-based: velocity damping rate, 1/s */
     double relaxation; /* position-based: Jacobi over-relaxation ω */
@@ -356,6 +357,15 @@ double scene_speed_of_sound(const mz_scene *s);
 void scene_flip_grid(const mz_scene *s, int cells[3], double cell[3]);
 /* SPH: the CFL number in force (simulation.cfl, or the solver's default). */
 double scene_cfl(const mz_scene *s);
+/* PBF: the longest step a resting column keeps still, MZ_PBF_DEPTH_LIMIT h / sqrt(|g| H), H
+ * the fluid's initial depth (from its lowest to its highest point along gravity, a spacing added
+ * for explicit positions; *depth receives it when not NULL); infinite without gravity or for
+ * other solvers. */
+#define MZ_PBF_DEPTH_LIMIT 0.35
+double scene_pbf_step_limit(const mz_scene *s, double *depth);
+/* Steps a frame takes with fixed steps: simulation.substeps, or for PBF with
+ * simulation.adaptive as many more as keep a step within scene_pbf_step_limit. */
+int scene_steps_per_frame(const mz_scene *s);
 
 /* The solids whose forces a run measures: colliders with `forces` (in scene order), then the
  * domain's walls when domain.boundary.forces is given (x_min, x_max, y_min, y_max, then in 3D
@@ -405,7 +415,7 @@ int scene_load_text(const char *text, size_t len, const char *name,
                     mz_diag *diag);
 void scene_free(mz_scene *scene);
 
-/* Seconds of simulated time per frame and per substep. */
+/* Seconds of simulated time per frame and per substep (scene_steps_per_frame a frame). */
 double scene_frame_dt(const mz_scene *s);
 double scene_substep_dt(const mz_scene *s);
 

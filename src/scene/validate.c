@@ -309,8 +309,8 @@ static void validate_solver(const mz_scene *s, mz_diag *d)
         if (s->domain.boundary.type == MZ_BOUNDARY_PARTICLES && !pbf)
             diag_add(d, "domain.boundary.type \"particles\" needs an SPH solver (wcsph, "
                         "collapsed_sph or dfsph) or pbf");
-        if (s->sim.adaptive)
-            diag_add(d, "simulation.adaptive applies to the SPH solvers only");
+        if (s->sim.adaptive && !pbf)
+            diag_add(d, "simulation.adaptive applies to the SPH solvers and pbf only");
         return;
     }
     check_fluid_material(s, d);

@@ -97,8 +97,9 @@ static const char *likely_cause(const mz_scene *s)
                                  "simulation.adaptive) or the walls too stiff "
                                  "(domain.boundary.stiffness)";
     if (scene_solver(s) == MZ_SOLVER_PBF)
-        return "the time step is too large (raise simulation.substeps: a step must not carry a "
-               "particle more than about a spacing)";
+        return "the time step is too large (raise simulation.substeps or set "
+               "simulation.adaptive: a step must not carry a particle more than about a spacing, "
+               "and deep water needs dt below 0.35 h/sqrt(|g| depth))";
     if (bodies_count(s) > 0)
         return "the time step is too large for the stiffness (raise simulation.substeps, or the "
                "compliance of stiff constraints)";

@@ -208,7 +208,7 @@ bool sim_stop_here(mz_sim *sim) { return pace_step(&sim->pace, sim->cl->queue); 
 
 int sim_fixed_steps(mz_sim *sim, double frame_dt)
 {
-    int k = sim->scene->sim.substeps;
+    int k = scene_steps_per_frame(sim->scene);
     while (sim->frame_steps < k) {
         if (sim_substep(sim, frame_dt / k) != 0)
             return -1;
@@ -238,7 +238,7 @@ const char *sim_check_progress(const mz_scene *scene, long frame_steps, double f
     if (scene_is_sph(scene) && scene->sim.adaptive)
         return NULL;
     /* Fixed steps: the time must be exactly what frame_steps steps add up to. */
-    int k = scene->sim.substeps;
+    int k = scene_steps_per_frame(scene);
     double t = 0;
     for (long i = 0; i < frame_steps && i < k; i++)
         t += frame_dt / k;

@@ -196,6 +196,14 @@ int pbf_init(mz_sim *sim, pbd_state *st)
     pbd_fluid *fl = &st->fluid;
     const mz_scene *s = sim->scene;
     fl->on = true;
+    double depth, limit = scene_pbf_step_limit(s, &depth);
+    if (scene_substep_dt(s) > limit)
+        mz_warn("PBF step %.3g ms exceeds the limit %.3g ms for water %.3g m deep (%g h/sqrt(|g| "
+                "H), h %g m); the foot of a resting column blows up just beyond it at 2 "
+                "iterations (more hold it a little further): raise simulation.substeps to %.0f "
+                "or set simulation.adaptive",
+                1e3 * scene_substep_dt(s), 1e3 * limit, depth, MZ_PBF_DEPTH_LIMIT,
+                scene_support_radius(s), ceil(scene_frame_dt(s) / limit - 1e-9));
     double cap;
     fl->P = params(s, &cap);
     fl->k_cap = cap;
