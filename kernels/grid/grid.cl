@@ -202,16 +202,24 @@ kernel void cell_marks(uint n, global const uint *keys, volatile global uint *wo
         atomic_or(&words[2 * (k >> 5)], 1u << (k & 31u));
 }
 
-/* sums[g] = the non-empty cells of group g's words, a block of MZ_SORT_B words laid out as the
- * sort's blocks (work-item w: MZ_SORT_ITEMS consecutive words). */
+/* The non-empty cells of this work-item's MZ_SORT_ITEMS consecutive words, from *first (its
+ * group's block of MZ_SORT_B words laid out as the sort's blocks). */
+inline uint mz_items_cells(uint n_words, global const uint *words, uint *first)
+{
+    *first = get_group_id(0) * MZ_SORT_B + get_local_id(0) * MZ_SORT_ITEMS;
+    uint sum = 0;
+    for (uint j = 0; j < MZ_SORT_ITEMS; j++)
+        if (*first + j < n_words)
+            sum += popcount(words[2 * (*first + j)]);
+    return sum;
+}
+
+/* sums[g] = the non-empty cells of group g's words. */
 kernel __attribute__((reqd_work_group_size(MZ_SORT_GS, 1, 1))) void
 word_sums(uint n_words, global const uint *words, global uint *sums)
 {
     local uint part[MZ_SORT_GS];
-    uint first = get_group_id(0) * MZ_SORT_B + get_local_id(0) * MZ_SORT_ITEMS, sum = 0;
-    for (uint j = 0; j < MZ_SORT_ITEMS; j++)
-        if (first + j < n_words)
-            sum += popcount(words[2 * (first + j)]);
+    uint first, sum = mz_items_cells(n_words, words, &first);
     uint total;
     mz_group_scan(sum, part, &total);
     if (get_local_id(0) == 0)
@@ -223,10 +231,7 @@ kernel __attribute__((reqd_work_group_size(MZ_SORT_GS, 1, 1))) void
 word_bases(uint n_words, global uint *words, global const uint *sums)
 {
     local uint part[MZ_SORT_GS];
-    uint first = get_group_id(0) * MZ_SORT_B + get_local_id(0) * MZ_SORT_ITEMS, sum = 0;
-    for (uint j = 0; j < MZ_SORT_ITEMS; j++)
-        if (first + j < n_words)
-            sum += popcount(words[2 * (first + j)]);
+    uint first, sum = mz_items_cells(n_words, words, &first);
     uint total;
     uint run = sums[get_group_id(0)] + mz_group_scan(sum, part, &total);
     for (uint j = 0; j < MZ_SORT_ITEMS; j++)

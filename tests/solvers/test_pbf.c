@@ -678,19 +678,27 @@ static void angular_momentum(const world *w, double L[3])
     }
 }
 
+/* A scene's angular momentum after its first frame (L0) and `more` frames later (L1). */
+static void spin_over(const char *json, const char *const *sets, int n_sets, int more,
+                      double L0[3], double L1[3])
+{
+    world w;
+    world_open(&w, json, sets, n_sets);
+    frames(&w, 1);
+    world_read(&w);
+    angular_momentum(&w, L0);
+    frames(&w, more);
+    world_read(&w);
+    angular_momentum(&w, L1);
+    world_close(&w);
+}
+
 static void test_rigid_spin(void **state)
 {
     (void)state;
     const char *sets[] = {"simulation.gravity=[0,0,0]", "simulation.frames=60"};
-    world w;
-    world_open(&w, falling_box, sets, 2);
-    frames(&w, 1);
-    world_read(&w);
     double L0[3], L1[3];
-    angular_momentum(&w, L0);
-    frames(&w, 60);
-    world_read(&w);
-    angular_momentum(&w, L1);
+    spin_over(falling_box, sets, 2, 60, L0, L1);
     double dl = 0, l0 = 0;
     for (int a = 0; a < 3; a++) {
         dl += (L1[a] - L0[a]) * (L1[a] - L0[a]);
@@ -699,7 +707,6 @@ static void test_rigid_spin(void **state)
     print_message("spinning box, no gravity: |L(1 s) - L(0)| / |L| = %.2e (L = %.4g, %.4g, "
                   "%.4g kg m^2/s)\n", sqrt(dl / l0), L0[0], L0[1], L0[2]);
     assert_true(sqrt(dl / l0) < 0.01);
-    world_close(&w);
 }
 
 /* In 2D too (spin about z alone): a box spinning at 3 rad/s without gravity keeps its angular
@@ -714,20 +721,12 @@ static void test_rigid_spin_2d(void **state)
         "\"max\": [0.5, 0.5, 0], \"boundary\": {\"type\": \"clamp\"}}, \"rigids\": [{\"box\": "
         "{\"min\": [-0.1, -0.03, 0], \"max\": [0.1, 0.03, 0]}, \"spacing\": 0.02, "
         "\"angular_velocity\": [0, 0, 3]}]}";
-    world w;
-    world_open(&w, json, NULL, 0);
-    frames(&w, 1);
-    world_read(&w);
     double L0[3], L1[3];
-    angular_momentum(&w, L0);
-    frames(&w, 9);
-    world_read(&w);
-    angular_momentum(&w, L1);
+    spin_over(json, NULL, 0, 9, L0, L1);
     print_message("spinning 2D box, no gravity: L_z %.4g then %.4g kg m^2/s a metre (%+.2e)\n",
                   L0[2], L1[2], L1[2] / L0[2] - 1);
     assert_true(L0[2] > 0);
     assert_true(fabs(L1[2] / L0[2] - 1) < 0.01);
-    world_close(&w);
 }
 
 /* Fluid, cloth and rigid boxes: 10 s with no NaN, nothing outside the domain, and no fluid
