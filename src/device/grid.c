@@ -19,27 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct sort_geometry {
-    size_t gs, items; /* work-group size, consecutive elements per work-item */
-    int bits;         /* key bits per pass */
-} sort_geometry;
-
-/* PoCL on CPUs runs each work-group as a loop on one core, so one work-item per group with a
- * long run is the classic sequential counting sort per block: no local scan, no barriers, and
- * 8-bit digits (256 counters stay in L1) need half the passes of 4-bit ones. tests/bench_grid,
- * 10^6 particles, 18 key bits, 2-core EPYC, PoCL 3.1, rebuild ms: 1×4096×8: 13–19;
- * 1×2048..65536×8: 14–15; 1×4096×4: 24; 16×256×4: 25; 32×64×8: 33; 256×8×4: 48. */
-static const sort_geometry cpu_geometry = {1, 4096, 8};
-/* GPUs: 256-wide groups, 8 elements per work-item, 4-bit digits; barely tuned. H100, NVIDIA
- * OpenCL, 10^7 particles (21 key bits), rebuild ms: 256×8×4: 3.9; 512×8×4: 3.6 (512-wide groups
- * are not portable); 256×4×4 and 256×16×4: 5.1; 64×16×6: 10.7; 32×32×8: 40 (radix_scan, one
- * work-group, then dominates). The scatter's writes are uncoalesced (no local shuffle): the
- * first thing to try when the GPU build matters. */
-static const sort_geometry gpu_geometry = {256, 8, 4};
-
-/* Hashed tables: a power of two at least twice the particle count, and at least this. */
-#define MIN_TABLE 1024u
-
 static bool is_pow2(size_t x) { return x && !(x & (x - 1)); }
 
 /* The geometry for this device, or MIZU_GRID_SORT's; false after reporting a bad override or a
@@ -194,45 +173,6 @@ static cl_mem grid_buffer(mz_grid *g, size_t bytes, const char *what)
         return NULL;
     }
     return mz_cl_buffer(g->cl, CL_MEM_READ_WRITE, bytes, NULL, what);
-}
-
-/* Dense grids: at most 2^24 cells per axis (the kernels clamp cell coordinates as floats, exact
- * up to 2^24) and 2^32 in all (32-bit keys). */
-#define MAX_AXIS_CELLS 16777216.0
-#define MAX_DENSE_CELLS 4294967296.0
-
-/* Cell layout: dense cells per axis and count, hashed table size, key bits. */
-size_t grid_cells_for(size_t n, double h, int dim, const double dmin[3], const double dmax[3])
-{
-    double dense_cells = 1.0, widest = 1.0;
-    for (int a = 0; a < dim; a++) {
-        double c = fmax(1.0, ceil((dmax[a] - dmin[a]) / h));
-        dense_cells *= c;
-        widest = fmax(widest, c);
-    }
-    if (dense_cells <= MAX_DENSE_CELLS && widest <= MAX_AXIS_CELLS &&
-        dense_cells <= fmax(8.0 * (double)n, 4194304.0))
-        return (size_t)dense_cells;
-    size_t cells = MIN_TABLE;
-    while (cells < 2 * n)
-        cells *= 2;
-    return cells;
-}
-
-size_t grid_cells_in(size_t n, double h, int dim, const double dmin[3], const double dmax[3],
-                     mz_grid_mode mode)
-{
-    if (mode == MZ_GRID_AUTO)
-        return grid_cells_for(n, h, dim, dmin, dmax);
-    double dense_cells = 1.0;
-    for (int a = 0; a < dim; a++)
-        dense_cells *= fmax(1.0, ceil((dmax[a] - dmin[a]) / h));
-    if (mode != MZ_GRID_HASHED)
-        return (size_t)dense_cells;
-    size_t cells = MIN_TABLE;
-    while (cells < 2 * n)
-        cells *= 2;
-    return cells;
 }
 
 static int choose_layout(mz_grid *g, size_t n, double h, int dim, const double dmin[3],
@@ -628,33 +568,6 @@ void grid_settle(mz_grid *g)
     g->settled = true;
 }
 
-size_t grid_device_bytes(size_t n, size_t cells, const size_t *elems, int n_reg, bool slabs,
-                         bool settled, int lent)
-{
-    /* Histograms: the CPU geometry's (256 counters a 4096-particle block) are the larger. */
-    size_t block = cpu_geometry.gs * cpu_geometry.items, groups = n ? (n + block - 1) / block : 1;
-    /* The cell tables: a uint pair per 32 cells, a first slot per particle and one more. */
-    size_t words = (cells + 31) / 32, bytes = 8 * words + 4 * (n + 1);
-    size_t scratch = 0, spare[2] = {0, 0};
-    for (int k = 0; k < n_reg; k++) {
-        if (slabs)
-            scratch += elems[k] * n;
-        else
-            spare[elems[k] == 16] = elems[k] * n;
-    }
-    if (lent & MZ_GRID_LENT4)
-        spare[0] = 0;
-    if (lent & MZ_GRID_LENT16)
-        spare[1] = 0;
-    if (settled)
-        return bytes;
-    /* The words' sums: the GPU geometry's (2048 words a block) are the more. */
-    size_t word_block = gpu_geometry.gs * gpu_geometry.items;
-    bytes += 4 * ((words + word_block - 1) / word_block);
-    /* keys, values and the sort's copies of both */
-    return bytes + scratch + spare[0] + spare[1] + 4 * 4 * n + 4 * (groups << cpu_geometry.bits);
-}
-
 void grid_collect_profile(mz_grid *g)
 {
     double ns = 0.0;
@@ -675,23 +588,6 @@ void grid_collect_profile(mz_grid *g)
     if (g->n_events)
         g->last_build_ms = ns * 1e-6;
     release_events(g);
-}
-
-void grid_cell_range(const cl_uint *words, const cl_uint *first, cl_uint key, cl_uint *lo,
-                     cl_uint *hi)
-{
-    cl_uint occ = words[2 * (size_t)(key >> 5)], bit = key & 31u;
-    if (!((occ >> bit) & 1u)) {
-        *lo = *hi = 0;
-        return;
-    }
-    cl_uint below = occ & ((1u << bit) - 1u), r = words[2 * (size_t)(key >> 5) + 1];
-    while (below) { /* popcount, portably */
-        below &= below - 1u;
-        r++;
-    }
-    *lo = first[r];
-    *hi = first[r + 1];
 }
 
 void grid_release(mz_grid *g)

@@ -1,10 +1,37 @@
-/* What grid.c shares with grid_slabs.c, the distributed runs' kernels of the grid: not for
- * the grid's users. */
+/* What grid.c shares with grid_slabs.c (the distributed runs' kernels of the grid) and
+ * grid_sizes.c (its sizes and the host's reading of its tables): not for the grid's users. */
 #ifndef MZ_GRID_INTERNAL_H
 #define MZ_GRID_INTERNAL_H
 #include "device/grid.h"
 
 #include <stdbool.h>
+#include <stddef.h>
+
+typedef struct sort_geometry {
+    size_t gs, items; /* work-group size, consecutive elements per work-item */
+    int bits;         /* key bits per pass */
+} sort_geometry;
+
+/* PoCL on CPUs runs each work-group as a loop on one core, so one work-item per group with a
+ * long run is the classic sequential counting sort per block: no local scan, no barriers, and
+ * 8-bit digits (256 counters stay in L1) need half the passes of 4-bit ones. tests/bench_grid,
+ * 10^6 particles, 18 key bits, 2-core EPYC, PoCL 3.1, rebuild ms: 1×4096×8: 13–19;
+ * 1×2048..65536×8: 14–15; 1×4096×4: 24; 16×256×4: 25; 32×64×8: 33; 256×8×4: 48. */
+static const sort_geometry cpu_geometry = {1, 4096, 8};
+/* GPUs: 256-wide groups, 8 elements per work-item, 4-bit digits; barely tuned. H100, NVIDIA
+ * OpenCL, 10^7 particles (21 key bits), rebuild ms: 256×8×4: 3.9; 512×8×4: 3.6 (512-wide groups
+ * are not portable); 256×4×4 and 256×16×4: 5.1; 64×16×6: 10.7; 32×32×8: 40 (radix_scan, one
+ * work-group, then dominates). The scatter's writes are uncoalesced (no local shuffle): the
+ * first thing to try when the GPU build matters. */
+static const sort_geometry gpu_geometry = {256, 8, 4};
+
+/* Dense grids: at most 2^24 cells per axis (the kernels clamp cell coordinates as floats, exact
+ * up to 2^24) and 2^32 in all (32-bit keys). */
+#define MAX_AXIS_CELLS 16777216.0
+#define MAX_DENSE_CELLS 4294967296.0
+
+/* Hashed tables: a power of two at least twice the particle count, and at least this. */
+#define MIN_TABLE 1024u
 
 /* An element-wise kernel over n items, the device's usual work-group size, timed with the
  * build when the queue profiles; nothing for n = 0 (OpenCL rejects an empty launch). */

@@ -1,0 +1,84 @@
+/* The neighbour grid's sizes (grid.h): cells for a layout, device bytes for the fit check, and
+ * the host's reading of the sparse cell tables. Host arithmetic only: no device calls. */
+#include "device/grid.h"
+#include "device/grid_internal.h"
+
+#include <math.h>
+
+/* Cell layout: dense cells per axis and count, hashed table size, key bits. */
+size_t grid_cells_for(size_t n, double h, int dim, const double dmin[3], const double dmax[3])
+{
+    double dense_cells = 1.0, widest = 1.0;
+    for (int a = 0; a < dim; a++) {
+        double c = fmax(1.0, ceil((dmax[a] - dmin[a]) / h));
+        dense_cells *= c;
+        widest = fmax(widest, c);
+    }
+    if (dense_cells <= MAX_DENSE_CELLS && widest <= MAX_AXIS_CELLS &&
+        dense_cells <= fmax(8.0 * (double)n, 4194304.0))
+        return (size_t)dense_cells;
+    size_t cells = MIN_TABLE;
+    while (cells < 2 * n)
+        cells *= 2;
+    return cells;
+}
+
+size_t grid_cells_in(size_t n, double h, int dim, const double dmin[3], const double dmax[3],
+                     mz_grid_mode mode)
+{
+    if (mode == MZ_GRID_AUTO)
+        return grid_cells_for(n, h, dim, dmin, dmax);
+    double dense_cells = 1.0;
+    for (int a = 0; a < dim; a++)
+        dense_cells *= fmax(1.0, ceil((dmax[a] - dmin[a]) / h));
+    if (mode != MZ_GRID_HASHED)
+        return (size_t)dense_cells;
+    size_t cells = MIN_TABLE;
+    while (cells < 2 * n)
+        cells *= 2;
+    return cells;
+}
+
+size_t grid_device_bytes(size_t n, size_t cells, const size_t *elems, int n_reg, bool slabs,
+                         bool settled, int lent)
+{
+    /* Histograms: the CPU geometry's (256 counters a 4096-particle block) are the larger. */
+    size_t block = cpu_geometry.gs * cpu_geometry.items, groups = n ? (n + block - 1) / block : 1;
+    /* The cell tables: a uint pair per 32 cells, a first slot per particle and one more. */
+    size_t words = (cells + 31) / 32, bytes = 8 * words + 4 * (n + 1);
+    size_t scratch = 0, spare[2] = {0, 0};
+    for (int k = 0; k < n_reg; k++) {
+        if (slabs)
+            scratch += elems[k] * n;
+        else
+            spare[elems[k] == 16] = elems[k] * n;
+    }
+    if (lent & MZ_GRID_LENT4)
+        spare[0] = 0;
+    if (lent & MZ_GRID_LENT16)
+        spare[1] = 0;
+    if (settled)
+        return bytes;
+    /* The words' sums: the GPU geometry's (2048 words a block) are the more. */
+    size_t word_block = gpu_geometry.gs * gpu_geometry.items;
+    bytes += 4 * ((words + word_block - 1) / word_block);
+    /* keys, values and the sort's copies of both */
+    return bytes + scratch + spare[0] + spare[1] + 4 * 4 * n + 4 * (groups << cpu_geometry.bits);
+}
+
+void grid_cell_range(const cl_uint *words, const cl_uint *first, cl_uint key, cl_uint *lo,
+                     cl_uint *hi)
+{
+    cl_uint occ = words[2 * (size_t)(key >> 5)], bit = key & 31u;
+    if (!((occ >> bit) & 1u)) {
+        *lo = *hi = 0;
+        return;
+    }
+    cl_uint below = occ & ((1u << bit) - 1u), r = words[2 * (size_t)(key >> 5) + 1];
+    while (below) { /* popcount, portably */
+        below &= below - 1u;
+        r++;
+    }
+    *lo = first[r];
+    *hi = first[r + 1];
+}
