@@ -100,6 +100,26 @@ static corners tank_corners(const world *w)
     return c;
 }
 
+/* A frame's speeds in the plane, sorted ascending (the caller frees them), their RMS and the
+ * fastest. */
+static double *sorted_speeds(const world *w, double *rms, double *vmax)
+{
+    size_t n = w->parts.n;
+    double *speed = calloc(n ? n : 1, sizeof *speed), sum = 0;
+    *vmax = 0;
+    for (size_t i = 0; i < n; i++) {
+        speed[i] = hypot(w->vel[4 * i], w->vel[4 * i + 1]);
+        sum += speed[i] * speed[i];
+        *vmax = fmax(*vmax, speed[i]);
+    }
+    qsort(speed, n, sizeof *speed, compare_doubles);
+    *rms = n ? sqrt(sum / (double)n) : 0;
+    return speed;
+}
+
+/* The 99th percentile of n > 0 values sorted ascending. */
+static double p99_of(const double *sorted, size_t n) { return sorted[n - 1 - n / 100]; }
+
 /* Compression error max(ρ/ρ0 − 1, 0) (the constraint is one-sided: the free surface is not
  * compressed), mean and max, after 2 s at rest; over the last 0.5 s, the largest RMS speed of
  * a frame (*rms), the largest 99th-percentile speed (*p99) and the fastest particle (*vmax).
@@ -117,16 +137,10 @@ static void tank_run(const char *iterations, const char *walls, double *mean, do
         if (f < since)
             continue;
         world_read(&w);
-        size_t n = w.parts.n;
-        double *speed = calloc(n, sizeof *speed), sum = 0;
-        for (size_t i = 0; i < n; i++) {
-            speed[i] = hypot(w.vel[4 * i], w.vel[4 * i + 1]);
-            sum += speed[i] * speed[i];
-            *vmax = fmax(*vmax, speed[i]);
-        }
-        qsort(speed, n, sizeof *speed, compare_doubles);
-        *rms = fmax(*rms, sqrt(sum / (double)n));
-        *p99 = fmax(*p99, speed[n - 1 - n / 100]);
+        double frame_rms, frame_vmax, *speed = sorted_speeds(&w, &frame_rms, &frame_vmax);
+        *rms = fmax(*rms, frame_rms);
+        *vmax = fmax(*vmax, frame_vmax);
+        *p99 = fmax(*p99, p99_of(speed, w.parts.n));
         free(speed);
     }
     check_sane(&w, last);
@@ -283,13 +297,10 @@ static void slosh_run(const char *const *sets, int n_sets, double *vmax, double 
         if (f < since)
             continue;
         world_read(&w);
-        double sum = 0;
-        for (size_t i = 0; i < w.parts.n; i++) {
-            double v = hypot(w.vel[4 * i], w.vel[4 * i + 1]);
-            sum += v * v;
-            *vmax = fmax(*vmax, v);
-        }
-        *rms = fmax(*rms, sqrt(sum / (double)w.parts.n));
+        double frame_rms, frame_vmax;
+        free(sorted_speeds(&w, &frame_rms, &frame_vmax));
+        *rms = fmax(*rms, frame_rms);
+        *vmax = fmax(*vmax, frame_vmax);
     }
     size_t n = w.parts.n;
     double *y = calloc(n, sizeof *y);
@@ -299,7 +310,7 @@ static void slosh_run(const char *const *sets, int n_sets, double *vmax, double 
         *out = fmax(*out, fmax(-y[i], fabs(w.pos[4 * i]) - 0.5));
     }
     qsort(y, n, sizeof *y, compare_doubles);
-    *top = y[n - 1 - n / 100];
+    *top = p99_of(y, n);
     free(y);
     world_close(&w);
 }
