@@ -430,10 +430,7 @@ void particles_free_uploaded(mz_particles *p)
 
 void particles_free(mz_particles *p)
 {
-    free(p->pos);
-    free(p->vel);
-    free(p->inv_mass);
-    free(p->id);
+    particles_free_uploaded(p);
     free(p->body);
     free(p->phase);
     free(p->con_ends);
