@@ -25,21 +25,49 @@ static void free_slot(mz_cl *cl, mz_readback *rb)
     observe_samples_free(&rb->samples);
 }
 
-/* Whether the two slots of n particles may be pinned. NVIDIA's OpenCL backs each pinned
- * buffer with device memory of its size too (measured on an H200: 7.5 × 10^8 particles, 86.2 GB
- * of buffers counted, 116.9 GB used by the driver, the slots' 30 GB the difference; at 10^9 the
- * first forces launch failed to allocate): on a GPU the slots are pinned only where the device
- * has room for them beside the run's buffers, else they are plain host memory (the copy is
- * staged by the driver, slower, and the run fits). A CPU device's pinned memory is host memory. */
-static bool slots_pinned(const mz_cl *cl, unsigned fields, size_t n)
+/* Bytes a particle of a slot: device layout and ids, or rows in id order (by_id). */
+static double slot_bytes(unsigned fields, bool by_id)
 {
-    if (cl->type & CL_DEVICE_TYPE_CPU)
-        return true;
+    if (by_id)
+        return (double)frame_rows_bytes(fields, 1);
     double per = 4;
     for (int f = 0; f < MZ_FIELD_COUNT; f++)
         if (fields & MZ_FIELD_BIT(f))
             per += 4.0 * device_components(f);
-    return (double)mz_cl_memory().live + 2 * per * (double)n < 0.9 * (double)cl->global_mem;
+    return per;
+}
+
+/* Whether the device has room for `bytes` more beside the run's buffers. NVIDIA's OpenCL backs
+ * each pinned buffer with device memory of its size too (measured on an H200: 7.5 × 10^8
+ * particles, 86.2 GB of buffers counted, 116.9 GB used by the driver, the slots' 30 GB the
+ * difference; at 10^9 the first forces launch failed to allocate). */
+static bool device_room(const mz_cl *cl, double bytes)
+{
+    return (double)mz_cl_memory().live + bytes < 0.9 * (double)cl->global_mem;
+}
+
+/* Whether the two slots of n particles may be pinned: on a GPU only where the device has room
+ * for them beside the run's buffers, else they are plain host memory (the copy is staged by the
+ * driver, slower, and the run fits). A CPU device's pinned memory is host memory. */
+static bool slots_pinned(const mz_cl *cl, unsigned fields, bool by_id, size_t n)
+{
+    return (cl->type & CL_DEVICE_TYPE_CPU) ||
+           device_room(cl, 2 * slot_bytes(fields, by_id) * (double)n);
+}
+
+/* Whether the device puts frames in id order: one process (ranks exchange blocks by id
+ * instead), a GPU (a CPU device reorders on the same cores as the host would, for the price of
+ * a buffer), and room for the rows and the pinned slots beside the run's buffers.
+ * MIZU_FRAME_ROWS=device or host decides instead, in one process (tests, benchmarks). */
+static bool rows_by_id(const mz_cl *cl, unsigned fields, size_t n)
+{
+    if (dist_active() || n == 0)
+        return false;
+    const char *force = getenv("MIZU_FRAME_ROWS");
+    if (force && (!strcmp(force, "device") || !strcmp(force, "host")))
+        return !strcmp(force, "device");
+    return !(cl->type & CL_DEVICE_TYPE_CPU) &&
+           device_room(cl, 3 * slot_bytes(fields, true) * (double)n);
 }
 
 /* One array of a slot: pinned (pin: the device copies a frame out by DMA instead of staging
@@ -51,16 +79,57 @@ static void *slot_array(mz_cl *cl, size_t bytes, bool pin, cl_mem *holder)
 }
 
 /* Room for n particles in a readback (its contents are not kept). */
-static void size_slot(mz_cl *cl, mz_readback *rb, unsigned fields, size_t n)
+static void size_slot(mz_cl *cl, mz_readback *rb, unsigned fields, bool by_id, size_t n)
 {
     free_slot(cl, rb);
-    bool pin = slots_pinned(cl, fields, n);
+    bool pin = slots_pinned(cl, fields, by_id, n);
     rb->cap = n;
-    rb->id = slot_array(cl, 4 * n, pin, &rb->pin_id);
+    if (!by_id)
+        rb->id = slot_array(cl, 4 * n, pin, &rb->pin_id);
     for (int f = 0; f < MZ_FIELD_COUNT; f++)
-        if (fields & MZ_FIELD_BIT(f))
-            rb->raw[f] = slot_array(cl, 4 * (size_t)device_components(f) * n, pin,
-                                    &rb->pin_raw[f]);
+        if (fields & MZ_FIELD_BIT(f)) {
+            int c = by_id ? mz_field_infos[f].components : device_components(f);
+            rb->raw[f] = slot_array(cl, 4 * (size_t)c * n, pin, &rb->pin_raw[f]);
+        }
+}
+
+/* by_id: the fields into rows on the device, then copied out on the copy queue while the next
+ * frame runs; rb->done completes with the copies. The rigid poses, read on the first queue,
+ * are done before the copies start. */
+static bool enqueue_rows(mz_frames *fr, mz_sim *sim, mz_readback *rb)
+{
+    cl_command_queue q = sim->cl->queue;
+    cl_event ready = NULL;
+    bool ok = frame_rows_enqueue(&fr->rows, sim, fr->fields, fr->last_copy);
+    if (ok && sim->n_rigids > 0)
+        ok = cl_ok(clEnqueueReadBuffer(q, sim->rigid_pose, CL_FALSE, 0,
+                                       8 * sizeof(cl_float) * sim->n_rigids, rb->rigid_pose, 0,
+                                       NULL, NULL),
+                   "clEnqueueReadBuffer(rigid_pose)");
+    ok = ok && cl_ok(clEnqueueMarkerWithWaitList(q, 0, NULL, &ready), "clEnqueueMarkerWithWaitList") &&
+         cl_ok(clFlush(q), "clFlush");
+    for (int f = 0; ok && f < MZ_FIELD_COUNT; f++) {
+        if (!(fr->fields & MZ_FIELD_BIT(f)))
+            continue;
+        size_t bytes = 4 * (size_t)mz_field_infos[f].components * rb->count;
+        char what[64];
+        snprintf(what, sizeof what, "clEnqueueReadBuffer(%s rows)", mz_field_infos[f].name);
+        ok = cl_ok(clEnqueueReadBuffer(fr->copy_queue, fr->rows.rows, CL_FALSE,
+                                       4 * fr->rows.first[f], bytes, rb->raw[f], 1, &ready, NULL),
+                   what);
+    }
+    if (ready)
+        clReleaseEvent(ready);
+    ok = ok && cl_ok(clEnqueueMarkerWithWaitList(fr->copy_queue, 0, NULL, &rb->done),
+                     "clEnqueueMarkerWithWaitList") &&
+         cl_ok(clFlush(fr->copy_queue), "clFlush");
+    if (ok) {
+        if (fr->last_copy)
+            clReleaseEvent(fr->last_copy);
+        clRetainEvent(rb->done);
+        fr->last_copy = rb->done;
+    }
+    return ok;
 }
 
 bool frames_enqueue(mz_frames *fr, mz_sim *sim, int k, double time)
@@ -71,8 +140,14 @@ bool frames_enqueue(mz_frames *fr, mz_sim *sim, int k, double time)
     sim_owned(sim, &begin, &end);
     size_t n = end - begin;
     if (n > rb->cap) /* a distributed rank's share grew */
-        size_slot(sim->cl, rb, fields, n + n / 4);
+        size_slot(sim->cl, rb, fields, fr->by_id, n + n / 4);
     rb->count = n;
+    if (fr->by_id) {
+        rb->step = sim->step;
+        rb->time = time;
+        rb->pending = enqueue_rows(fr, sim, rb);
+        return rb->pending;
+    }
     cl_command_queue q = sim->cl->queue;
     bool ok = cl_ok(clEnqueueReadBuffer(q, sim->id, CL_FALSE, 4 * begin, 4 * n, rb->id, 0, NULL,
                                         NULL),
@@ -201,6 +276,10 @@ static int write_readback(void *ctx, void *job)
         for (int f = 0; f < MZ_FIELD_COUNT; f++) {
             if (!(r->fields & MZ_FIELD_BIT(f)))
                 continue;
+            if (r->by_id) { /* rows already */
+                data[f] = rb->raw[f];
+                continue;
+            }
             int cd = device_components(f), co = mz_field_infos[f].components;
             for (size_t i = 0; i < rb->count; i++)
                 for (int k = 0; k < co; k++)
@@ -257,12 +336,20 @@ int frames_write_samples(mz_frames *fr, mz_sim *sim, long upto)
     return dist_max_int(rc != 0) ? -1 : 0;
 }
 
-int frames_start(mz_frames *fr, mz_cl *cl, const mz_sim *sim, unsigned fields, size_t n_total,
+int frames_start(mz_frames *fr, mz_cl *cl, mz_sim *sim, unsigned fields, size_t n_total,
                  mz_h5_out *out)
 {
     *fr = (mz_frames){.cl = cl, .fields = fields, .n_total = n_total, .out = out};
+    if (rows_by_id(cl, fields, sim->n)) {
+        cl_int err;
+        fr->copy_queue = clCreateCommandQueue(cl->ctx, cl->device, 0, &err);
+        if (!cl_ok(err, "clCreateCommandQueue(frame copies)") ||
+            frame_rows_init(&fr->rows, sim, fields) != 0)
+            return -1;
+        fr->by_id = true;
+    }
     for (int b = 0; b < 2; b++) {
-        size_slot(cl, &fr->slot[b], fields, sim->cap);
+        size_slot(cl, &fr->slot[b], fields, fr->by_id, sim->cap);
         if (sim->n_rigids > 0)
             fr->slot[b].rigid_pose = xmalloc(8 * sizeof(cl_float) * sim->n_rigids);
     }
@@ -270,7 +357,7 @@ int frames_start(mz_frames *fr, mz_cl *cl, const mz_sim *sim, unsigned fields, s
     if (dist_active()) /* blocks differ by one at most: rank 0 takes each in turn */
         n = n / (size_t)dist_size() + 1;
     for (int f = 0; f < MZ_FIELD_COUNT; f++)
-        if (fields & MZ_FIELD_BIT(f)) {
+        if ((fields & MZ_FIELD_BIT(f)) && !fr->by_id) {
             fr->ordered[f] = xmalloc(4 * (size_t)mz_field_infos[f].components * (n ? n : 1));
             if (dist_active())
                 fr->block_raw[f] = xmalloc(4 * (size_t)device_components(f) * (n ? n : 1));
@@ -284,6 +371,13 @@ void frames_release(mz_frames *fr)
     /* A failed run can leave frames queued into the slots: let the device finish first. */
     if (fr->cl && fr->cl->queue)
         clFinish(fr->cl->queue);
+    if (fr->copy_queue) {
+        clFinish(fr->copy_queue);
+        clReleaseCommandQueue(fr->copy_queue);
+    }
+    if (fr->last_copy)
+        clReleaseEvent(fr->last_copy);
+    frame_rows_free(&fr->rows);
     for (int b = 0; b < 2; b++) {
         if (fr->slot[b].pending)
             clReleaseEvent(fr->slot[b].done);

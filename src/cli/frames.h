@@ -9,15 +9,17 @@
 #define MZ_FRAMES_H
 #include "cli/writer.h"
 #include "io/h5_out.h"
+#include "solvers/frame_rows.h"
 #include "solvers/observe.h"
 #include "solvers/sim.h"
 
-/* One frame in flight from the device: raw arrays in device order, the rigid bodies' poses
+/* One frame in flight from the device: raw arrays in device order (or, by_id, rows in id
+ * order: mz_frames), the rigid bodies' poses
  * (8 floats each, as sim->rigid_pose holds them; NULL without rigid bodies), and the event that
  * says the copies are done. */
 typedef struct mz_readback {
     float *raw[MZ_FIELD_COUNT]; /* pinned host memory (mz_cl_pinned) */
-    uint32_t *id;
+    uint32_t *id;               /* NULL by_id */
     cl_mem pin_raw[MZ_FIELD_COUNT], pin_id; /* what holds them pinned */
     float *rigid_pose;
     cl_event done;
@@ -40,12 +42,19 @@ typedef struct mz_frames {
     float *ordered[MZ_FIELD_COUNT];   /* in id order: all rows, or under mpirun this rank's block */
     float *block_raw[MZ_FIELD_COUNT]; /* under mpirun: the block as the device lays it out */
     mz_writer writer;  /* one process only */
+    /* One process on a GPU with room (frames.c, rows_by_id): the device puts each frame in id
+     * order (solvers/frame_rows.h) and a second queue copies the rows out while the next frame's
+     * steps run on the first; the next frame's rows wait for that copy (last_copy). */
+    bool by_id;
+    mz_frame_rows rows;
+    cl_command_queue copy_queue;
+    cl_event last_copy;
     double write_s;    /* seconds spent putting frames in order and writing them */
 } mz_frames;
 
 /* Slots with room for the particles sim's device holds, and the writer thread in one process.
  * 0, or -1 after reporting. */
-int frames_start(mz_frames *fr, mz_cl *cl, const mz_sim *sim, unsigned fields, size_t n_total,
+int frames_start(mz_frames *fr, mz_cl *cl, mz_sim *sim, unsigned fields, size_t n_total,
                  mz_h5_out *out);
 /* Queue sim's state for slot k, stamped with the frame's nominal time (frame / fps: the steps'
  * sum can be a rounding away, 2.99999999999999 s for frame 300 at 100 fps). The writer must be
