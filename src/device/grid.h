@@ -23,7 +23,8 @@
  * maps slots back to particle ids for output.
  *
  * Neighbour queries in kernels: kernels/grid/grid.clh (MZ_NEIGHBOURS_BEGIN/END), which visits every
- * particle within h of a position exactly once, in a fixed order (deterministic sums). */
+ * particle within h of a position exactly once, in a fixed order (deterministic sums); in a dense
+ * grid a row's three cells are one range of slots (grid_keys_range on the host). */
 #ifndef MZ_GRID_H
 #define MZ_GRID_H
 #include "device/cl_ctx.h"
