@@ -60,6 +60,23 @@ inline void p2g_store(uint node, int4 c, const flip_grid *g, float4 sum, float4 
     type[node] = (uchar)t;
 }
 
+/* The neighbour grid's cells a node's row y, z scans, from x = c.x to x1, as slots lo .. hi. A
+ * dense grid's cells of a row have consecutive keys, so their particles are one range in the
+ * same order as cell by cell (grid.clh): the row takes one lookup, at x = lo.x alone
+ * (p2g_row_last). A hashed grid's cell c alone: the caller steps x to x1. */
+inline int p2g_row_last(const mz_grid_desc *ng, int x0, int x1)
+{
+    return ng->hashed ? x1 : x0;
+}
+
+inline void p2g_row_range(const mz_grid_desc *ng, global const uint *words,
+                          global const uint *first, int4 c, int x1, uint *lo, uint *hi)
+{
+    const uint k0 = mz_cell_key(ng, c);
+    c.x = x1;
+    mz_keys_range(words, first, k0, ng->hashed ? k0 : mz_cell_key(ng, c), lo, hi);
+}
+
 /* One work-item per node: the three face velocities on its cell's lower sides (weighted means of
  * the particles' velocities), its cell's density (the trilinear particle count at the centre
  * over the rest lattice's, inv_n0 = 1 / that count; walls count as the lattice continued) and
@@ -83,10 +100,9 @@ kernel void p2g(uint n_nodes, flip_grid g, mz_grid_desc ng, global const uint *w
     uint count = 0;
     for (int z = lo.z; z <= hi.z; z++)
         for (int y = lo.y; y <= hi.y; y++)
-            for (int x = lo.x; x <= hi.x; x++) {
-                uint key = mz_cell_key(&ng, (int4)(x, y, z, 0));
+            for (int x = lo.x; x <= p2g_row_last(&ng, lo.x, hi.x); x++) {
                 uint lo_p, stop;
-                mz_cell_range(words, first, key, &lo_p, &stop);
+                p2g_row_range(&ng, words, first, (int4)(x, y, z, 0), hi.x, &lo_p, &stop);
                 for (uint p = lo_p; p < stop; p++) {
                     uint inside;
                     float4 w = p2g_weights(to_cells(&g, pos[p]) - cf, &inside);
@@ -137,10 +153,9 @@ kernel void p2g_apic(uint n_nodes, flip_grid g, mz_grid_desc ng, global const ui
 #endif
     for (int z = lo.z; z <= hi.z; z++)
         for (int y = lo.y; y <= hi.y; y++)
-            for (int x = lo.x; x <= hi.x; x++) {
-                uint key = mz_cell_key(&ng, (int4)(x, y, z, 0));
+            for (int x = lo.x; x <= p2g_row_last(&ng, lo.x, hi.x); x++) {
                 uint lo_p, stop;
-                mz_cell_range(words, first, key, &lo_p, &stop);
+                p2g_row_range(&ng, words, first, (int4)(x, y, z, 0), hi.x, &lo_p, &stop);
                 for (uint p = lo_p; p < stop; p++) {
                     uint inside;
                     float4 r = to_cells(&g, pos[p]) - cf;

@@ -23,7 +23,8 @@
  * maps slots back to particle ids for output.
  *
  * Neighbour queries in kernels: kernels/grid/grid.clh (MZ_NEIGHBOURS_BEGIN/END), which visits every
- * particle within h of a position exactly once, in a fixed order (deterministic sums). */
+ * particle within h of a position exactly once, in a fixed order (deterministic sums); in a dense
+ * grid a row's three cells are one range of slots (grid_keys_range on the host). */
 #ifndef MZ_GRID_H
 #define MZ_GRID_H
 #include "device/cl_ctx.h"
@@ -150,6 +151,10 @@ void grid_release(mz_grid *g);
  * the rank arithmetic of mz_cell_range (grid.clh), for tests and anything reading them back. */
 void grid_cell_range(const cl_uint *words, const cl_uint *first, cl_uint key, cl_uint *lo,
                      cl_uint *hi);
+/* The slots of the cells with keys k0 .. k1 (k0 <= k1): one range, *lo .. *hi, since particles
+ * are sorted by key; a dense grid's row of cells x − 1 .. x + 1 (mz_keys_range in grid.clh). */
+void grid_keys_range(const cl_uint *words, const cl_uint *first, cl_uint k0, cl_uint k1,
+                     cl_uint *lo, cl_uint *hi);
 /* Once the queue has finished the last build (grid_build never waits): its summed device time
  * into last_build_ms, and its events released. No-op without profiling. */
 void grid_collect_profile(mz_grid *g);

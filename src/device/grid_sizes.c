@@ -66,19 +66,39 @@ size_t grid_device_bytes(size_t n, size_t cells, const size_t *elems, int n_reg,
     return bytes + scratch + spare[0] + spare[1] + 4 * 4 * n + 4 * (groups << cpu_geometry.bits);
 }
 
-void grid_cell_range(const cl_uint *words, const cl_uint *first, cl_uint key, cl_uint *lo,
-                     cl_uint *hi)
+/* The non-empty cells with a key below key: its word's count before it, and its bits below. */
+static cl_uint cells_before(const cl_uint *words, cl_uint key)
 {
-    cl_uint occ = words[2 * (size_t)(key >> 5)], bit = key & 31u;
-    if (!((occ >> bit) & 1u)) {
-        *lo = *hi = 0;
-        return;
-    }
-    cl_uint below = occ & ((1u << bit) - 1u), r = words[2 * (size_t)(key >> 5) + 1];
+    cl_uint below = words[2 * (size_t)(key >> 5)] & ((1u << (key & 31u)) - 1u);
+    cl_uint r = words[2 * (size_t)(key >> 5) + 1];
     while (below) { /* popcount, portably */
         below &= below - 1u;
         r++;
     }
+    return r;
+}
+
+static bool cell_filled(const cl_uint *words, cl_uint key)
+{
+    return (words[2 * (size_t)(key >> 5)] >> (key & 31u)) & 1u;
+}
+
+void grid_cell_range(const cl_uint *words, const cl_uint *first, cl_uint key, cl_uint *lo,
+                     cl_uint *hi)
+{
+    if (!cell_filled(words, key)) {
+        *lo = *hi = 0;
+        return;
+    }
+    cl_uint r = cells_before(words, key);
     *lo = first[r];
     *hi = first[r + 1];
+}
+
+/* Up to and including k1 reads k1's own word alone: no word past the table's last cell. */
+void grid_keys_range(const cl_uint *words, const cl_uint *first, cl_uint k0, cl_uint k1,
+                     cl_uint *lo, cl_uint *hi)
+{
+    *lo = first[cells_before(words, k0)];
+    *hi = first[cells_before(words, k1) + (cell_filled(words, k1) ? 1u : 0u)];
 }

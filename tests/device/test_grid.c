@@ -532,8 +532,8 @@ static void drop(snapshot *s)
 }
 
 /* The cell tables against the sorted keys: each key's range (grid_cell_range) is exactly its run
- * of slots, empty cells get 0..0, ranges of consecutive non-empty cells abut from 0 to n, and
- * the words' bits past the last cell are clear. */
+ * of slots, empty cells get 0..0, ranges of consecutive non-empty cells abut from 0 to n, the
+ * words' bits past the last cell are clear, and runs of consecutive keys are one range each. */
 static void check_ranges(const mz_grid *g, const uint32_t *keys, const uint32_t *words,
                          const uint32_t *first)
 {
@@ -559,6 +559,22 @@ static void check_ranges(const mz_grid *g, const uint32_t *keys, const uint32_t 
     assert_int_equal(next, n);
     if (g->cells % 32)
         assert_int_equal(words[2 * (g->words - 1)] >> (g->cells % 32), 0);
+    /* Runs of up to three consecutive keys (a dense row's x − 1 .. x + 1, grid_keys_range): from
+     * the first slot keyed k0 or more to the first keyed past k1, up to the table's last key. */
+    size_t at = 0, past = 0;
+    for (size_t k0 = 0; k0 < g->cells; k0++) {
+        while (at < n && keys[at] < k0)
+            at++;
+        for (size_t k1 = k0; k1 < k0 + 3 && k1 < g->cells; k1++) {
+            past = at;
+            while (past < n && keys[past] <= k1)
+                past++;
+            uint32_t lo, hi;
+            grid_keys_range(words, first, (uint32_t)k0, (uint32_t)k1, &lo, &hi);
+            assert_int_equal(lo, at);
+            assert_int_equal(hi, past);
+        }
+    }
 }
 
 /* After a build: buffers are the originals permuted by id, and the cell tables hold the sorted
