@@ -10,6 +10,10 @@
  *   radix_scan     exclusive prefix sum of hist in that digit-major order,
  *   radix_scatter  element → hist[d·groups + g] + (digit-d keys of earlier work-items of the
  *                  group) + (digit-d keys earlier in this work-item's run).
+ * On GPUs (MZ_SORT_SHUFFLE) the scatter first places the group's elements in local memory in
+ * that order, then writes them out in it, so that neighbouring work-items write neighbouring
+ * slots (a digit's run); and the histograms' scan is spread over groups (hist_sums, radix_scan
+ * of the sums, hist_bases) instead of one work-group's rounds. The same slots either way.
  * Every element lands after all smaller digits, and after equal digits that precede it in the
  * input (earlier group, earlier work-item, earlier in the run): the sort is stable, and its result
  * does not depend on scheduling. No atomics. Elements past n count nothing.
@@ -30,6 +34,9 @@
 #define MZ_RADIX (1u << MZ_RADIX_BITS)
 #define MZ_SORT_B (MZ_SORT_GS * MZ_SORT_ITEMS)
 #define MZ_SCAN_PER 8 /* entries per work-item per round of radix_scan */
+#ifndef MZ_SORT_SHUFFLE
+#define MZ_SORT_SHUFFLE 0
+#endif
 
 /* key[i] = the cell key of pos[i]; vals[i] = i (the slot it came from). */
 kernel void cell_keys(uint n, mz_grid_desc g, global const float4 *pos, global uint *keys,
@@ -116,8 +123,9 @@ radix_count(uint n, uint shift, uint mask, global const uint *keys, global uint 
 /* Exclusive prefix sum of hist[0 .. count) in place, by one work-group in rounds of
  * GS·MZ_SCAN_PER entries (any count). */
 kernel __attribute__((reqd_work_group_size(MZ_SORT_GS, 1, 1))) void
-radix_scan(uint count, global uint *hist)
+radix_scan(uint count, uint at, global uint *buf)
 {
+    global uint *hist = buf + at;
     local uint part[MZ_SORT_GS];
     uint w = get_local_id(0), carry = 0;
     for (uint round = 0; round < count; round += MZ_SORT_GS * MZ_SCAN_PER) {
@@ -154,6 +162,28 @@ radix_scatter(uint n, uint shift, uint mask, global const uint *keys, global con
         base[d] = hist[d * groups + g] - tab[d * MZ_SORT_GS];
     barrier(CLK_LOCAL_MEM_FENCE);
     uint first = g * MZ_SORT_B + w * MZ_SORT_ITEMS;
+#if MZ_SORT_SHUFFLE
+    /* The group's elements in local memory at their place in the group's order (tab: the
+     * digit's start in the group plus earlier keys of the digit), then out from there. */
+    local uint lkeys[MZ_SORT_B], lvals[MZ_SORT_B];
+    for (uint j = 0; j < MZ_SORT_ITEMS; j++) {
+        uint idx = first + j;
+        if (idx < n) {
+            uint k = keys[idx];
+            uint p = tab[((k >> shift) & mask) * MZ_SORT_GS + w]++;
+            lkeys[p] = k;
+            lvals[p] = vals[idx];
+        }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    uint block = min((uint)MZ_SORT_B, n - g * MZ_SORT_B);
+    for (uint p = w; p < block; p += MZ_SORT_GS) {
+        uint k = lkeys[p];
+        uint dst = base[(k >> shift) & mask] + p;
+        keys_out[dst] = k;
+        vals_out[dst] = lvals[p];
+    }
+#else
     for (uint j = 0; j < MZ_SORT_ITEMS; j++) {
         uint idx = first + j;
         if (idx < n) {
@@ -164,6 +194,45 @@ radix_scatter(uint n, uint shift, uint mask, global const uint *keys, global con
             vals_out[dst] = vals[idx];
         }
     }
+#endif
+}
+
+/* The histograms' scan spread over groups: sums[g] = the sum of block g's MZ_SORT_B entries
+ * (work-item w's MZ_SORT_ITEMS consecutive ones), then, with the sums scanned, each entry gets
+ * its block's sum before it plus the entries before it in the block. */
+inline uint mz_hist_items(uint count, global const uint *hist, uint *first)
+{
+    *first = get_group_id(0) * MZ_SORT_B + get_local_id(0) * MZ_SORT_ITEMS;
+    uint sum = 0;
+    for (uint j = 0; j < MZ_SORT_ITEMS; j++)
+        if (*first + j < count)
+            sum += hist[*first + j];
+    return sum;
+}
+
+kernel __attribute__((reqd_work_group_size(MZ_SORT_GS, 1, 1))) void
+hist_sums(uint count, global uint *hist, uint at)
+{
+    local uint part[MZ_SORT_GS];
+    uint first, total;
+    mz_group_scan(mz_hist_items(count, hist, &first), part, &total);
+    if (get_local_id(0) == 0)
+        hist[at + get_group_id(0)] = total;
+}
+
+kernel __attribute__((reqd_work_group_size(MZ_SORT_GS, 1, 1))) void
+hist_bases(uint count, global uint *hist, uint at)
+{
+    local uint part[MZ_SORT_GS];
+    uint first, total;
+    uint sum = mz_hist_items(count, hist, &first);
+    uint run = hist[at + get_group_id(0)] + mz_group_scan(sum, part, &total);
+    for (uint j = 0; j < MZ_SORT_ITEMS; j++)
+        if (first + j < count) {
+            uint v = hist[first + j];
+            hist[first + j] = run;
+            run += v;
+        }
 }
 
 kernel void clear_uint(uint n, uint value, global uint *buf)

@@ -45,7 +45,9 @@ static bool choose_geometry(const mz_cl *cl, sort_geometry *geo)
                "clGetDeviceInfo(CL_DEVICE_LOCAL_MEM_SIZE)"))
         return false;
     size_t radix = (size_t)1 << geo->bits;
-    size_t local_bytes = 4 * (radix * geo->gs + geo->gs + radix); /* radix_scatter's tables */
+    /* radix_scatter's tables, and on GPUs (gs > 1) its shuffle of the group's pairs */
+    size_t local_bytes = 4 * (radix * geo->gs + geo->gs + radix) +
+                         (geo->gs > 1 ? 8 * geo->gs * geo->items : 0);
     if (geo->gs > cl->max_wg || local_bytes > local_mem) {
         mz_error("grid sort geometry %zu×%zu, %d bits per pass: needs work-groups of %zu and %zu "
                  "bytes of local memory; the device allows %zu and %lu",
@@ -123,6 +125,36 @@ static bool fill(mz_grid *g, cl_mem buf, size_t count, cl_uint value)
            grid_launch_n(g, g->k_clear, count, "clear_uint");
 }
 
+/* Entries of the radix histograms for `groups` sort groups: one a digit a group, then (spread
+ * scans, hist_spread) a sum a block of them. */
+static size_t hist_entries(const mz_grid *g, size_t groups)
+{
+    size_t count = groups << g->radix_bits, block = g->group_size * g->items_per_item;
+    return count + (count + block - 1) / block;
+}
+
+/* Whether the histograms' scan is spread over groups: GPU geometries (many narrow groups, whose
+ * one-group scan took 85 µs of a 10^7-particle pass on an H200); a CPU's one-work-item groups
+ * scan fastest alone. */
+static bool hist_spread(const mz_grid *g) { return g->group_size > 1; }
+
+/* Exclusive prefix sum of the first `count` histogram entries. */
+static bool scan_hist(mz_grid *g, cl_uint count)
+{
+    cl_uint zero = 0;
+    if (!hist_spread(g))
+        return KARGS(g->k_scan, "radix_scan", A(count), A(zero), A(g->hist)) &&
+               launch(g, g->k_scan, g->group_size, g->group_size, "radix_scan");
+    size_t block = g->group_size * g->items_per_item, blocks = (count + block - 1) / block;
+    cl_uint blocks_u = (cl_uint)blocks;
+    return KARGS(g->k_hist_sums, "hist_sums", A(count), A(g->hist), A(count)) &&
+           launch(g, g->k_hist_sums, blocks * g->group_size, g->group_size, "hist_sums") &&
+           KARGS(g->k_scan, "radix_scan", A(blocks_u), A(count), A(g->hist)) &&
+           launch(g, g->k_scan, g->group_size, g->group_size, "hist_sums scan") &&
+           KARGS(g->k_hist_bases, "hist_bases", A(count), A(g->hist), A(count)) &&
+           launch(g, g->k_hist_bases, blocks * g->group_size, g->group_size, "hist_bases");
+}
+
 /* Stable LSD radix sort of n pairs by the low `bits` bits of the keys, ping-ponging with the
  * grid's tmp buffers. With an odd pass count the result ends in the tmp buffers: copy_back
  * copies it home (caller's buffers), otherwise the handles trade places (the grid's own). */
@@ -139,8 +171,7 @@ static bool radix_sort(mz_grid *g, cl_mem *keys, cl_mem *vals, size_t n, int bit
         cl_uint sh = (cl_uint)shift, mask = (1u << digit_bits) - 1u;
         if (!KARGS(g->k_count, "radix_count", A(n_u), A(sh), A(mask), A(src_k), A(g->hist)) ||
             !launch(g, g->k_count, groups * g->group_size, g->group_size, "radix_count") ||
-            !KARGS(g->k_scan, "radix_scan", A(hist_count), A(g->hist)) ||
-            !launch(g, g->k_scan, g->group_size, g->group_size, "radix_scan") ||
+            !scan_hist(g, hist_count) ||
             !KARGS(g->k_scatter, "radix_scatter", A(n_u), A(sh), A(mask), A(src_k), A(src_v),
                    A(dst_k), A(dst_v), A(g->hist)) ||
             !launch(g, g->k_scatter, groups * g->group_size, g->group_size, "radix_scatter"))
@@ -275,8 +306,9 @@ static int create(mz_grid *g, mz_cl *cl, size_t n, double h, int dim, const doub
 
     char defines[192];
     snprintf(defines, sizeof defines,
-             "-DMZ_DIM=%d -DMZ_SORT_GS=%zu -DMZ_SORT_ITEMS=%zu -DMZ_RADIX_BITS=%d -DMZ_SLABS=%d",
-             dim, geo.gs, geo.items, geo.bits, mode == MZ_GRID_SLABS);
+             "-DMZ_DIM=%d -DMZ_SORT_GS=%zu -DMZ_SORT_ITEMS=%zu -DMZ_RADIX_BITS=%d -DMZ_SLABS=%d "
+             "-DMZ_SORT_SHUFFLE=%d",
+             dim, geo.gs, geo.items, geo.bits, mode == MZ_GRID_SLABS, geo.gs > 1);
     g->program = cl_prog_build(cl, "grid/grid.cl", defines);
     if (!g->program)
         return -1;
@@ -288,6 +320,7 @@ static int create(mz_grid *g, mz_cl *cl, size_t n, double h, int dim, const doub
               {&g->k_clear, "clear_uint"},   {&g->k_cell_clear, "cell_clear"},
               {&g->k_marks, "cell_marks"},   {&g->k_word_sums, "word_sums"},
               {&g->k_word_bases, "word_bases"}, {&g->k_firsts, "cell_firsts"},
+              {&g->k_hist_sums, "hist_sums"}, {&g->k_hist_bases, "hist_bases"},
               {&g->k_gather4, "gather4"},    {&g->k_gather16, "gather16"},
               {&g->k_slab_keys, "slab_keys"}, {&g->k_bounds, "key_bounds"},
               {&g->k_slab_segments, "slab_segments"}, {&g->k_gather4_at, "gather4_at"},
@@ -305,7 +338,7 @@ static int create(mz_grid *g, mz_cl *cl, size_t n, double h, int dim, const doub
         !(g->cell_first = grid_buffer(g, 4 * (n + 1), "grid cells' first slots")) ||
         !(g->word_sums = grid_buffer(g, 4 * ((g->words + block - 1) / block),
                                      "grid cell word sums")) ||
-        !(g->hist = grid_buffer(g, 4 * (g->groups << geo.bits), "grid radix histograms")))
+        !(g->hist = grid_buffer(g, 4 * hist_entries(g, g->groups), "grid radix histograms")))
         return -1;
     /* Empty tables and all-zero "previous keys", so the first build's clearing (grid_build)
      * finds a consistent state. */
@@ -369,7 +402,7 @@ int grid_reserve(mz_grid *g, size_t cap)
                      "grid cells' first slots") &&
               regrow(g, &g->keys_tmp, 4 * cap, 0, "grid keys (sort scratch)") &&
               regrow(g, &g->vals_tmp, 4 * cap, 0, "grid values (sort scratch)") &&
-              regrow(g, &g->hist, 4 * (groups << g->radix_bits), 0, "grid radix histograms");
+              regrow(g, &g->hist, 4 * hist_entries(g, groups), 0, "grid radix histograms");
     for (int r = 0; ok && r < g->n_reg; r++) {
         size_t e = g->reg[r].elem;
         ok = regrow(g, g->reg[r].buf, e * cap, e * g->n, "grid registered buffer") &&
@@ -439,12 +472,12 @@ static bool cell_tables(mz_grid *g)
 {
     size_t gs = g->group_size, block = gs * g->items_per_item;
     size_t groups = (g->words + block - 1) / block;
-    cl_uint n_u = (cl_uint)g->n, words_u = (cl_uint)g->words, groups_u = (cl_uint)groups;
+    cl_uint n_u = (cl_uint)g->n, words_u = (cl_uint)g->words, groups_u = (cl_uint)groups, zero = 0;
     return KARGS(g->k_marks, "cell_marks", A(n_u), A(g->keys), A(g->cell_words)) &&
            grid_launch_n(g, g->k_marks, g->n, "cell_marks") &&
            KARGS(g->k_word_sums, "word_sums", A(words_u), A(g->cell_words), A(g->word_sums)) &&
            launch(g, g->k_word_sums, groups * gs, gs, "word_sums") &&
-           KARGS(g->k_scan, "radix_scan", A(groups_u), A(g->word_sums)) &&
+           KARGS(g->k_scan, "radix_scan", A(groups_u), A(zero), A(g->word_sums)) &&
            launch(g, g->k_scan, gs, gs, "word_sums scan") &&
            KARGS(g->k_word_bases, "word_bases", A(words_u), A(g->cell_words), A(g->word_sums)) &&
            launch(g, g->k_word_bases, groups * gs, gs, "word_bases") &&
@@ -599,7 +632,7 @@ void grid_release(mz_grid *g)
                       g->k_clear,   g->k_cell_clear, g->k_marks, g->k_word_sums,
                       g->k_word_bases, g->k_firsts, g->k_gather4,   g->k_gather16,
                       g->k_slab_keys, g->k_bounds, g->k_slab_segments, g->k_gather4_at,
-                      g->k_gather16_at};
+                      g->k_gather16_at, g->k_hist_sums, g->k_hist_bases};
     mz_cl_release_kernels(ks, sizeof ks / sizeof *ks);
     if (g->program)
         clReleaseProgram(g->program);

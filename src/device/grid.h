@@ -75,7 +75,7 @@ typedef struct mz_grid {
     int radix_bits;    /* key bits per sort pass */
     cl_program program;
     cl_kernel k_keys, k_count, k_scan, k_scatter, k_clear, k_gather4, k_gather16;
-    cl_kernel k_cell_clear, k_marks, k_word_sums, k_word_bases, k_firsts;
+    cl_kernel k_cell_clear, k_marks, k_word_sums, k_word_bases, k_firsts, k_hist_sums, k_hist_bases;
     cl_kernel k_slab_keys, k_bounds, k_slab_segments, k_gather4_at, k_gather16_at;
     struct {
         cl_mem *buf;   /* the owner's handle: swapped with scratch after each build */

@@ -21,8 +21,9 @@ static const sort_geometry cpu_geometry = {1, 4096, 8};
 /* GPUs: 256-wide groups, 8 elements per work-item, 4-bit digits; barely tuned. H100, NVIDIA
  * OpenCL, 10^7 particles (21 key bits), rebuild ms: 256×8×4: 3.9; 512×8×4: 3.6 (512-wide groups
  * are not portable); 256×4×4 and 256×16×4: 5.1; 64×16×6: 10.7; 32×32×8: 40 (radix_scan, one
- * work-group, then dominates). The scatter's writes are uncoalesced (no local shuffle): the
- * first thing to try when the GPU build matters. */
+ * work-group, then dominates). Since then (H200, the same bench): the scatter shuffles each
+ * group's pairs in local memory and writes digit runs contiguously, and the histograms' scan is
+ * spread over groups: 3.51 → 2.71 ms (scatter 1.52 → 1.11, scan 0.51 → 0.10 ms a build). */
 static const sort_geometry gpu_geometry = {256, 8, 4};
 
 /* Dense grids: at most 2^24 cells per axis (the kernels clamp cell coordinates as floats, exact
