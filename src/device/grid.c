@@ -123,18 +123,18 @@ static bool fill(mz_grid *g, cl_mem buf, size_t count, cl_uint value)
            grid_launch_n(g, g->k_clear, count, "clear_uint");
 }
 
-/* Stable LSD radix sort of n pairs by the low `bits` bits of the keys, ping-ponging with the
- * grid's tmp buffers. With an odd pass count the result ends in the tmp buffers: copy_back
- * copies it home (caller's buffers), otherwise the handles trade places (the grid's own). */
-static bool radix_sort(mz_grid *g, cl_mem *keys, cl_mem *vals, size_t n, int bits,
-                       bool copy_back)
+/* Stable LSD radix passes over n pairs by the low `bits` bits of the keys, ping-ponging between
+ * (keys, vals) and (keys2, vals2). The number of passes: an odd count ends in the second pair. */
+static int radix_passes(int bits, int radix_bits) { return (bits + radix_bits - 1) / radix_bits; }
+
+static bool radix_sort(mz_grid *g, cl_mem keys, cl_mem vals, cl_mem keys2, cl_mem vals2,
+                       size_t n, int bits)
 {
     size_t block = g->group_size * g->items_per_item;
     size_t groups = (n + block - 1) / block;
     cl_uint n_u = (cl_uint)n, hist_count = (cl_uint)(groups << g->radix_bits);
-    cl_mem src_k = *keys, src_v = *vals, dst_k = g->keys_tmp, dst_v = g->vals_tmp;
-    int passes = 0;
-    for (int shift = 0; shift < bits; shift += g->radix_bits, passes++) {
+    cl_mem src_k = keys, src_v = vals, dst_k = keys2, dst_v = vals2;
+    for (int shift = 0; shift < bits; shift += g->radix_bits) {
         int digit_bits = bits - shift < g->radix_bits ? bits - shift : g->radix_bits;
         cl_uint sh = (cl_uint)shift, mask = (1u << digit_bits) - 1u;
         if (!KARGS(g->k_count, "radix_count", A(n_u), A(sh), A(mask), A(src_k), A(g->hist)) ||
@@ -152,15 +152,6 @@ static bool radix_sort(mz_grid *g, cl_mem *keys, cl_mem *vals, size_t n, int bit
         src_v = dst_v;
         dst_v = t;
     }
-    if (passes % 2 == 0)
-        return true;
-    if (copy_back)
-        return copy_buffer(g, src_k, *keys, 4 * n, "sort keys back") &&
-               copy_buffer(g, src_v, *vals, 4 * n, "sort values back");
-    g->keys_tmp = *keys;
-    g->vals_tmp = *vals;
-    *keys = src_k;
-    *vals = src_v;
     return true;
 }
 
@@ -173,6 +164,29 @@ static cl_mem grid_buffer(mz_grid *g, size_t bytes, const char *what)
         return NULL;
     }
     return mz_cl_buffer(g->cl, CL_MEM_READ_WRITE, bytes, NULL, what);
+}
+
+/* The sort's copies of keys and values: the owner's (grid_borrow_sort_copies); else the
+ * reorder scratch of both sizes where the grid has its own (whose contents are dead until the
+ * gather); else its own copies, made on the first sort (so that the others never hold them). */
+static bool sort_copies(mz_grid *g, cl_mem *keys2, cl_mem *vals2)
+{
+    if (g->lent_keys) {
+        *keys2 = *g->lent_keys;
+        *vals2 = *g->lent_vals;
+        return true;
+    }
+    if (g->spare4 && g->spare16) {
+        *keys2 = g->spare4;
+        *vals2 = g->spare16;
+        return true;
+    }
+    if ((!g->keys_tmp && !(g->keys_tmp = grid_buffer(g, 4 * g->cap, "grid keys (sort scratch)"))) ||
+        (!g->vals_tmp && !(g->vals_tmp = grid_buffer(g, 4 * g->cap, "grid values (sort scratch)"))))
+        return false;
+    *keys2 = g->keys_tmp;
+    *vals2 = g->vals_tmp;
+    return true;
 }
 
 static int choose_layout(mz_grid *g, size_t n, double h, int dim, const double dmin[3],
@@ -299,8 +313,6 @@ static int create(mz_grid *g, mz_cl *cl, size_t n, double h, int dim, const doub
     size_t nb = 4 * n;
     if (!(g->keys = grid_buffer(g, nb, "grid keys")) ||
         !(g->vals = grid_buffer(g, nb, "grid values")) ||
-        !(g->keys_tmp = grid_buffer(g, nb, "grid keys (sort scratch)")) ||
-        !(g->vals_tmp = grid_buffer(g, nb, "grid values (sort scratch)")) ||
         !(g->cell_words = grid_buffer(g, 8 * g->words, "grid cell words")) ||
         !(g->cell_first = grid_buffer(g, 4 * (n + 1), "grid cells' first slots")) ||
         !(g->word_sums = grid_buffer(g, 4 * ((g->words + block - 1) / block),
@@ -367,8 +379,9 @@ int grid_reserve(mz_grid *g, size_t cap)
               regrow(g, &g->vals, 4 * cap, 0, "grid values") &&
               regrow(g, &g->cell_first, 4 * (cap + 1), 4 * (g->built + 1),
                      "grid cells' first slots") &&
-              regrow(g, &g->keys_tmp, 4 * cap, 0, "grid keys (sort scratch)") &&
-              regrow(g, &g->vals_tmp, 4 * cap, 0, "grid values (sort scratch)") &&
+              (!g->keys_tmp || regrow(g, &g->keys_tmp, 4 * cap, 0, "grid keys (sort scratch)")) &&
+              (!g->vals_tmp ||
+               regrow(g, &g->vals_tmp, 4 * cap, 0, "grid values (sort scratch)")) &&
               regrow(g, &g->hist, 4 * (groups << g->radix_bits), 0, "grid radix histograms");
     for (int r = 0; ok && r < g->n_reg; r++) {
         size_t e = g->reg[r].elem;
@@ -400,6 +413,17 @@ int grid_borrow_scratch(mz_grid *g, cl_mem *buf, size_t elem)
         return -1;
     }
     *(elem == 16 ? &g->lent16 : &g->lent4) = buf;
+    return 0;
+}
+
+int grid_borrow_sort_copies(mz_grid *g, cl_mem *keys, cl_mem *vals)
+{
+    if (g->own_scratch || g->keys_tmp || g->vals_tmp || keys == vals) {
+        mz_error("neighbour grid: cannot borrow the sort's copies here");
+        return -1;
+    }
+    g->lent_keys = keys;
+    g->lent_vals = vals;
     return 0;
 }
 
@@ -476,11 +500,21 @@ static bool sort_cells(mz_grid *g, cl_mem key_source)
     g->built = g->n;
     if (g->n == 0)
         return ok;
-    return ok &&
-           KARGS(g->k_keys, "cell_keys", A(n_u), A(g->desc), A(key_source), A(g->keys),
-                 A(g->vals)) &&
+    /* The sorted pairs end in keys and vals, never in the copies (which may be borrowed): with
+     * an odd number of passes the cell keys go into the copies first. */
+    cl_mem keys2, vals2;
+    if (!ok || !sort_copies(g, &keys2, &vals2))
+        return false;
+    bool odd = radix_passes(g->key_bits, g->radix_bits) % 2 != 0;
+    cl_mem k0 = odd ? keys2 : g->keys, v0 = odd ? vals2 : g->vals;
+    cl_mem k1 = odd ? g->keys : keys2, v1 = odd ? g->vals : vals2;
+    if (key_source == keys2 || key_source == vals2) {
+        mz_error("neighbour grid: keys from a buffer lent as the sort's copies");
+        return false;
+    }
+    return KARGS(g->k_keys, "cell_keys", A(n_u), A(g->desc), A(key_source), A(k0), A(v0)) &&
            grid_launch_n(g, g->k_keys, g->n, "cell_keys") &&
-           radix_sort(g, &g->keys, &g->vals, g->n, g->key_bits, false) && cell_tables(g);
+           radix_sort(g, k0, v0, k1, v1, g->n, g->key_bits) && cell_tables(g);
 }
 
 int grid_build(mz_grid *g, cl_mem key_source)
@@ -515,7 +549,15 @@ int grid_sort(mz_grid *g, cl_mem keys, cl_mem vals, size_t n, int bits)
     }
     if (n == 0)
         return 0;
-    return radix_sort(g, &keys, &vals, n, bits, true) ? 0 : -1;
+    cl_mem keys2, vals2;
+    if (!sort_copies(g, &keys2, &vals2) || !radix_sort(g, keys, vals, keys2, vals2, n, bits))
+        return -1;
+    /* An odd number of passes ends in the copies: home again. */
+    return radix_passes(bits, g->radix_bits) % 2 == 0 ||
+                   (copy_buffer(g, keys2, keys, 4 * n, "sort keys back") &&
+                    copy_buffer(g, vals2, vals, 4 * n, "sort values back"))
+               ? 0
+               : -1;
 }
 
 int grid_set_count(mz_grid *g, size_t n)
@@ -548,7 +590,7 @@ int grid_gather(mz_grid *g, cl_mem vals, size_t n)
     return 0;
 }
 
-void grid_settle(mz_grid *g)
+int grid_settle(mz_grid *g)
 {
     /* The build's launches hold its buffers until they have run: wait for them, so that the
      * memory is free for what is made next (once, at a solver's start). */
@@ -566,6 +608,19 @@ void grid_settle(mz_grid *g)
         g->reg[r].scratch = NULL;
     }
     g->settled = true;
+    /* The first slots of the non-empty cells and the end: the last word's base and bits. */
+    cl_uint last[2] = {0, 0};
+    if (!g->words || !cl_ok(clEnqueueReadBuffer(g->cl->queue, g->cell_words, CL_TRUE,
+                                                8 * (g->words - 1), 8, last, 0, NULL, NULL),
+                            "clEnqueueReadBuffer(grid cell words)"))
+        return g->words ? -1 : 0;
+    size_t occupied = last[1];
+    for (cl_uint bits = last[0]; bits; bits &= bits - 1u)
+        occupied++;
+    bool ok = occupied >= g->n || regrow(g, &g->cell_first, 4 * (occupied + 1),
+                                         4 * (occupied + 1), "grid cells' first slots");
+    release_events(g);
+    return ok ? 0 : -1;
 }
 
 void grid_collect_profile(mz_grid *g)
