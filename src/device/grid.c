@@ -56,29 +56,9 @@ static bool choose_geometry(const mz_cl *cl, sort_geometry *geo)
     return true;
 }
 
-/* With profiling, where the next launch's event goes (kept by keep_event once enqueued), for
- * grid_collect_profile; else NULL. */
-static cl_event *next_event(mz_grid *g)
-{
-    if (!g->cl->profiling)
-        return NULL;
-    if (g->n_events == g->cap_events) {
-        g->cap_events = g->cap_events ? 2 * g->cap_events : 64;
-        g->events = xrealloc(g->events, g->cap_events * sizeof *g->events);
-        g->event_kernels = xrealloc(g->event_kernels, g->cap_events * sizeof *g->event_kernels);
-    }
-    return &g->events[g->n_events];
-}
-
-static void keep_event(mz_grid *g, cl_event *ev, const char *name)
-{
-    if (ev)
-        g->event_kernels[g->n_events++] = name;
-}
-
 static bool launch(mz_grid *g, cl_kernel k, size_t global, size_t local, const char *name)
 {
-    cl_event *ev = next_event(g);
+    cl_event *ev = grid_next_event(g);
     cl_int s = clEnqueueNDRangeKernel(g->cl->queue, k, 1, NULL, &global, local ? &local : NULL,
                                       0, NULL, ev);
     if (s != CL_SUCCESS) {
@@ -86,7 +66,7 @@ static bool launch(mz_grid *g, cl_kernel k, size_t global, size_t local, const c
         snprintf(what, sizeof what, "clEnqueueNDRangeKernel(%s)", name);
         return cl_ok(s, what);
     }
-    keep_event(g, ev, name);
+    grid_keep_event(g, ev, name);
     return true;
 }
 
@@ -98,22 +78,15 @@ bool grid_launch_n(mz_grid *g, cl_kernel k, size_t n, const char *name)
 
 static bool copy_buffer(mz_grid *g, cl_mem src, cl_mem dst, size_t bytes, const char *name)
 {
-    cl_event *ev = next_event(g);
+    cl_event *ev = grid_next_event(g);
     cl_int s = clEnqueueCopyBuffer(g->cl->queue, src, dst, 0, 0, bytes, 0, NULL, ev);
     if (s != CL_SUCCESS) {
         char what[96];
         snprintf(what, sizeof what, "clEnqueueCopyBuffer(%s)", name);
         return cl_ok(s, what);
     }
-    keep_event(g, ev, name);
+    grid_keep_event(g, ev, name);
     return true;
-}
-
-static void release_events(mz_grid *g)
-{
-    for (size_t i = 0; i < g->n_events; i++)
-        clReleaseEvent(g->events[i]);
-    g->n_events = 0;
 }
 
 static bool fill(mz_grid *g, cl_mem buf, size_t count, cl_uint value)
@@ -181,8 +154,9 @@ static bool sort_copies(mz_grid *g, cl_mem *keys2, cl_mem *vals2)
         *vals2 = g->spare16;
         return true;
     }
-    if ((!g->keys_tmp && !(g->keys_tmp = grid_buffer(g, 4 * g->cap, "grid keys (sort scratch)"))) ||
-        (!g->vals_tmp && !(g->vals_tmp = grid_buffer(g, 4 * g->cap, "grid values (sort scratch)"))))
+    if (!g->keys_tmp && !(g->keys_tmp = grid_buffer(g, 4 * g->cap, "grid keys (sort scratch)")))
+        return false;
+    if (!g->vals_tmp && !(g->vals_tmp = grid_buffer(g, 4 * g->cap, "grid values (sort scratch)")))
         return false;
     *keys2 = g->keys_tmp;
     *vals2 = g->vals_tmp;
@@ -322,7 +296,7 @@ static int create(mz_grid *g, mz_cl *cl, size_t n, double h, int dim, const doub
     /* Empty tables and all-zero "previous keys", so the first build's clearing (grid_build)
      * finds a consistent state. */
     bool ok = fill(g, g->cell_words, 2 * g->words, 0) && fill(g, g->keys, n, 0);
-    release_events(g);
+    grid_release_events(g);
     return ok ? 0 : -1;
 }
 
@@ -379,7 +353,8 @@ int grid_reserve(mz_grid *g, size_t cap)
               regrow(g, &g->vals, 4 * cap, 0, "grid values") &&
               regrow(g, &g->cell_first, 4 * (cap + 1), 4 * (g->built + 1),
                      "grid cells' first slots") &&
-              (!g->keys_tmp || regrow(g, &g->keys_tmp, 4 * cap, 0, "grid keys (sort scratch)")) &&
+              (!g->keys_tmp ||
+               regrow(g, &g->keys_tmp, 4 * cap, 0, "grid keys (sort scratch)")) &&
               (!g->vals_tmp ||
                regrow(g, &g->vals_tmp, 4 * cap, 0, "grid values (sort scratch)")) &&
               regrow(g, &g->hist, 4 * (groups << g->radix_bits), 0, "grid radix histograms");
@@ -484,7 +459,7 @@ static bool sort_cells(mz_grid *g, cl_mem key_source)
         mz_error("neighbour grid: a settled grid built again");
         return false;
     }
-    release_events(g); /* a previous build's, if nobody collected them */
+    grid_release_events(g); /* a previous build's, if nobody collected them */
     g->last_build_ms = 0.0;
     cl_uint n_u = (cl_uint)g->n, built_u = (cl_uint)g->built;
     /* Empty the words the previous build filled: all of them when they are no more than the
@@ -541,7 +516,7 @@ bool grid_moves(const mz_grid *g, const cl_mem *buf)
 
 int grid_sort(mz_grid *g, cl_mem keys, cl_mem vals, size_t n, int bits)
 {
-    release_events(g);
+    grid_release_events(g);
     if (n > g->n || bits < 0 || bits > 32) {
         mz_error("grid_sort: %zu pairs by %d bits (the grid holds %zu pairs, keys have 32 bits)",
                  n, bits, g->n);
@@ -619,35 +594,13 @@ int grid_settle(mz_grid *g)
         occupied++;
     bool ok = occupied >= g->n || regrow(g, &g->cell_first, 4 * (occupied + 1),
                                          4 * (occupied + 1), "grid cells' first slots");
-    release_events(g);
+    grid_release_events(g);
     return ok ? 0 : -1;
-}
-
-void grid_collect_profile(mz_grid *g)
-{
-    double ns = 0.0;
-    size_t failed = 0;
-    for (size_t i = 0; i < g->n_events; i++) {
-        cl_ulong t0 = 0, t1 = 0;
-        if (clGetEventProfilingInfo(g->events[i], CL_PROFILING_COMMAND_START, sizeof t0, &t0,
-                                    NULL) == CL_SUCCESS &&
-            clGetEventProfilingInfo(g->events[i], CL_PROFILING_COMMAND_END, sizeof t1, &t1,
-                                    NULL) == CL_SUCCESS)
-            ns += (double)(t1 - t0);
-        else
-            failed++;
-    }
-    if (failed)
-        mz_warn("neighbour grid: %zu of %zu launches had no profiling times", failed,
-                g->n_events);
-    if (g->n_events)
-        g->last_build_ms = ns * 1e-6;
-    release_events(g);
 }
 
 void grid_release(mz_grid *g)
 {
-    release_events(g);
+    grid_release_events(g);
     free(g->events);
     free(g->event_kernels);
     cl_kernel ks[] = {g->k_keys,    g->k_count,  g->k_scan,      g->k_scatter,

@@ -6,7 +6,9 @@
  *      table well above the particle count (MZ_GRID_HASHED). Cell coordinates are clamped into the
  *      grid (dense) and non-finite positions go to cell 0, so every particle has a valid key and
  *      neighbour sets stay exact (clamping never separates two points closer than h).
- *   2. stable LSD radix sort of (key, slot) on the device: equal keys keep their order.
+ *   2. stable LSD radix sort of (key, slot) on the device: equal keys keep their order. Its
+ *      copies of keys and values are borrowed where they can be (grid_borrow_sort_copies, or
+ *      the reorder scratch, dead until step 4).
  *   3. the cell tables: cell_words, a uint pair per 32 cells (their occupancy bits, and the
  *      number of non-empty cells before the word), and cell_first, the first slot of each
  *      non-empty cell in key order plus n at the end. Cell k's slots are first[r] ..
@@ -65,10 +67,12 @@ typedef struct mz_grid {
     size_t cells;      /* dense cell count or hash table size */
     int key_bits;      /* bits the sort looks at */
     cl_mem keys, vals;  /* sort buffers (uint): the sorted pairs after a build */
-    cl_mem keys_tmp, vals_tmp; /* the sort's copies: made on the first sort, unless lent */
-    cl_mem *lent_keys, *lent_vals; /* or its owner's buffers standing in (grid_borrow_sort_copies) */
+    /* The sort's copies: its owner's (grid_borrow_sort_copies), else the reorder scratch of both
+     * sizes, else its own, made on the first sort. */
+    cl_mem keys_tmp, vals_tmp;
+    cl_mem *lent_keys, *lent_vals;
     cl_mem cell_words;  /* 2 uints per 32 cells: occupancy bits, non-empty cells before */
-    cl_mem cell_first;  /* cap + 1 uints: each non-empty cell's first slot, then n */
+    cl_mem cell_first;  /* cap + 1 uints (settled: the non-empty cells' + 1): first slots, then n */
     cl_mem word_sums;   /* the non-empty cells of each block of words (the build's scan) */
     size_t words;       /* cells / 32, rounded up */
     cl_mem hist;       /* radix histograms */
