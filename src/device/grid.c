@@ -58,29 +58,9 @@ static bool choose_geometry(const mz_cl *cl, sort_geometry *geo)
     return true;
 }
 
-/* With profiling, where the next launch's event goes (kept by keep_event once enqueued), for
- * grid_collect_profile; else NULL. */
-static cl_event *next_event(mz_grid *g)
-{
-    if (!g->cl->profiling)
-        return NULL;
-    if (g->n_events == g->cap_events) {
-        g->cap_events = g->cap_events ? 2 * g->cap_events : 64;
-        g->events = xrealloc(g->events, g->cap_events * sizeof *g->events);
-        g->event_kernels = xrealloc(g->event_kernels, g->cap_events * sizeof *g->event_kernels);
-    }
-    return &g->events[g->n_events];
-}
-
-static void keep_event(mz_grid *g, cl_event *ev, const char *name)
-{
-    if (ev)
-        g->event_kernels[g->n_events++] = name;
-}
-
 static bool launch(mz_grid *g, cl_kernel k, size_t global, size_t local, const char *name)
 {
-    cl_event *ev = next_event(g);
+    cl_event *ev = grid_next_event(g);
     cl_int s = clEnqueueNDRangeKernel(g->cl->queue, k, 1, NULL, &global, local ? &local : NULL,
                                       0, NULL, ev);
     if (s != CL_SUCCESS) {
@@ -88,7 +68,7 @@ static bool launch(mz_grid *g, cl_kernel k, size_t global, size_t local, const c
         snprintf(what, sizeof what, "clEnqueueNDRangeKernel(%s)", name);
         return cl_ok(s, what);
     }
-    keep_event(g, ev, name);
+    grid_keep_event(g, ev, name);
     return true;
 }
 
@@ -100,22 +80,15 @@ bool grid_launch_n(mz_grid *g, cl_kernel k, size_t n, const char *name)
 
 static bool copy_buffer(mz_grid *g, cl_mem src, cl_mem dst, size_t bytes, const char *name)
 {
-    cl_event *ev = next_event(g);
+    cl_event *ev = grid_next_event(g);
     cl_int s = clEnqueueCopyBuffer(g->cl->queue, src, dst, 0, 0, bytes, 0, NULL, ev);
     if (s != CL_SUCCESS) {
         char what[96];
         snprintf(what, sizeof what, "clEnqueueCopyBuffer(%s)", name);
         return cl_ok(s, what);
     }
-    keep_event(g, ev, name);
+    grid_keep_event(g, ev, name);
     return true;
-}
-
-static void release_events(mz_grid *g)
-{
-    for (size_t i = 0; i < g->n_events; i++)
-        clReleaseEvent(g->events[i]);
-    g->n_events = 0;
 }
 
 static bool fill(mz_grid *g, cl_mem buf, size_t count, cl_uint value)
@@ -155,18 +128,18 @@ static bool scan_hist(mz_grid *g, cl_uint count)
            launch(g, g->k_hist_bases, blocks * g->group_size, g->group_size, "hist_bases");
 }
 
-/* Stable LSD radix sort of n pairs by the low `bits` bits of the keys, ping-ponging with the
- * grid's tmp buffers. With an odd pass count the result ends in the tmp buffers: copy_back
- * copies it home (caller's buffers), otherwise the handles trade places (the grid's own). */
-static bool radix_sort(mz_grid *g, cl_mem *keys, cl_mem *vals, size_t n, int bits,
-                       bool copy_back)
+/* Stable LSD radix passes over n pairs by the low `bits` bits of the keys, ping-ponging between
+ * (keys, vals) and (keys2, vals2). The number of passes: an odd count ends in the second pair. */
+static int radix_passes(int bits, int radix_bits) { return (bits + radix_bits - 1) / radix_bits; }
+
+static bool radix_sort(mz_grid *g, cl_mem keys, cl_mem vals, cl_mem keys2, cl_mem vals2,
+                       size_t n, int bits)
 {
     size_t block = g->group_size * g->items_per_item;
     size_t groups = (n + block - 1) / block;
     cl_uint n_u = (cl_uint)n, hist_count = (cl_uint)(groups << g->radix_bits);
-    cl_mem src_k = *keys, src_v = *vals, dst_k = g->keys_tmp, dst_v = g->vals_tmp;
-    int passes = 0;
-    for (int shift = 0; shift < bits; shift += g->radix_bits, passes++) {
+    cl_mem src_k = keys, src_v = vals, dst_k = keys2, dst_v = vals2;
+    for (int shift = 0; shift < bits; shift += g->radix_bits) {
         int digit_bits = bits - shift < g->radix_bits ? bits - shift : g->radix_bits;
         cl_uint sh = (cl_uint)shift, mask = (1u << digit_bits) - 1u;
         if (!KARGS(g->k_count, "radix_count", A(n_u), A(sh), A(mask), A(src_k), A(g->hist)) ||
@@ -183,15 +156,6 @@ static bool radix_sort(mz_grid *g, cl_mem *keys, cl_mem *vals, size_t n, int bit
         src_v = dst_v;
         dst_v = t;
     }
-    if (passes % 2 == 0)
-        return true;
-    if (copy_back)
-        return copy_buffer(g, src_k, *keys, 4 * n, "sort keys back") &&
-               copy_buffer(g, src_v, *vals, 4 * n, "sort values back");
-    g->keys_tmp = *keys;
-    g->vals_tmp = *vals;
-    *keys = src_k;
-    *vals = src_v;
     return true;
 }
 
@@ -204,6 +168,30 @@ static cl_mem grid_buffer(mz_grid *g, size_t bytes, const char *what)
         return NULL;
     }
     return mz_cl_buffer(g->cl, CL_MEM_READ_WRITE, bytes, NULL, what);
+}
+
+/* The sort's copies of keys and values: the owner's (grid_borrow_sort_copies); else the
+ * reorder scratch of both sizes where the grid has its own (whose contents are dead until the
+ * gather); else its own copies, made on the first sort (so that the others never hold them). */
+static bool sort_copies(mz_grid *g, cl_mem *keys2, cl_mem *vals2)
+{
+    if (g->lent_keys) {
+        *keys2 = *g->lent_keys;
+        *vals2 = *g->lent_vals;
+        return true;
+    }
+    if (g->spare4 && g->spare16) {
+        *keys2 = g->spare4;
+        *vals2 = g->spare16;
+        return true;
+    }
+    if (!g->keys_tmp && !(g->keys_tmp = grid_buffer(g, 4 * g->cap, "grid keys (sort scratch)")))
+        return false;
+    if (!g->vals_tmp && !(g->vals_tmp = grid_buffer(g, 4 * g->cap, "grid values (sort scratch)")))
+        return false;
+    *keys2 = g->keys_tmp;
+    *vals2 = g->vals_tmp;
+    return true;
 }
 
 static int choose_layout(mz_grid *g, size_t n, double h, int dim, const double dmin[3],
@@ -332,8 +320,6 @@ static int create(mz_grid *g, mz_cl *cl, size_t n, double h, int dim, const doub
     size_t nb = 4 * n;
     if (!(g->keys = grid_buffer(g, nb, "grid keys")) ||
         !(g->vals = grid_buffer(g, nb, "grid values")) ||
-        !(g->keys_tmp = grid_buffer(g, nb, "grid keys (sort scratch)")) ||
-        !(g->vals_tmp = grid_buffer(g, nb, "grid values (sort scratch)")) ||
         !(g->cell_words = grid_buffer(g, 8 * g->words, "grid cell words")) ||
         !(g->cell_first = grid_buffer(g, 4 * (n + 1), "grid cells' first slots")) ||
         !(g->word_sums = grid_buffer(g, 4 * ((g->words + block - 1) / block),
@@ -343,7 +329,7 @@ static int create(mz_grid *g, mz_cl *cl, size_t n, double h, int dim, const doub
     /* Empty tables and all-zero "previous keys", so the first build's clearing (grid_build)
      * finds a consistent state. */
     bool ok = fill(g, g->cell_words, 2 * g->words, 0) && fill(g, g->keys, n, 0);
-    release_events(g);
+    grid_release_events(g);
     return ok ? 0 : -1;
 }
 
@@ -400,8 +386,10 @@ int grid_reserve(mz_grid *g, size_t cap)
               regrow(g, &g->vals, 4 * cap, 0, "grid values") &&
               regrow(g, &g->cell_first, 4 * (cap + 1), 4 * (g->built + 1),
                      "grid cells' first slots") &&
-              regrow(g, &g->keys_tmp, 4 * cap, 0, "grid keys (sort scratch)") &&
-              regrow(g, &g->vals_tmp, 4 * cap, 0, "grid values (sort scratch)") &&
+              (!g->keys_tmp ||
+               regrow(g, &g->keys_tmp, 4 * cap, 0, "grid keys (sort scratch)")) &&
+              (!g->vals_tmp ||
+               regrow(g, &g->vals_tmp, 4 * cap, 0, "grid values (sort scratch)")) &&
               regrow(g, &g->hist, 4 * hist_entries(g, groups), 0, "grid radix histograms");
     for (int r = 0; ok && r < g->n_reg; r++) {
         size_t e = g->reg[r].elem;
@@ -433,6 +421,17 @@ int grid_borrow_scratch(mz_grid *g, cl_mem *buf, size_t elem)
         return -1;
     }
     *(elem == 16 ? &g->lent16 : &g->lent4) = buf;
+    return 0;
+}
+
+int grid_borrow_sort_copies(mz_grid *g, cl_mem *keys, cl_mem *vals)
+{
+    if (g->own_scratch || g->keys_tmp || g->vals_tmp || keys == vals) {
+        mz_error("neighbour grid: cannot borrow the sort's copies here");
+        return -1;
+    }
+    g->lent_keys = keys;
+    g->lent_vals = vals;
     return 0;
 }
 
@@ -493,7 +492,7 @@ static bool sort_cells(mz_grid *g, cl_mem key_source)
         mz_error("neighbour grid: a settled grid built again");
         return false;
     }
-    release_events(g); /* a previous build's, if nobody collected them */
+    grid_release_events(g); /* a previous build's, if nobody collected them */
     g->last_build_ms = 0.0;
     cl_uint n_u = (cl_uint)g->n, built_u = (cl_uint)g->built;
     /* Empty the words the previous build filled: all of them when they are no more than the
@@ -509,11 +508,21 @@ static bool sort_cells(mz_grid *g, cl_mem key_source)
     g->built = g->n;
     if (g->n == 0)
         return ok;
-    return ok &&
-           KARGS(g->k_keys, "cell_keys", A(n_u), A(g->desc), A(key_source), A(g->keys),
-                 A(g->vals)) &&
+    /* The sorted pairs end in keys and vals, never in the copies (which may be borrowed): with
+     * an odd number of passes the cell keys go into the copies first. */
+    cl_mem keys2, vals2;
+    if (!ok || !sort_copies(g, &keys2, &vals2))
+        return false;
+    bool odd = radix_passes(g->key_bits, g->radix_bits) % 2 != 0;
+    cl_mem k0 = odd ? keys2 : g->keys, v0 = odd ? vals2 : g->vals;
+    cl_mem k1 = odd ? g->keys : keys2, v1 = odd ? g->vals : vals2;
+    if (key_source == keys2 || key_source == vals2) {
+        mz_error("neighbour grid: keys from a buffer lent as the sort's copies");
+        return false;
+    }
+    return KARGS(g->k_keys, "cell_keys", A(n_u), A(g->desc), A(key_source), A(k0), A(v0)) &&
            grid_launch_n(g, g->k_keys, g->n, "cell_keys") &&
-           radix_sort(g, &g->keys, &g->vals, g->n, g->key_bits, false) && cell_tables(g);
+           radix_sort(g, k0, v0, k1, v1, g->n, g->key_bits) && cell_tables(g);
 }
 
 int grid_build(mz_grid *g, cl_mem key_source)
@@ -540,7 +549,7 @@ bool grid_moves(const mz_grid *g, const cl_mem *buf)
 
 int grid_sort(mz_grid *g, cl_mem keys, cl_mem vals, size_t n, int bits)
 {
-    release_events(g);
+    grid_release_events(g);
     if (n > g->n || bits < 0 || bits > 32) {
         mz_error("grid_sort: %zu pairs by %d bits (the grid holds %zu pairs, keys have 32 bits)",
                  n, bits, g->n);
@@ -548,7 +557,15 @@ int grid_sort(mz_grid *g, cl_mem keys, cl_mem vals, size_t n, int bits)
     }
     if (n == 0)
         return 0;
-    return radix_sort(g, &keys, &vals, n, bits, true) ? 0 : -1;
+    cl_mem keys2, vals2;
+    if (!sort_copies(g, &keys2, &vals2) || !radix_sort(g, keys, vals, keys2, vals2, n, bits))
+        return -1;
+    /* An odd number of passes ends in the copies: home again. */
+    return radix_passes(bits, g->radix_bits) % 2 == 0 ||
+                   (copy_buffer(g, keys2, keys, 4 * n, "sort keys back") &&
+                    copy_buffer(g, vals2, vals, 4 * n, "sort values back"))
+               ? 0
+               : -1;
 }
 
 int grid_set_count(mz_grid *g, size_t n)
@@ -581,7 +598,7 @@ int grid_gather(mz_grid *g, cl_mem vals, size_t n)
     return 0;
 }
 
-void grid_settle(mz_grid *g)
+int grid_settle(mz_grid *g)
 {
     /* The build's launches hold its buffers until they have run: wait for them, so that the
      * memory is free for what is made next (once, at a solver's start). */
@@ -599,33 +616,24 @@ void grid_settle(mz_grid *g)
         g->reg[r].scratch = NULL;
     }
     g->settled = true;
-}
-
-void grid_collect_profile(mz_grid *g)
-{
-    double ns = 0.0;
-    size_t failed = 0;
-    for (size_t i = 0; i < g->n_events; i++) {
-        cl_ulong t0 = 0, t1 = 0;
-        if (clGetEventProfilingInfo(g->events[i], CL_PROFILING_COMMAND_START, sizeof t0, &t0,
-                                    NULL) == CL_SUCCESS &&
-            clGetEventProfilingInfo(g->events[i], CL_PROFILING_COMMAND_END, sizeof t1, &t1,
-                                    NULL) == CL_SUCCESS)
-            ns += (double)(t1 - t0);
-        else
-            failed++;
-    }
-    if (failed)
-        mz_warn("neighbour grid: %zu of %zu launches had no profiling times", failed,
-                g->n_events);
-    if (g->n_events)
-        g->last_build_ms = ns * 1e-6;
-    release_events(g);
+    /* The first slots of the non-empty cells and the end: the last word's base and bits. */
+    cl_uint last[2] = {0, 0};
+    if (!g->words || !cl_ok(clEnqueueReadBuffer(g->cl->queue, g->cell_words, CL_TRUE,
+                                                8 * (g->words - 1), 8, last, 0, NULL, NULL),
+                            "clEnqueueReadBuffer(grid cell words)"))
+        return g->words ? -1 : 0;
+    size_t occupied = last[1];
+    for (cl_uint bits = last[0]; bits; bits &= bits - 1u)
+        occupied++;
+    bool ok = occupied >= g->n || regrow(g, &g->cell_first, 4 * (occupied + 1),
+                                         4 * (occupied + 1), "grid cells' first slots");
+    grid_release_events(g);
+    return ok ? 0 : -1;
 }
 
 void grid_release(mz_grid *g)
 {
-    release_events(g);
+    grid_release_events(g);
     free(g->events);
     free(g->event_kernels);
     cl_kernel ks[] = {g->k_keys,    g->k_count,  g->k_scan,      g->k_scatter,

@@ -6,7 +6,9 @@
  *      table well above the particle count (MZ_GRID_HASHED). Cell coordinates are clamped into the
  *      grid (dense) and non-finite positions go to cell 0, so every particle has a valid key and
  *      neighbour sets stay exact (clamping never separates two points closer than h).
- *   2. stable LSD radix sort of (key, slot) on the device: equal keys keep their order.
+ *   2. stable LSD radix sort of (key, slot) on the device: equal keys keep their order. Its
+ *      copies of keys and values are borrowed where they can be (grid_borrow_sort_copies, or
+ *      the reorder scratch, dead until step 4).
  *   3. the cell tables: cell_words, a uint pair per 32 cells (their occupancy bits, and the
  *      number of non-empty cells before the word), and cell_first, the first slot of each
  *      non-empty cell in key order plus n at the end. Cell k's slots are first[r] ..
@@ -65,9 +67,13 @@ typedef struct mz_grid {
     size_t built;      /* particles of the last build (whose cells the next build empties) */
     size_t cells;      /* dense cell count or hash table size */
     int key_bits;      /* bits the sort looks at */
-    cl_mem keys, vals, keys_tmp, vals_tmp; /* sort buffers (uint) */
+    cl_mem keys, vals;  /* sort buffers (uint): the sorted pairs after a build */
+    /* The sort's copies: its owner's (grid_borrow_sort_copies), else the reorder scratch of both
+     * sizes, else its own, made on the first sort. */
+    cl_mem keys_tmp, vals_tmp;
+    cl_mem *lent_keys, *lent_vals;
     cl_mem cell_words;  /* 2 uints per 32 cells: occupancy bits, non-empty cells before */
-    cl_mem cell_first;  /* cap + 1 uints: each non-empty cell's first slot, then n */
+    cl_mem cell_first;  /* cap + 1 uints (settled: the non-empty cells' + 1): first slots, then n */
     cl_mem word_sums;   /* the non-empty cells of each block of words (the build's scan) */
     size_t words;       /* cells / 32, rounded up */
     cl_mem hist;       /* radix histograms */
@@ -120,6 +126,11 @@ int grid_register(mz_grid *g, cl_mem *buf, size_t elem);
  * that handle as its own and makes no scratch of that size. Before any grid_register of elem
  * bytes; not on MZ_GRID_SLABS grids. 0, or -1 after reporting. */
 int grid_borrow_scratch(mz_grid *g, cl_mem *buf, size_t elem);
+/* The sort's copies of keys and values are to be *keys and *vals (at least 4 · cap bytes each,
+ * two buffers), an owner's buffers whose contents are dead whenever the grid sorts (grid_build,
+ * grid_index, grid_sort): the grid makes none. Before the first sort; not on MZ_GRID_SLABS
+ * grids. 0, or -1 after reporting. */
+int grid_borrow_sort_copies(mz_grid *g, cl_mem *keys, cl_mem *vals);
 /* As grid_register, for a buffer no neighbour loop reads (ids, bodies): a distributed run's
  * halo copies do not carry it (their values there are stale), only its owned particles. */
 int grid_register_owned(mz_grid *g, cl_mem *buf, size_t elem);
@@ -134,18 +145,28 @@ int grid_index(mz_grid *g, cl_mem key_source);
  * after a build it is in the order before it, slot vals[k] for sorted slot k. */
 bool grid_moves(const mz_grid *g, const cl_mem *buf);
 /* For a grid built once and never again (static wall particles): what only a build needs —
- * keys, values, the sort's and the reorder's scratch — is released; the cell tables and the
- * registered buffers stay. A later grid_build or grid_reserve fails. */
-void grid_settle(mz_grid *g);
+ * keys, values, the sort's and the reorder's scratch — is released, and the first slots,
+ * sized for the particles until now, are cut to the non-empty cells (and the end); the cell
+ * tables and the registered buffers stay. Waits for the build. A later grid_build or
+ * grid_reserve fails. 0, or -1 after reporting. */
+int grid_settle(mz_grid *g);
 /* The device memory a grid holds itself (not the registered buffers) for n particles, `cells`
  * cells (grid_cells_for) and n_reg registered buffers of elems[k] = 4 or 16 bytes, with the
- * larger histograms of the default geometries; settled: what stays after grid_settle; lent:
- * MZ_GRID_LENT4 | MZ_GRID_LENT16 for the scratch sizes grid_borrow_scratch gave it. For the
+ * larger histograms of the default geometries; lent:
+ * MZ_GRID_LENT4 | MZ_GRID_LENT16 for the scratch sizes grid_borrow_scratch gave it, and
+ * MZ_GRID_LENT_SORT when grid_borrow_sort_copies gave it the sort's copies. For the
  * solvers' device_bytes. */
 #define MZ_GRID_LENT4 1
 #define MZ_GRID_LENT16 2
+#define MZ_GRID_LENT_SORT 4 /* grid_borrow_sort_copies */
 size_t grid_device_bytes(size_t n, size_t cells, const size_t *elems, int n_reg, bool slabs,
-                         bool settled, int lent);
+                         int lent);
+/* What a grid of `cells` cells holds after grid_settle, `occupied` of them non-empty. */
+size_t grid_settled_bytes(size_t cells, size_t occupied);
+/* The non-empty cells of a single run's grid of description d (grid_describe; `cells` its
+ * cells or table size) for n positions (4 floats each) as cell_keys keys them: the size of a
+ * settled grid's first slots, found on the host. */
+size_t grid_occupied_cells(const mz_grid_desc *d, size_t cells, const float *pos, size_t n);
 void grid_release(mz_grid *g);
 /* Cell key's slots *lo .. *hi (0 .. 0 when empty) from copies of the cell tables on the host:
  * the rank arithmetic of mz_cell_range (grid.clh), for tests and anything reading them back. */

@@ -38,4 +38,11 @@ static const sort_geometry gpu_geometry = {256, 8, 4};
  * build when the queue profiles; nothing for n = 0 (OpenCL rejects an empty launch). */
 bool grid_launch_n(mz_grid *g, cl_kernel k, size_t n, const char *name);
 
+/* With profiling, where the next launch's event goes (kept by grid_keep_event once enqueued),
+ * for grid_collect_profile; else NULL. */
+cl_event *grid_next_event(mz_grid *g);
+void grid_keep_event(mz_grid *g, cl_event *ev, const char *name);
+/* The kept events released (a build's, if nobody collected them). */
+void grid_release_events(mz_grid *g);
+
 #endif

@@ -130,9 +130,8 @@ int boundary_init(boundary_set *b, mz_sim *sim, float particle_mass, double h,
         return -1;
     if (grid_build(&b->grid, b->pos) != 0)
         return -1;
-    if (!b->moving) /* sorted for good: keep only the cell tables (40 bytes a particle less) */
-        grid_settle(&b->grid);
-    return 0;
+    /* sorted for good: keep only the cell tables (44 bytes a particle less) */
+    return b->moving ? 0 : grid_settle(&b->grid);
 }
 
 /* slot_of from id: on the device when the boundary moves (after every sort), else once on the
@@ -221,8 +220,8 @@ size_t boundary_device_bytes(const mz_scene *s, size_t n, double h, size_t *peak
     if (grid_describe(n, h, s->sim.dimensions, s->domain.min, s->domain.max, MZ_GRID_AUTO,
                       &fluid) != 0)
         return 0;
-    size_t cells = grid_cells_in(nb, h, s->sim.dimensions, lo, hi,
-                                 fluid.hashed ? MZ_GRID_HASHED : MZ_GRID_DENSE);
+    mz_grid_mode mode = fluid.hashed ? MZ_GRID_HASHED : MZ_GRID_DENSE;
+    size_t cells = grid_cells_in(nb, h, s->sim.dimensions, lo, hi, mode);
     /* position, mass, id; moving: velocities and accelerations, sorted too */
     size_t elems[] = {16, 4, 4, 16, 16};
     bool moving = scene_moving_count(s) > 0;
@@ -230,8 +229,21 @@ size_t boundary_device_bytes(const mz_scene *s, size_t n, double h, size_t *peak
     if (moving) /* the rest state, velocities, accelerations, the laws */
         bytes += nb * (16 + 4 + 16 + 16) + s->n_colliders * sizeof(mover_arg);
     /* A static set's sort needs its buffers until it has run (grid_settle) */
-    *peak = bytes + grid_device_bytes(nb, cells, elems, moving ? 5 : 3, false, false, 0);
-    return bytes + grid_device_bytes(nb, cells, elems, moving ? 5 : 3, false, !moving, 0);
+    *peak = bytes + grid_device_bytes(nb, cells, elems, moving ? 5 : 3, false, 0);
+    if (moving)
+        return *peak;
+    /* Then its first slots are those of its non-empty cells: the particles built here, as
+     * boundary_init builds them, and their cells counted. */
+    mz_grid_desc walls;
+    if (grid_describe(nb, h, s->sim.dimensions, lo, hi, mode, &walls) != 0)
+        return 0;
+    float *pos = NULL;
+    int layers = scene_wall_layers(s);
+    size_t built = build_wall_particles(s, s->fluids[0].spacing, layers, &pos);
+    built = build_collider_particles(s, s->fluids[0].spacing, layers, &pos, built);
+    size_t occupied = grid_occupied_cells(&walls, cells, pos, built);
+    free(pos);
+    return bytes + grid_settled_bytes(cells, occupied);
 }
 
 void boundary_release(boundary_set *b)

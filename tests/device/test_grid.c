@@ -708,6 +708,113 @@ static void test_build_determinism_and_reorder(void **state)
     }
 }
 
+/* The sort's copies borrowed (grid_borrow_sort_copies), and else the reorder scratch standing
+ * in for them, give a build byte-identical to one with the grid's own copies, with odd and
+ * even pass counts; the borrowed buffers are the owner's again afterwards. */
+static void test_borrowed_sort_copies(void **state)
+{
+    (void)state;
+    const char *geometries[] = {"1,4096,8", "256,8,4", "32,3,5", "1,64,7"};
+    for (size_t t = 0; t < sizeof geometries / sizeof *geometries; t++) {
+        setenv("MIZU_GRID_SORT", geometries[t], 1);
+        for (int m = 0; m < 2; m++) {
+            cloud c = uniform(20000, 3, -1.0, 1.0, modes[m]);
+            size_t n = c.n;
+            uint32_t *ids = iota(n);
+            snapshot s[3];
+            for (int way = 0; way < 3; way++) { /* own copies, the scratch's, borrowed */
+                mz_grid g;
+                assert_int_equal(grid_create(&g, &cl, n, c.h, 3, c.lo, c.hi, c.mode), 0);
+                cl_mem pos = upload(c.pos, 16 * n), vel = upload(c.pos, 16 * n),
+                       id = upload(ids, 4 * n), body = upload(ids, 4 * n);
+                cl_mem lent_k = upload(ids, 4 * n), lent_v = upload(ids, 4 * n);
+                cl_mem *const regs[4] = {&pos, &vel, &id, &body};
+                if (way == 2)
+                    assert_int_equal(grid_borrow_sort_copies(&g, &lent_k, &lent_v), 0);
+                assert_int_equal(grid_register(&g, &pos, 16), 0);
+                assert_int_equal(grid_register(&g, &vel, 16), 0);
+                if (way > 0) {
+                    assert_int_equal(grid_register(&g, &id, 4), 0);
+                    assert_int_equal(grid_register(&g, &body, 4), 0);
+                }
+                for (int round = 0; round < 2; round++) /* the second one sorted already */
+                    assert_int_equal(grid_build(&g, pos), 0);
+                take(&g, regs, &s[way]);
+                assert_true((way == 0) == (g.keys_tmp != NULL)); /* made only when needed */
+                assert_true(g.keys != lent_k && g.vals != lent_v && g.keys != lent_v);
+                for (int r = 0; r < 4; r++)
+                    clReleaseMemObject(*regs[r]);
+                clReleaseMemObject(lent_k);
+                clReleaseMemObject(lent_v);
+                grid_release(&g);
+            }
+            /* The first slots past the non-empty cells' (and the end) are never written. */
+            const uint32_t *sorted = s[0].b[KEYS];
+            size_t occupied = 1;
+            for (size_t i = 1; i < n; i++)
+                occupied += sorted[i] != sorted[i - 1];
+            for (int way = 1; way < 3; way++) {
+                for (int k = KEYS; k <= VEL; k++)
+                    if (memcmp(s[0].b[k], s[way].b[k],
+                               k == FIRST ? 4 * (occupied + 1) : s[0].bytes[k]))
+                        fail_msg("%s, %s grid: buffer %d differs with the copies' way %d",
+                                 geometries[t], mode_names[m], k, way);
+                drop(&s[way]);
+            }
+            drop(&s[0]);
+            free(ids);
+            free(c.pos);
+        }
+    }
+    unsetenv("MIZU_GRID_SORT");
+}
+
+/* grid_settle cuts the first slots to the non-empty cells, which grid_occupied_cells finds on
+ * the host from the same positions (non-finite and outside ones among them), and the tables
+ * read as before. */
+static void test_settle_and_occupied(void **state)
+{
+    (void)state;
+    for (int m = 0; m < 2; m++) {
+        cloud c = uniform(30000, 3, -1.0, 1.0, modes[m]);
+        set_pos(&c, 3, NAN, 0, 0);
+        set_pos(&c, 4, 50.0, -50.0, 3.0);
+        for (size_t i = 10; i < 5000; i++) /* a dense clump: cells of many particles */
+            set_pos(&c, i, 0.1 * rnd_unit(), 0.1 * rnd_unit(), 0.1 * rnd_unit());
+        size_t n = c.n;
+        mz_grid g;
+        assert_int_equal(grid_create(&g, &cl, n, c.h, 3, c.lo, c.hi, c.mode), 0);
+        cl_mem pos = upload(c.pos, 16 * n);
+        assert_int_equal(grid_register(&g, &pos, 16), 0);
+        assert_int_equal(grid_build(&g, pos), 0);
+        uint32_t *keys = malloc(4 * n), *words = malloc(8 * g.words);
+        uint32_t *first = malloc(4 * (n + 1));
+        download(g.keys, keys, 4 * n);
+        size_t occupied = 1;
+        for (size_t i = 1; i < n; i++)
+            occupied += keys[i] != keys[i - 1];
+        assert_true(occupied < n / 2);
+        assert_int_equal(grid_occupied_cells(&g.desc, g.cells, c.pos, n), occupied);
+        assert_int_equal(grid_settle(&g), 0);
+        size_t bytes = 0;
+        assert_int_equal(clGetMemObjectInfo(g.cell_first, CL_MEM_SIZE, sizeof bytes, &bytes,
+                                            NULL),
+                         CL_SUCCESS);
+        assert_int_equal(bytes, 4 * (occupied + 1));
+        assert_int_equal(grid_settled_bytes(g.cells, occupied), 8 * g.words + bytes);
+        download(g.cell_words, words, 8 * g.words);
+        download(g.cell_first, first, bytes);
+        check_ranges(&g, keys, words, first);
+        assert_int_equal(grid_build(&g, pos), -1); /* settled */
+        free(keys);
+        free(words);
+        free(first);
+        clReleaseMemObject(pos);
+        grid_release(&g);
+        free(c.pos);
+    }
+}
+
 static void test_bad_arguments_and_empty(void **state)
 {
     (void)state;
@@ -748,6 +855,8 @@ int main(void)
         cmocka_unit_test(test_auto_hashed),
         cmocka_unit_test(test_build_determinism_and_reorder),
         cmocka_unit_test(test_tables_across_blocks),
+        cmocka_unit_test(test_borrowed_sort_copies),
+        cmocka_unit_test(test_settle_and_occupied),
         cmocka_unit_test(test_bad_arguments_and_empty),
     };
     return cmocka_run_group_tests(tests, open_device, close_device);

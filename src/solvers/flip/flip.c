@@ -503,7 +503,7 @@ static size_t flip_device_bytes(const mz_scene *s, size_t n, size_t *held)
     size_t elems[3 + 5] = {16, 16, 4, 4, 4, 16, 16, 16};
     size_t cells = grid_cells_in(n, neighbour_cell(&g, (int)dim), (int)dim, s->domain.min,
                                  s->domain.max, MZ_GRID_DENSE);
-    bytes += grid_device_bytes(n, cells, elems, 5 + (apic ? (int)dim : 0), false, false, 0);
+    bytes += grid_device_bytes(n, cells, elems, 5 + (apic ? (int)dim : 0), false, 0);
     return *held = bytes;
 }
 

@@ -415,10 +415,12 @@ static size_t pbd_device_bytes(const mz_scene *s, size_t n, size_t *held)
              (s->n_colliders + 1) * sizeof(collider_dev);
     bytes += (pbf ? pbf_device_bytes(s, n) : 0) + rigid_device_bytes(s);
     double contact;
+    size_t copies = 0; /* the grid's sort copies: made at its first sort, after the walls' */
     if (contacts_of(s, &contact) || pbf || slabs) {
         size_t cells = grid_cells_in(n, grid_cell(s, contact), s->sim.dimensions, s->domain.min,
                                      s->domain.max, slabs ? MZ_GRID_DENSE : MZ_GRID_AUTO);
-        bytes += 16 * n + grid_device_bytes(n, cells, NULL, 0, slabs, false, 0);
+        bytes += 16 * n + grid_device_bytes(n, cells, NULL, 0, slabs, 0);
+        copies = 2 * 4 * n;
     }
     size_t walls_sorting = 0,
            walls = pbf ? boundary_device_bytes(s, n, scene_support_radius(s), &walls_sorting) : 0;
@@ -433,7 +435,8 @@ static size_t pbd_device_bytes(const mz_scene *s, size_t n, size_t *held)
         *held += 16 * (s->n_fluids + bodies_count(s));
     if (slabs && scene_load_count(s)) /* the wall corrections travel: the grid's scratch */
         *held += 16 * n;
-    return bytes + walls_sorting > *held ? bytes + walls_sorting : *held;
+    size_t sorting = bytes - copies + walls_sorting;
+    return sorting > *held ? sorting : *held;
 }
 
 /* A frame of substeps; distributed, then new slabs when a rank owns more than 10% above the

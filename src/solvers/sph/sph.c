@@ -220,9 +220,13 @@ static int sph_init(mz_sim *sim)
                                                                              &st->drho_prev};
     /* In one process, the grid's reorder scratch is the predicted positions and |a|²: a step
      * writes both before it reads them, and nothing reads them between its end and the next
-     * build (20 bytes a particle). A rank's grid keeps its own for the exchange. */
+     * build (20 bytes a particle). Its sort's copies are the new velocities and the predicted
+     * positions (8 bytes a particle), which are dead between steps too, when a probe's grid
+     * is indexed (sph_grid_now); |a|² is not: the fixed steps' blow-up check reads it after the
+     * frame. A rank's grid keeps its own for the exchange. */
     if (!sim->plan && (grid_borrow_scratch(&st->grid, &sim->pred, 16) != 0 ||
-                       grid_borrow_scratch(&st->grid, &st->a2, 4) != 0))
+                       grid_borrow_scratch(&st->grid, &st->a2, 4) != 0 ||
+                       grid_borrow_sort_copies(&st->grid, &st->vel_out, &sim->pred) != 0))
         return -1;
     if (grid_register(&st->grid, &sim->pos, 16) || grid_register(&st->grid, &sim->vel, 16))
         return -1;
@@ -636,8 +640,9 @@ static size_t sph_device_bytes(const mz_scene *s, size_t n, size_t *held_after)
     }
     size_t cells = grid_cells_in(n, P.h, s->sim.dimensions, s->domain.min, s->domain.max,
                                  slabs ? MZ_GRID_DENSE : MZ_GRID_AUTO);
-    size_t grid = grid_device_bytes(n, cells, elems, n_reg, slabs, false,
-                                    slabs ? 0 : MZ_GRID_LENT4 | MZ_GRID_LENT16);
+    size_t grid = grid_device_bytes(n, cells, elems, n_reg, slabs,
+                                    slabs ? 0
+                                          : MZ_GRID_LENT4 | MZ_GRID_LENT16 | MZ_GRID_LENT_SORT);
     size_t walls_sorting, walls = boundary_device_bytes(s, n, P.h, &walls_sorting);
     size_t held = n * per + fixed + grid + walls + sph_loads_bytes(s, n) + sph_step_size_bytes();
     *held_after = held;
