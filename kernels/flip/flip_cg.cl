@@ -25,18 +25,43 @@ inline float2 group_sum(float2 v, local float2 *scratch)
     return scratch[0];
 }
 
-/* q = A d, and the groups' partial sums of d·q. */
-kernel void cg_apply(uint n_items, flip_grid g, global const uint *list,
-                     global const uchar *type, global const float *diag,
-                     global const float2 *d, global float2 *q, global float2 *part,
-                     local float2 *scratch)
+/* The new direction d = z + beta d (d = z on the first iteration: d holds nothing yet) at a
+ * node, as cg_apply needs it at a cell and its neighbours. */
+inline float2 direction_at(int first, float2 beta, global const float2 *z,
+                           global const float2 *d_old, uint node)
 {
-    float2 sum = (float2)(0.0f);
+    return first ? z[node] : z[node] + beta * d_old[node];
+}
+
+/* d = z + beta d, q = A d, and the groups' partial sums of d·q, in one pass: each cell forms
+ * the new direction at its neighbours from z and the old direction (read from d_old, written to
+ * d_new: no cell reads another's new value) in the operations apply_at does on a stored d (the
+ * same bits as a separate direction pass, without its pass over memory and its launch). */
+kernel void cg_apply(uint n_items, int first, flip_grid g, global const uint *list,
+                     global const uchar *type, global const float *diag,
+                     global const float2 *scal, global const float2 *z,
+                     global const float2 *d_old, global float2 *d_new, global float2 *q,
+                     global float2 *part, local float2 *scratch)
+{
+    float2 sum = (float2)(0.0f), beta = scal[2];
     for (uint item = get_global_id(0); item < n_items; item += get_global_size(0)) {
         uint node = list[item];
-        float2 v = apply_at(&g, node_coord(&g, node), node, type, diag, d);
+        int4 c = node_coord(&g, node);
+        float2 dc = direction_at(first, beta, z, d_old, node), s = (float2)(0.0f);
+        float w_fluid = 0.0f;
+        for (int a = 0; a < MZ_DIM; a++)
+            for (int k = -1; k <= 1; k += 2) {
+                int4 n = c + k * unit(a);
+                if (type_at(type, &g, n) == FLIP_FLUID) {
+                    float w = comp(g.inv_cell2, a);
+                    s += w * (dc - direction_at(first, beta, z, d_old, node_index(&g, n)));
+                    w_fluid += w;
+                }
+            }
+        float2 v = s + (diag[node] - w_fluid) * dc;
+        d_new[node] = dc;
         q[node] = v;
-        sum += d[node] * v;
+        sum += dc * v;
     }
     float2 s = group_sum(sum, scratch);
     if (get_local_id(0) == 0)
@@ -96,13 +121,28 @@ kernel void cg_update(uint n_items, float sign, global const uint *list, global 
     r[node] -= alpha * q[node];
 }
 
-/* d = z + beta d (d = z on the first iteration: d holds nothing yet). */
-kernel void cg_direction(uint n_items, int first, global const uint *list,
-                         global const float2 *scal, global const float2 *z, global float2 *d)
+/* The start of an iteration's V-cycle, after CG's step (with `update`: x += alpha d,
+ * r −= alpha q, as cg_update): the cycle's z = 0 and its first half-sweep on level 0 (colour 0,
+ * list[0 .. n_red)), which from z = 0 needs only the cell's own r: one pass instead of three
+ * (cg_update, zeroing z, the half-sweep), the same bits (pressure_rbgs at ω = 1 from zeros). */
+kernel void cg_start(uint n_items, uint n_red, int update, flip_grid g, global const uint *list,
+                     global const uchar *type, global const float *diag,
+                     global const float2 *scal, global const float2 *d, global const float2 *q,
+                     global float2 *x, global float2 *r, global float2 *z)
 {
     uint item = get_global_id(0);
     if (item >= n_items)
         return;
     uint node = list[item];
-    d[node] = first ? z[node] : z[node] + scal[2] * d[node];
+    float2 rn = r[node], zn = (float2)(0.0f);
+    if (update) {
+        float2 alpha = 1.0f * scal[1];
+        x[node] += alpha * d[node];
+        rn -= alpha * q[node];
+        r[node] = rn;
+    }
+    float dn = diag[node];
+    if (item < n_red && dn > 0.0f)
+        zn += 1.0f * residual_at_zero(&g, node_coord(&g, node), type, rn, dn) / dn;
+    z[node] = zn;
 }

@@ -39,6 +39,26 @@ inline float2 coarse_residual(const flip_grid *g, int4 c, uint node, global cons
     return s;
 }
 
+/* coarse_residual with z = 0 everywhere, in the same operations (the same bits): the first
+ * half-sweep of a level, fused into its restriction. */
+inline float2 coarse_residual_zero(const flip_grid *g, int4 c, global const uchar *type,
+                                   float2 b, float *diag)
+{
+    float2 zc = (float2)(0.0f), s = b;
+    float d = 0.0f;
+    for (int a = 0; a < MZ_DIM; a++)
+        for (int k = -1; k <= 1; k += 2) {
+            int t = type_at(type, g, c + k * unit(a));
+            if (t == FLIP_SOLID)
+                continue;
+            float w = comp(g->inv_cell2, a);
+            d += w;
+            s += t == FLIP_FLUID ? w * ((float2)(0.0f) - zc) : -w * zc;
+        }
+    *diag = d;
+    return s;
+}
+
 /* Corner s of fine cell f (bit a of s: the coarse neighbour on f's side along axis a instead of
  * the parent) and its trilinear weight. */
 inline int4 corner(int4 f, int s, float *w)
@@ -139,17 +159,19 @@ kernel void mg_residual0(uint n_items, flip_grid g, global const uint *list,
 
 /* b_c = R res_f = Pᵀ res_f / 2^d at each coarse fluid cell C (list_c), gathered from the 4^d fine cells
  * whose interpolation reaches C; its children also carry the weights of their solid corners
- * (replaced by C in P). z_c starts at 0. */
-kernel void mg_restrict(uint n_items, flip_grid gf, flip_grid gc, global const uint *list_c,
-                        global const uchar *type_f, global const uchar *type_c,
-                        global const float2 *res_f, global float2 *b_c, global float2 *z_c)
+ * (replaced by C in P). z_c starts at 0; with `smooth`, the level's first half-sweep (colour 0,
+ * list_c[0 .. n_red)) is done here too: from z = 0 a cell's update needs only its own b_c,
+ * so it costs no launch and no pass (the same bits as mg_smooth after zeroing). */
+kernel void mg_restrict(uint n_items, uint n_red, int smooth, flip_grid gf, flip_grid gc,
+                        global const uint *list_c, global const uchar *type_f,
+                        global const uchar *type_c, global const float2 *res_f,
+                        global float2 *b_c, global float2 *z_c)
 {
     uint item = get_global_id(0);
     if (item >= n_items)
         return;
     uint node = list_c[item];
     int4 c = node_coord(&gc, node);
-    z_c[node] = (float2)(0.0f);
     float2 sum = (float2)(0.0f);
     int zlo = MZ_DIM == 3 ? -1 : 0, zhi = MZ_DIM == 3 ? 2 : 0;
     for (int dz = zlo; dz <= zhi; dz++)
@@ -174,7 +196,15 @@ kernel void mg_restrict(uint n_items, flip_grid gf, flip_grid gc, global const u
                 }
                 sum += w * res_f[node_index(&gf, f)];
             }
-    b_c[node] = sum * (1.0f / MG_CORNERS);
+    float2 b = sum * (1.0f / MG_CORNERS), z = (float2)(0.0f);
+    b_c[node] = b;
+    if (smooth && item < n_red) {
+        float d;
+        float2 r = coarse_residual_zero(&gc, c, type_c, b, &d);
+        if (d > 0.0f)
+            z += r / d;
+    }
+    z_c[node] = z;
 }
 
 /* z_f += P z_c at the fine level's fluid cells (list_f). */
@@ -195,12 +225,4 @@ kernel void mg_prolong(uint n_items, global const uint *list_f, flip_grid gf, fl
                                                                                : (float2)(0.0f);
     }
     z_f[node] += sum;
-}
-
-/* z = 0 over level 0's fluid cells: each cycle starts from zero. */
-kernel void mg_zero(uint n_items, global const uint *list, global float2 *z)
-{
-    uint item = get_global_id(0);
-    if (item < n_items)
-        z[list[item]] = (float2)(0.0f);
 }

@@ -36,12 +36,12 @@ typedef struct flip_mg {
     cl_mem list[MG_MAX_LEVELS];
     cl_uint n_list[MG_MAX_LEVELS][2];
     cl_program mg_program, cg_program;
-    cl_kernel k_coarsen, k_smooth, k_coarsest, k_residual, k_residual0, k_restrict, k_prolong,
-        k_zero;
-    /* CG: residual, preconditioned residual, direction, A·direction (float2 per node); the
-     * groups' partial sums; r·z, alpha, beta (float2 each) */
-    cl_mem r, z0, d, q, part, scal;
-    cl_kernel k_apply, k_dot, k_scalars, k_update, k_direction;
+    cl_kernel k_coarsen, k_smooth, k_coarsest, k_residual, k_residual0, k_restrict, k_prolong;
+    /* CG: residual, preconditioned residual, direction and the next one (cg_apply reads one,
+     * writes the other), A·direction (float2 per node); the groups' partial sums; r·z, alpha,
+     * beta (float2 each) */
+    cl_mem r, z0, d, d_next, q, part, scal;
+    cl_kernel k_apply, k_dot, k_scalars, k_update, k_start;
 } flip_mg;
 
 /* The levels, their kernels and buffers (st->mg); 0, or -1 after reporting. */
@@ -52,8 +52,17 @@ size_t flip_mg_bytes(const flip_grid *top, int dim, size_t groups);
 /* The coarse levels' cell types from this step's and their fluid cells' lists (after level
  * 0's are listed; reads back once a level). */
 bool flip_mg_levels(mz_sim *sim, flip_state *st);
-/* z = M⁻¹ b, one V-cycle over the fluid cells (b and z: float2 per node of the pressure grid). */
+/* z = M⁻¹ b, one V-cycle over the fluid cells (b and z: float2 per node of the pressure grid),
+ * from its start: z = 0 and level 0's first half-sweep (cg_start, flip_cg.c) ... */
 bool flip_mg_vcycle(mz_sim *sim, flip_state *st, cl_mem b, cl_mem z);
+/* ... or the rest of it after cg_start and `halves` of level 0's pre-smoothing half-sweeps
+ * (1 or 2: the second may be queued early, flip_mg_half). */
+bool flip_mg_vcycle_rest(mz_sim *sim, flip_state *st, cl_mem b, cl_mem z, int halves);
+/* Level 0's pre-smoothing half-sweep number `half` (0, 1, ...) of the cycle of b and z. */
+bool flip_mg_half(mz_sim *sim, flip_state *st, cl_mem b, cl_mem z, int half);
+/* z = 0 and level 0's first half-sweep of b from it (cg_start), after x += alpha d,
+ * r −= alpha q with `update` (then b is CG's r). */
+bool flip_cg_start(mz_sim *sim, flip_state *st, cl_mem b, cl_mem z, bool update);
 /* The CG's kernels and buffers (in st->mg); 0, or -1 after reporting. */
 int flip_cg_init(mz_sim *sim, flip_state *st);
 /* Solves from st->pressure until the largest residual is at most `goal` (checked as
