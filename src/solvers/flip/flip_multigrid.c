@@ -21,6 +21,11 @@ static flip_grid coarser(const flip_grid *f, int dim)
     return c;
 }
 
+static long level_cells(const flip_grid *g)
+{
+    return (long)g->cells.s[0] * g->cells.s[1] * g->cells.s[2];
+}
+
 static size_t grid_nodes(const flip_grid *g)
 {
     return (size_t)g->nodes.s[0] * (size_t)g->nodes.s[1] * (size_t)g->nodes.s[2];
@@ -59,10 +64,10 @@ int flip_mg_init(mz_sim *sim, flip_state *st)
     flip_mg *mg = st->mg = xcalloc(1, sizeof *mg);
     static const char *const names[] = {"mg_coarsen",  "mg_smooth",    "mg_coarsest",
                                         "mg_residual", "mg_residual0", "mg_restrict",
-                                        "mg_prolong",  NULL};
+                                        "mg_prolong",  "mg_tail",      NULL};
     cl_kernel *const kernels[] = {&mg->k_coarsen,  &mg->k_smooth,    &mg->k_coarsest,
                                   &mg->k_residual, &mg->k_residual0, &mg->k_restrict,
-                                  &mg->k_prolong};
+                                  &mg->k_prolong,  &mg->k_tail};
     mg->mg_program = sim_build_kernels(sim, "flip/flip_multigrid.cl", names, kernels);
     if (!mg->mg_program)
         return -1;
@@ -192,18 +197,30 @@ bool flip_mg_vcycle_rest(mz_sim *sim, flip_state *st, cl_mem b, cl_mem z, int ha
     if (last == 0) /* a grid of a few cells: sweeps there and back are the whole cycle */
         return smooth_level(sim, st, 0, false, MG_COARSEST_SWEEPS, halves) &&
                smooth_level(sim, st, 0, true, MG_COARSEST_SWEEPS, 0);
-    for (int l = 0; l < last; l++)
+    /* the last two levels in one launch when the one above the coarsest is small */
+    int tail = last >= 2 && level_cells(&mg->g[last - 1]) <= MG_TAIL_CELLS ? last - 1 : last;
+    for (int l = 0; l < tail; l++)
         if (!smooth_level(sim, st, l, false, MG_SMOOTH, l == 0 ? halves : 1) ||
             !restrict_down(sim, st, l))
             return false;
-    cl_uint sweeps = MG_COARSEST_SWEEPS;
-    if (!KARGS(mg->k_coarsest, "mg_coarsest", A(mg->n_list[last][0]), A(mg->n_list[last][1]),
-               A(sweeps), A(mg->g[last]), A(mg->list[last]), A(mg->type[last]),
-               A(mg->b[last]), A(mg->z[last])) ||
-        !sim_launch_local(sim, mg->k_coarsest, 0, st->local, st->local, STAGE_PROJECTION,
-                          "mg_coarsest"))
+    cl_uint sweeps = MG_COARSEST_SWEEPS, smooth = MG_SMOOTH;
+    bool ok = tail < last
+                  ? KARGS(mg->k_tail, "mg_tail", A(mg->n_list[tail][0]), A(mg->n_list[tail][1]),
+                          A(mg->g[tail]), A(mg->list[tail]), A(mg->type[tail]), A(mg->b[tail]),
+                          A(mg->z[tail]), A(mg->res[tail]), A(mg->n_list[last][0]),
+                          A(mg->n_list[last][1]), A(mg->g[last]), A(mg->list[last]),
+                          A(mg->type[last]), A(mg->b[last]), A(mg->z[last]), A(smooth),
+                          A(sweeps)) &&
+                        sim_launch_local(sim, mg->k_tail, 0, st->local, st->local,
+                                         STAGE_PROJECTION, "mg_tail")
+                  : KARGS(mg->k_coarsest, "mg_coarsest", A(mg->n_list[last][0]),
+                          A(mg->n_list[last][1]), A(sweeps), A(mg->g[last]), A(mg->list[last]),
+                          A(mg->type[last]), A(mg->b[last]), A(mg->z[last])) &&
+                        sim_launch_local(sim, mg->k_coarsest, 0, st->local, st->local,
+                                         STAGE_PROJECTION, "mg_coarsest");
+    if (!ok)
         return false;
-    for (int l = last - 1; l >= 0; l--)
+    for (int l = tail - 1; l >= 0; l--)
         if (!prolong_up(sim, st, l) || !smooth_level(sim, st, l, true, MG_SMOOTH, 0))
             return false;
     return true;
@@ -226,7 +243,8 @@ void flip_mg_release(flip_mg *mg)
         return;
     cl_kernel ks[] = {mg->k_coarsen,  mg->k_smooth,    mg->k_coarsest, mg->k_residual,
                       mg->k_residual0, mg->k_restrict, mg->k_prolong,  mg->k_apply,
-                      mg->k_dot,       mg->k_scalars,  mg->k_update,   mg->k_start};
+                      mg->k_dot,       mg->k_scalars,  mg->k_update,   mg->k_start,
+                      mg->k_tail};
     mz_cl_release_kernels(ks, sizeof ks / sizeof *ks);
     for (int l = 1; l < mg->levels; l++) {
         cl_mem ms[] = {mg->type[l], mg->b[l], mg->z[l], mg->res[l], mg->list[l]};

@@ -10,6 +10,10 @@
  * sweeps each way (one launch: cheap). */
 #define MG_SMOOTH 2
 #define MG_COARSEST_SWEEPS 16
+/* The level above the coarsest runs its part of the cycle in the coarsest solve's one
+ * work-group (mg_tail: one launch instead of 11) when it has at most this many cells: its
+ * work is then less than the launches' cost (a few thousand cells, a fraction of them fluid). */
+#define MG_TAIL_CELLS 4096
 
 /* Whether a level of these cells gets a coarser one: while it has more than 256 cells or an
  * axis of more than 16. Tiny levels cost a launch per kernel and do next to no work (PoCL's
@@ -36,7 +40,8 @@ typedef struct flip_mg {
     cl_mem list[MG_MAX_LEVELS];
     cl_uint n_list[MG_MAX_LEVELS][2];
     cl_program mg_program, cg_program;
-    cl_kernel k_coarsen, k_smooth, k_coarsest, k_residual, k_residual0, k_restrict, k_prolong;
+    cl_kernel k_coarsen, k_smooth, k_coarsest, k_residual, k_residual0, k_restrict, k_prolong,
+        k_tail;
     /* CG: residual, preconditioned residual, direction and the next one (cg_apply reads one,
      * writes the other), A·direction (float2 per node); the groups' partial sums; r·z, alpha,
      * beta (float2 each) */
