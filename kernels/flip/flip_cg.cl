@@ -68,18 +68,30 @@ kernel void cg_apply(uint n_items, int first, flip_grid g, global const uint *li
         part[get_group_id(0)] = s;
 }
 
-/* The groups' partial sums of a·b. */
-kernel void cg_dot(uint n_items, global const uint *list, global const float2 *a,
-                   global const float2 *b, global float2 *part, local float2 *scratch)
+/* The last half-sweeps of the cycle on level 0 (pressure_rbgs at ω = 1 on the cells of one
+ * colour, list[first .. first + n_items)), each also writing its work-groups' partial sums of
+ * r·z over its cells (whose z is then final) to part[part_first ..): r·z costs no pass of its
+ * own. One work-item a cell, so the groups (and the order of the sum) follow the list. */
+kernel void cg_smooth_dot(uint n_items, uint first, uint part_first, flip_grid g,
+                          global const uint *list, global const uchar *type,
+                          global const float2 *r, global const float *diag, global float2 *z,
+                          global float2 *part, local float2 *scratch)
 {
-    float2 sum = (float2)(0.0f);
-    for (uint item = get_global_id(0); item < n_items; item += get_global_size(0)) {
-        uint node = list[item];
-        sum += a[node] * b[node];
+    uint item = get_global_id(0);
+    float2 dot = (float2)(0.0f);
+    if (item < n_items) {
+        uint node = list[first + item];
+        float2 zn = z[node];
+        float dn = diag[node];
+        if (dn > 0.0f) {
+            zn += 1.0f * residual_at(&g, node_coord(&g, node), node, type, r, diag, z) / dn;
+            z[node] = zn;
+        }
+        dot = r[node] * zn;
     }
-    float2 s = group_sum(sum, scratch);
+    float2 s = group_sum(dot, scratch);
     if (get_local_id(0) == 0)
-        part[get_group_id(0)] = s;
+        part[part_first + get_group_id(0)] = s;
 }
 
 inline float2 safe_div(float2 a, float2 b)

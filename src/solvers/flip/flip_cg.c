@@ -11,10 +11,10 @@
 int flip_cg_init(mz_sim *sim, flip_state *st)
 {
     flip_mg *mg = st->mg;
-    static const char *const names[] = {"cg_apply",  "cg_dot",   "cg_scalars",
-                                        "cg_update", "cg_start", NULL};
-    cl_kernel *const kernels[] = {&mg->k_apply, &mg->k_dot, &mg->k_scalars, &mg->k_update,
-                                  &mg->k_start};
+    static const char *const names[] = {"cg_apply",  "cg_smooth_dot", "cg_scalars",
+                                        "cg_update", "cg_start",      NULL};
+    cl_kernel *const kernels[] = {&mg->k_apply, &mg->k_smooth_dot, &mg->k_scalars,
+                                  &mg->k_update, &mg->k_start};
     mg->cg_program = sim_build_kernels(sim, "flip/flip_cg.cl", names, kernels);
     size_t n = st->nodes;
     return mg->cg_program && (mg->r = flip_buffer(sim, 8 * n, "clCreateBuffer(CG residual)")) &&
@@ -23,18 +23,25 @@ int flip_cg_init(mz_sim *sim, flip_state *st)
                    (mg->d_next = flip_buffer(sim, 8 * n, "clCreateBuffer(CG next direction)")) &&
                    (mg->q = flip_buffer(sim, 8 * n, "clCreateBuffer(CG A direction)")) &&
                    (mg->part = flip_buffer(sim, 8 * st->groups, "clCreateBuffer(CG partials)")) &&
-                   (mg->scal = flip_buffer(sim, 3 * 8, "clCreateBuffer(CG scalars)"))
+                   (mg->scal = flip_buffer(sim, 3 * 8, "clCreateBuffer(CG scalars)")) &&
+                   (mg->part_dot = flip_buffer(sim, 8 * flip_cg_dot_parts(n, st->local),
+                                               "clCreateBuffer(CG r.z partials)"))
                ? 0
                : -1;
 }
 
-/* The groups' partials (written by the kernel just run) summed into scal (step 0: alpha;
- * step 1: r·z and beta). */
-static bool scalars(mz_sim *sim, flip_state *st, cl_int step, cl_int first)
+size_t flip_cg_dot_parts(size_t nodes, size_t local)
+{
+    return nodes / local + 2; /* each colour's groups: at most its cells / local, plus one */
+}
+
+/* The groups' partials (`parts` of them in `part`, written by the kernels just run) summed
+ * into scal (step 0: alpha, from cg_apply's; step 1: r·z and beta, from cg_smooth_dot's). */
+static bool scalars(mz_sim *sim, flip_state *st, cl_int step, cl_int first, cl_uint parts,
+                    cl_mem part)
 {
     flip_mg *mg = st->mg;
-    cl_uint parts = (cl_uint)st->groups;
-    return KARGS(mg->k_scalars, "cg_scalars", A(parts), A(step), A(first), A(mg->part),
+    return KARGS(mg->k_scalars, "cg_scalars", A(parts), A(step), A(first), A(part),
                  A(mg->scal)) &&
            cl_ok(clSetKernelArg(mg->k_scalars, 5, 8 * st->local, NULL),
                  "clSetKernelArg(cg_scalars, scratch)") &&
@@ -54,19 +61,13 @@ bool flip_cg_start(mz_sim *sim, flip_state *st, cl_mem b, cl_mem z, bool update)
             sim_launch(sim, mg->k_start, items, STAGE_PROJECTION, "cg_start"));
 }
 
-/* The rest of z = M⁻¹ r after cg_start and `halves` of its half-sweeps, then r·z and beta. */
-static bool precondition_rest(mz_sim *sim, flip_state *st, cl_uint items, cl_int first,
-                              int halves)
+/* The rest of z = M⁻¹ r after cg_start and `halves` of its half-sweeps, r·z (summed in its
+ * last half-sweeps) and beta. */
+static bool precondition_rest(mz_sim *sim, flip_state *st, cl_int first, int halves)
 {
     flip_mg *mg = st->mg;
-    size_t global = st->groups * st->local;
-    return flip_mg_vcycle_rest(sim, st, mg->r, mg->z0, halves) &&
-           KARGS(mg->k_dot, "cg_dot", A(items), A(st->fluid_list), A(mg->r), A(mg->z0),
-                 A(mg->part)) &&
-           cl_ok(clSetKernelArg(mg->k_dot, 5, 8 * st->local, NULL),
-                 "clSetKernelArg(cg_dot, scratch)") &&
-           sim_launch_local(sim, mg->k_dot, 0, global, st->local, STAGE_PROJECTION, "cg_dot") &&
-           scalars(sim, st, 1, first);
+    return flip_mg_vcycle_rest(sim, st, mg->r, mg->z0, halves, true) &&
+           scalars(sim, st, 1, first, mg->n_parts, mg->part_dot);
 }
 
 /* x −= alpha d, r += alpha q: the last step taken back. */
@@ -93,7 +94,8 @@ static bool step(mz_sim *sim, flip_state *st, cl_uint items, cl_int first)
               sim_launch_local(sim, mg->k_apply, 0, global, st->local, STAGE_PROJECTION,
                                "cg_apply");
     swap_mem(&mg->d, &mg->d_next);
-    return ok && scalars(sim, st, 0, 0) && flip_cg_start(sim, st, mg->r, mg->z0, true);
+    return ok && scalars(sim, st, 0, 0, (cl_uint)st->groups, mg->part) &&
+           flip_cg_start(sim, st, mg->r, mg->z0, true);
 }
 
 /* A check reads back every CG_CHECK_EVERY iterations. The schedule must not depend on earlier
@@ -131,7 +133,7 @@ int flip_mgpcg(mz_sim *sim, flip_state *st, double goal, int max_it, float *r, l
                A(st->type), A(st->rhs), A(st->diag), A(st->pressure), A(mg->r)) ||
         !sim_launch(sim, mg->k_residual0, items, STAGE_PROJECTION, "mg_residual0") ||
         !flip_cg_start(sim, st, mg->r, mg->z0, false) ||
-        !precondition_rest(sim, st, items, 1, 1))
+        !precondition_rest(sim, st, 1, 1))
         return -1;
     /* Past what float can resolve (the tolerance below the round-off of A x, e.g. a closed
      * region's right-hand side that is round-off itself), CG does not stall as the sweeps do:
@@ -161,7 +163,7 @@ int flip_mgpcg(mz_sim *sim, flip_state *st, double goal, int max_it, float *r, l
             }
             best = fminf(best, *r);
         }
-        if (it < max_it && !precondition_rest(sim, st, items, 0, halves))
+        if (it < max_it && !precondition_rest(sim, st, 0, halves))
             return -1;
     }
     return it;

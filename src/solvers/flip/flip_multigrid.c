@@ -55,8 +55,10 @@ size_t flip_mg_bytes(const flip_grid *top, int dim, size_t groups)
     size_t bytes = 0;
     for (int l = 1; l < levels; l++)
         bytes += grid_nodes(&g[l]) * (1 + 3 * 8 + 4);
-    /* CG's five vectors, partials and scalars (flip_cg_init) */
-    return bytes + grid_nodes(top) * 5 * 8 + 8 * groups + 3 * 8;
+    /* CG's five vectors, partials and scalars (flip_cg_init); r·z's partials for a CPU's
+     * groups of 64 (a GPU's 256 need fewer: never less than a run holds) */
+    size_t n = grid_nodes(top);
+    return bytes + n * 5 * 8 + 8 * groups + 8 * flip_cg_dot_parts(n, 64) + 3 * 8;
 }
 
 int flip_mg_init(mz_sim *sim, flip_state *st)
@@ -111,15 +113,34 @@ static cl_uint listed(const flip_mg *mg, int l)
     return mg->n_list[l][0] + mg->n_list[l][1];
 }
 
+/* Level 0's half-sweep of one colour that also sums r·z over its cells (cg_smooth_dot),
+ * their partials appended to part_dot. */
+static bool half_sweep_dot(mz_sim *sim, flip_state *st, cl_uint items, cl_uint first)
+{
+    flip_mg *mg = st->mg;
+    size_t groups = (items + st->local - 1) / st->local;
+    bool ok = KARGS(mg->k_smooth_dot, "cg_smooth_dot", A(items), A(first), A(mg->n_parts),
+                    A(st->g), A(st->fluid_list), A(st->type), A(mg->b[0]), A(st->diag),
+                    A(mg->z[0]), A(mg->part_dot)) &&
+              cl_ok(clSetKernelArg(mg->k_smooth_dot, 10, 8 * st->local, NULL),
+                    "clSetKernelArg(cg_smooth_dot, scratch)") &&
+              sim_launch_local(sim, mg->k_smooth_dot, 0, groups * st->local, st->local,
+                               STAGE_PROJECTION, "cg_smooth_dot");
+    mg->n_parts += (cl_uint)groups;
+    return ok;
+}
+
 /* A level's half-sweep of one colour over its fluid list; level 0 with its own operator
- * (pressure_rbgs at ω = 1). */
-static bool half_sweep(mz_sim *sim, flip_state *st, int l, int colour)
+ * (pressure_rbgs at ω = 1), and with `dot` summing r·z too. */
+static bool half_sweep(mz_sim *sim, flip_state *st, int l, int colour, bool dot)
 {
     flip_mg *mg = st->mg;
     cl_float one = 1.0f;
     cl_uint items = mg->n_list[l][colour], first = colour ? mg->n_list[l][0] : 0;
     if (!items)
         return true;
+    if (dot)
+        return half_sweep_dot(sim, st, items, first);
     return l == 0 ? KARGS(st->k_rbgs, "pressure_rbgs", A(items), A(first), A(st->g),
                           A(st->fluid_list), A(one), A(st->type), A(mg->b[0]), A(st->diag),
                           A(mg->z[0])) &&
@@ -130,11 +151,13 @@ static bool half_sweep(mz_sim *sim, flip_state *st, int l, int colour)
 }
 
 /* `sweeps` red-black sweeps of level l, in colour order (0, 1) or mirrored, less the first
- * `done` half-sweeps (already run: fused into the step before). */
-static bool smooth_level(mz_sim *sim, flip_state *st, int l, bool mirrored, int sweeps, int done)
+ * `done` half-sweeps (already run: fused into the step before); with `dot`, the last two also
+ * sum r·z (level 0, mirrored: after them z is final). */
+static bool smooth_level(mz_sim *sim, flip_state *st, int l, bool mirrored, int sweeps, int done,
+                         bool dot)
 {
     for (int h = done; h < 2 * sweeps; h++)
-        if (!half_sweep(sim, st, l, mirrored ? 1 - h % 2 : h % 2))
+        if (!half_sweep(sim, st, l, mirrored ? 1 - h % 2 : h % 2, dot && h >= 2 * sweeps - 2))
             return false;
     return true;
 }
@@ -204,23 +227,27 @@ static void bind_level0(flip_state *st, cl_mem b, cl_mem z)
 bool flip_mg_half(mz_sim *sim, flip_state *st, cl_mem b, cl_mem z, int half)
 {
     bind_level0(st, b, z);
-    return half_sweep(sim, st, 0, half % 2);
+    return half_sweep(sim, st, 0, half % 2, false);
 }
 
-bool flip_mg_vcycle_rest(mz_sim *sim, flip_state *st, cl_mem b, cl_mem z, int halves)
+_Static_assert(MG_SMOOTH >= 2, "the first post-smoothing sweep holds the prolongation, the last "
+                                "one r·z");
+
+bool flip_mg_vcycle_rest(mz_sim *sim, flip_state *st, cl_mem b, cl_mem z, int halves, bool dot)
 {
     flip_mg *mg = st->mg;
     int last = mg->levels - 1;
     bind_level0(st, b, z);
+    mg->n_parts = 0;
     if (!(st->n_fluid[0] + st->n_fluid[1]))
         return true;
     if (last == 0) /* a grid of a few cells: sweeps there and back are the whole cycle */
-        return smooth_level(sim, st, 0, false, MG_COARSEST_SWEEPS, halves) &&
-               smooth_level(sim, st, 0, true, MG_COARSEST_SWEEPS, 0);
+        return smooth_level(sim, st, 0, false, MG_COARSEST_SWEEPS, halves, false) &&
+               smooth_level(sim, st, 0, true, MG_COARSEST_SWEEPS, 0, dot);
     /* the last two levels in one launch when the one above the coarsest is small */
     int tail = last >= 2 && level_cells(&mg->g[last - 1]) <= MG_TAIL_CELLS ? last - 1 : last;
     for (int l = 0; l < tail; l++)
-        if (!smooth_level(sim, st, l, false, MG_SMOOTH, l == 0 ? halves : 1) ||
+        if (!smooth_level(sim, st, l, false, MG_SMOOTH, l == 0 ? halves : 1, false) ||
             !restrict_down(sim, st, l))
             return false;
     cl_uint sweeps = MG_COARSEST_SWEEPS, smooth = MG_SMOOTH;
@@ -241,14 +268,15 @@ bool flip_mg_vcycle_rest(mz_sim *sim, flip_state *st, cl_mem b, cl_mem z, int ha
     if (!ok)
         return false;
     for (int l = tail - 1; l >= 0; l--)
-        if (!prolong_smooth(sim, st, l) || !smooth_level(sim, st, l, true, MG_SMOOTH, 2))
+        if (!prolong_smooth(sim, st, l) ||
+            !smooth_level(sim, st, l, true, MG_SMOOTH, 2, dot && l == 0))
             return false;
     return true;
 }
 
 bool flip_mg_vcycle(mz_sim *sim, flip_state *st, cl_mem b, cl_mem z)
 {
-    return flip_cg_start(sim, st, b, z, false) && flip_mg_vcycle_rest(sim, st, b, z, 1);
+    return flip_cg_start(sim, st, b, z, false) && flip_mg_vcycle_rest(sim, st, b, z, 1, false);
 }
 
 int flip_mg_apply(mz_sim *sim, cl_mem b, cl_mem z)
@@ -264,14 +292,14 @@ void flip_mg_release(flip_mg *mg)
     cl_kernel ks[] = {mg->k_coarsen,  mg->k_smooth,    mg->k_coarsest, mg->k_residual,
                       mg->k_residual0, mg->k_restrict, mg->k_prolong_smooth0,
                       mg->k_prolong_smooth, mg->k_apply,
-                      mg->k_dot,       mg->k_scalars,  mg->k_update,   mg->k_start,
+                      mg->k_smooth_dot, mg->k_scalars, mg->k_update,   mg->k_start,
                       mg->k_tail};
     mz_cl_release_kernels(ks, sizeof ks / sizeof *ks);
     for (int l = 1; l < mg->levels; l++) {
         cl_mem ms[] = {mg->type[l], mg->b[l], mg->z[l], mg->res[l], mg->list[l]};
         mz_cl_release_mems(ms, sizeof ms / sizeof *ms);
     }
-    cl_mem ms[] = {mg->r, mg->z0, mg->d, mg->d_next, mg->q, mg->part, mg->scal};
+    cl_mem ms[] = {mg->r, mg->z0, mg->d, mg->d_next, mg->q, mg->part, mg->scal, mg->part_dot};
     mz_cl_release_mems(ms, sizeof ms / sizeof *ms);
     if (mg->mg_program)
         clReleaseProgram(mg->mg_program);
