@@ -3,10 +3,13 @@
  * volume correction), each with its own step lengths. Vectors live on the grid's nodes; every
  * kernel visits the fluid cells' list only.
  *
- * Determinism without atomics: a dot product is a fixed number of work-groups, each work-item
- * summing its grid-stride share in list order, the group's items in a fixed tree; then one
- * work-group sums the groups' partials the same way and computes the step length on the
- * device, so no iteration reads back. */
+ * Determinism without atomics: a dot product is a fixed set of work-groups (d·Ad: a fixed
+ * number, each work-item summing its grid-stride share in list order; r·z: one work-item a cell
+ * of the cycle's last half-sweeps), the group's items in a fixed tree; then one work-group sums
+ * the groups' partials the same way and computes the step length on the device, so no
+ * iteration reads back. Kernels do several passes' work in one where the cells allow (cg_apply,
+ * cg_start, cg_smooth_dot): the launches and passes over memory, not the arithmetic, are an
+ * iteration's cost. */
 #include "common/common.clh"
 #include "flip/flip_grid.clh"
 #include "flip/flip_poisson.clh"
