@@ -252,6 +252,14 @@ inline void prolong_cell(uint item, global const uint *list_f, const flip_grid *
     z_f[node] += prolonged_at(gc, node_coord(gf, node), type_c, z_c);
 }
 
+kernel void mg_prolong(uint n_items, global const uint *list_f, flip_grid gf, flip_grid gc,
+                       global const uchar *type_c, global const float2 *z_c, global float2 *z_f)
+{
+    uint item = get_global_id(0);
+    if (item < n_items)
+        prolong_cell(item, list_f, &gf, &gc, type_c, z_c, z_f);
+}
+
 /* The last two levels' part of the cycle in one work-group, one launch instead of a dozen
  * (they are small: a launch costs more than their work): level f (the one above the coarsest;
  * its first half-sweep already done by the restriction into it) pre-smoothed, its residual
@@ -284,85 +292,3 @@ kernel void mg_tail(uint f0, uint f1, flip_grid gf, global const uint *list_f,
         group_half_sweep(&gf, f0, f1, 1 - h % 2, list_f, type_f, b_f, z_f);
 }
 
-/* ---- the prolongation inside the post-smoothing's first sweep ------------------------------ */
-/* z_f += P z_c, then a half-sweep of colour 1, then one of colour 0, costs three passes; here
- * two: the colour-1 half adds P z_c to its cells and forms it on the fly at their colour-0
- * neighbours (which it only reads), the colour-0 half adds it to its own cells. Every value is
- * the one the separate prolongation would have stored (z + P z_c, the same operations), so the
- * same bits. `pending`: whether the neighbours still lack their P z_c (the colour-1 half). */
-
-/* Fine cell n's correction, with P z_c added unless already there. */
-inline float2 z_with_coarse(const flip_grid *gf, const flip_grid *gc, int4 n, uint node,
-                            bool pending, global const float2 *z, global const uchar *type_c,
-                            global const float2 *z_c)
-{
-    float2 v = z[node];
-    return pending ? v + prolonged_at(gc, n, type_c, z_c) : v;
-}
-
-/* Level 0 (its own operator, pressure_rbgs at ω = 1 after the prolongation): residual_at with
- * the prolonged values. */
-kernel void mg_prolong_smooth0(uint n_items, uint first, int pending, flip_grid g,
-                               global const uint *list, global const uchar *type,
-                               global const float2 *b, global const float *diag,
-                               global float2 *z, flip_grid gc, global const uchar *type_c,
-                               global const float2 *z_c)
-{
-    uint item = get_global_id(0);
-    if (item >= n_items)
-        return;
-    uint node = list[first + item];
-    int4 c = node_coord(&g, node);
-    float2 pc = z_with_coarse(&g, &gc, c, node, true, z, type_c, z_c);
-    float dn = diag[node];
-    if (dn > 0.0f) {
-        float2 s = b[node];
-        float w_fluid = 0.0f;
-        for (int a = 0; a < MZ_DIM; a++)
-            for (int k = -1; k <= 1; k += 2) {
-                int4 n = c + k * unit(a);
-                if (type_at(type, &g, n) == FLIP_FLUID) {
-                    float w = comp(g.inv_cell2, a);
-                    float2 zn = z_with_coarse(&g, &gc, n, node_index(&g, n), pending, z, type_c,
-                                              z_c);
-                    s += w * (zn - pc);
-                    w_fluid += w;
-                }
-            }
-        pc += 1.0f * (s - (dn - w_fluid) * pc) / dn;
-    }
-    z[node] = pc;
-}
-
-/* A coarse level (mg_smooth after the prolongation): coarse_residual with the prolonged
- * values. */
-kernel void mg_prolong_smooth(uint n_items, uint first, int pending, flip_grid g,
-                              global const uint *list, global const uchar *type,
-                              global const float2 *b, global float2 *z, flip_grid gc,
-                              global const uchar *type_c, global const float2 *z_c)
-{
-    uint item = get_global_id(0);
-    if (item >= n_items)
-        return;
-    uint node = list[first + item];
-    int4 c = node_coord(&g, node);
-    float2 zc = z_with_coarse(&g, &gc, c, node, true, z, type_c, z_c), s = b[node];
-    float d = 0.0f;
-    for (int a = 0; a < MZ_DIM; a++)
-        for (int k = -1; k <= 1; k += 2) {
-            int4 n = c + k * unit(a);
-            int t = type_at(type, &g, n);
-            if (t == FLIP_SOLID)
-                continue;
-            float w = comp(g.inv_cell2, a);
-            d += w;
-            s += t == FLIP_FLUID
-                     ? w * (z_with_coarse(&g, &gc, n, node_index(&g, n), pending, z, type_c,
-                                          z_c) -
-                            zc)
-                     : -w * zc;
-        }
-    if (d > 0.0f)
-        zc += s / d;
-    z[node] = zc;
-}

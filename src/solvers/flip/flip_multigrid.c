@@ -66,12 +66,10 @@ int flip_mg_init(mz_sim *sim, flip_state *st)
     flip_mg *mg = st->mg = xcalloc(1, sizeof *mg);
     static const char *const names[] = {"mg_coarsen",  "mg_smooth",    "mg_coarsest",
                                         "mg_residual", "mg_residual0", "mg_restrict",
-                                        "mg_tail",     "mg_prolong_smooth0",
-                                        "mg_prolong_smooth", NULL};
+                                        "mg_prolong",  "mg_tail",      NULL};
     cl_kernel *const kernels[] = {&mg->k_coarsen,  &mg->k_smooth,    &mg->k_coarsest,
                                   &mg->k_residual, &mg->k_residual0, &mg->k_restrict,
-                                  &mg->k_tail,     &mg->k_prolong_smooth0,
-                                  &mg->k_prolong_smooth};
+                                  &mg->k_prolong,  &mg->k_tail};
     mg->mg_program = sim_build_kernels(sim, "flip/flip_multigrid.cl", names, kernels);
     if (!mg->mg_program)
         return -1;
@@ -188,32 +186,14 @@ static bool restrict_down(mz_sim *sim, flip_state *st, int l)
                    sim_launch(sim, mg->k_restrict, coarse, STAGE_PROJECTION, "mg_restrict")));
 }
 
-/* z[l] += P z[l + 1] and level l's first mirrored sweep (colour 1, then 0), in two launches
- * and passes instead of three (mg_prolong_smooth0, mg_prolong_smooth). */
-static bool prolong_smooth(mz_sim *sim, flip_state *st, int l)
+/* z[l] += P z[l + 1]. */
+static bool prolong_up(mz_sim *sim, flip_state *st, int l)
 {
     flip_mg *mg = st->mg;
-    for (int colour = 1; colour >= 0; colour--) {
-        cl_uint items = mg->n_list[l][colour], first = colour ? mg->n_list[l][0] : 0;
-        cl_int pending = colour;
-        if (!items)
-            continue;
-        bool ok = l == 0 ? KARGS(mg->k_prolong_smooth0, "mg_prolong_smooth0", A(items), A(first),
-                                 A(pending), A(st->g), A(st->fluid_list), A(st->type),
-                                 A(mg->b[0]), A(st->diag), A(mg->z[0]), A(mg->g[1]),
-                                 A(mg->type[1]), A(mg->z[1])) &&
-                               sim_launch(sim, mg->k_prolong_smooth0, items, STAGE_PROJECTION,
-                                          "mg_prolong_smooth0")
-                         : KARGS(mg->k_prolong_smooth, "mg_prolong_smooth", A(items), A(first),
-                                 A(pending), A(mg->g[l]), A(mg->list[l]), A(mg->type[l]),
-                                 A(mg->b[l]), A(mg->z[l]), A(mg->g[l + 1]), A(mg->type[l + 1]),
-                                 A(mg->z[l + 1])) &&
-                               sim_launch(sim, mg->k_prolong_smooth, items, STAGE_PROJECTION,
-                                          "mg_prolong_smooth");
-        if (!ok)
-            return false;
-    }
-    return true;
+    cl_uint n = listed(mg, l);
+    return !n || (KARGS(mg->k_prolong, "mg_prolong", A(n), A(mg->list[l]), A(mg->g[l]),
+                        A(mg->g[l + 1]), A(mg->type[l + 1]), A(mg->z[l + 1]), A(mg->z[l])) &&
+                  sim_launch(sim, mg->k_prolong, n, STAGE_PROJECTION, "mg_prolong"));
 }
 
 static void bind_level0(flip_state *st, cl_mem b, cl_mem z)
@@ -230,8 +210,7 @@ bool flip_mg_half(mz_sim *sim, flip_state *st, cl_mem b, cl_mem z, int half)
     return half_sweep(sim, st, 0, half % 2, false);
 }
 
-_Static_assert(MG_SMOOTH >= 2, "the first post-smoothing sweep holds the prolongation, the last "
-                                "one r·z");
+_Static_assert(MG_SMOOTH >= 1, "the last post-smoothing sweep sums r·z");
 
 bool flip_mg_vcycle_rest(mz_sim *sim, flip_state *st, cl_mem b, cl_mem z, int halves, bool dot)
 {
@@ -268,8 +247,8 @@ bool flip_mg_vcycle_rest(mz_sim *sim, flip_state *st, cl_mem b, cl_mem z, int ha
     if (!ok)
         return false;
     for (int l = tail - 1; l >= 0; l--)
-        if (!prolong_smooth(sim, st, l) ||
-            !smooth_level(sim, st, l, true, MG_SMOOTH, 2, dot && l == 0))
+        if (!prolong_up(sim, st, l) ||
+            !smooth_level(sim, st, l, true, MG_SMOOTH, 0, dot && l == 0))
             return false;
     return true;
 }
@@ -290,8 +269,7 @@ void flip_mg_release(flip_mg *mg)
     if (!mg)
         return;
     cl_kernel ks[] = {mg->k_coarsen,  mg->k_smooth,    mg->k_coarsest, mg->k_residual,
-                      mg->k_residual0, mg->k_restrict, mg->k_prolong_smooth0,
-                      mg->k_prolong_smooth, mg->k_apply,
+                      mg->k_residual0, mg->k_restrict, mg->k_prolong,  mg->k_apply,
                       mg->k_smooth_dot, mg->k_scalars, mg->k_update,   mg->k_start,
                       mg->k_tail};
     mz_cl_release_kernels(ks, sizeof ks / sizeof *ks);

@@ -8,8 +8,7 @@
 #define MG_MAX_LEVELS 16
 /* Red-black sweeps before and after the coarse correction on each level; the coarsest level's
  * sweeps each way (one launch: cheap). */
-#define MG_SMOOTH 2 /* at least 2: the first post-smoothing sweep holds the prolongation, the
-                       * last one CG's r·z */
+#define MG_SMOOTH 2 /* at least 1: the last post-smoothing sweep sums CG's r·z */
 #define MG_COARSEST_SWEEPS 16
 /* The level above the coarsest runs its part of the cycle in the coarsest solve's one
  * work-group (mg_tail: one launch instead of 11) when it has at most this many cells: its
@@ -41,8 +40,8 @@ typedef struct flip_mg {
     cl_mem list[MG_MAX_LEVELS];
     cl_uint n_list[MG_MAX_LEVELS][2];
     cl_program mg_program, cg_program;
-    cl_kernel k_coarsen, k_smooth, k_coarsest, k_residual, k_residual0, k_restrict, k_tail,
-        k_prolong_smooth0, k_prolong_smooth;
+    cl_kernel k_coarsen, k_smooth, k_coarsest, k_residual, k_residual0, k_restrict, k_prolong,
+        k_tail;
     /* CG: residual, preconditioned residual, direction and the next one (cg_apply reads one,
      * writes the other), A·direction (float2 per node); the groups' partial sums; r·z, alpha,
      * beta (float2 each) */
