@@ -66,7 +66,9 @@ inline void p2g_store(uint node, int4 c, const flip_grid *g, float4 sum, float4 
  * its type: solid (outside the domain, or the colliders' signed distance at the centre is
  * negative), fluid (a particle inside), else air. Every particle that weighs on one of these
  * lies within (c − 1, c + 1.5) in cell units; the neighbour grid's cells spanning that box are
- * scanned (cell coordinates are monotone in the position, so none is missed). */
+ * scanned (cell coordinates are monotone in the position, so none is missed), a row along x at
+ * a time: the grid is dense, so a row's keys are consecutive and its particles one range (9
+ * look-ups a node in 3D, not 27; the same particles in the same order). */
 kernel void p2g(uint n_nodes, flip_grid g, mz_grid_desc ng, global const uint *words,
                 global const uint *first, global const float4 *pos, global const float4 *vel,
                 float inv_n0, int colliders, global const float *sdf, global float4 *face_vel,
@@ -82,20 +84,20 @@ kernel void p2g(uint n_nodes, flip_grid g, mz_grid_desc ng, global const uint *w
     float4 sum = (float4)(0.0f), wsum = (float4)(0.0f);
     uint count = 0;
     for (int z = lo.z; z <= hi.z; z++)
-        for (int y = lo.y; y <= hi.y; y++)
-            for (int x = lo.x; x <= hi.x; x++) {
-                uint key = mz_cell_key(&ng, (int4)(x, y, z, 0));
-                uint lo_p, stop;
-                mz_cell_range(words, first, key, &lo_p, &stop);
-                for (uint p = lo_p; p < stop; p++) {
-                    uint inside;
-                    float4 w = p2g_weights(to_cells(&g, pos[p]) - cf, &inside);
-                    float4 v = vel[p];
-                    sum += (float4)(w.x * v.x, w.y * v.y, w.z * v.z, 0.0f);
-                    wsum += w;
-                    count += inside;
-                }
+        for (int y = lo.y; y <= hi.y; y++) {
+            /* the row's cells lo.x .. hi.x: consecutive keys, their particles one range */
+            uint lo_p, stop;
+            mz_run_range(words, first, mz_cell_key(&ng, (int4)(lo.x, y, z, 0)),
+                         mz_cell_key(&ng, (int4)(hi.x, y, z, 0)), &lo_p, &stop);
+            for (uint p = lo_p; p < stop; p++) {
+                uint inside;
+                float4 w = p2g_weights(to_cells(&g, pos[p]) - cf, &inside);
+                float4 v = vel[p];
+                sum += (float4)(w.x * v.x, w.y * v.y, w.z * v.z, 0.0f);
+                wsum += w;
+                count += inside;
             }
+        }
     p2g_store(node, c, &g, sum, wsum, count, inv_n0, colliders, sdf, face_vel, density, type);
 }
 
@@ -136,27 +138,27 @@ kernel void p2g_apic(uint n_nodes, flip_grid g, mz_grid_desc ng, global const ui
     const float4 fz = (float4)(0.5f, 0.5f, 0.0f, 0.0f);
 #endif
     for (int z = lo.z; z <= hi.z; z++)
-        for (int y = lo.y; y <= hi.y; y++)
-            for (int x = lo.x; x <= hi.x; x++) {
-                uint key = mz_cell_key(&ng, (int4)(x, y, z, 0));
-                uint lo_p, stop;
-                mz_cell_range(words, first, key, &lo_p, &stop);
-                for (uint p = lo_p; p < stop; p++) {
-                    uint inside;
-                    float4 r = to_cells(&g, pos[p]) - cf;
-                    float4 w = p2g_weights(r, &inside);
-                    float4 v = vel[p];
-                    float4 u = (float4)(v.x + mz_dot3(cx[p], face_offset(&g, fx, r)),
-                                        v.y + mz_dot3(cy[p], face_offset(&g, fy, r)), 0.0f,
-                                        0.0f);
+        for (int y = lo.y; y <= hi.y; y++) {
+            /* the row's cells lo.x .. hi.x: consecutive keys, their particles one range */
+            uint lo_p, stop;
+            mz_run_range(words, first, mz_cell_key(&ng, (int4)(lo.x, y, z, 0)),
+                         mz_cell_key(&ng, (int4)(hi.x, y, z, 0)), &lo_p, &stop);
+            for (uint p = lo_p; p < stop; p++) {
+                uint inside;
+                float4 r = to_cells(&g, pos[p]) - cf;
+                float4 w = p2g_weights(r, &inside);
+                float4 v = vel[p];
+                float4 u = (float4)(v.x + mz_dot3(cx[p], face_offset(&g, fx, r)),
+                                    v.y + mz_dot3(cy[p], face_offset(&g, fy, r)), 0.0f,
+                                    0.0f);
 #if MZ_DIM == 3
-                    u.z = v.z + mz_dot3(cz[p], face_offset(&g, fz, r));
+                u.z = v.z + mz_dot3(cz[p], face_offset(&g, fz, r));
 #endif
-                    sum += (float4)(w.x * u.x, w.y * u.y, w.z * u.z, 0.0f);
-                    wsum += w;
-                    count += inside;
-                }
+                sum += (float4)(w.x * u.x, w.y * u.y, w.z * u.z, 0.0f);
+                wsum += w;
+                count += inside;
             }
+        }
     p2g_store(node, c, &g, sum, wsum, count, inv_n0, colliders, sdf, face_vel, density, type);
 }
 
