@@ -39,6 +39,26 @@ inline float2 coarse_residual(const flip_grid *g, int4 c, uint node, global cons
     return s;
 }
 
+/* coarse_residual with z = 0 everywhere, in the same operations (the same bits): the first
+ * half-sweep of a level, fused into its restriction. */
+inline float2 coarse_residual_zero(const flip_grid *g, int4 c, global const uchar *type,
+                                   float2 b, float *diag)
+{
+    float2 zc = (float2)(0.0f), s = b;
+    float d = 0.0f;
+    for (int a = 0; a < MZ_DIM; a++)
+        for (int k = -1; k <= 1; k += 2) {
+            int t = type_at(type, g, c + k * unit(a));
+            if (t == FLIP_SOLID)
+                continue;
+            float w = comp(g->inv_cell2, a);
+            d += w;
+            s += t == FLIP_FLUID ? w * ((float2)(0.0f) - zc) : -w * zc;
+        }
+    *diag = d;
+    return s;
+}
+
 /* Corner s of fine cell f (bit a of s: the coarse neighbour on f's side along axis a instead of
  * the parent) and its trilinear weight. */
 inline int4 corner(int4 f, int s, float *w)
@@ -75,41 +95,54 @@ kernel void mg_coarsen(uint n_nodes, flip_grid gf, flip_grid gc, global const uc
 /* The coarse-level kernels visit the level's fluid cells, listed by colour in node order as on
  * level 0 (flip_pressure.cl's fluid_count and fluid_list, run on the level's grid and types). */
 
+/* One cell's Gauss–Seidel update on a coarse level, in place. */
+inline void smooth_cell(const flip_grid *g, uint node, global const uchar *type,
+                        global const float2 *b, global float2 *z)
+{
+    float d;
+    float2 r = coarse_residual(g, node_coord(g, node), node, type, b, z, &d);
+    if (d > 0.0f)
+        z[node] += r / d;
+}
+
+/* One work-group's half-sweeps of a level: the cells of `colour` (n0 of colour 0 listed first,
+ * then n1), then a barrier. */
+inline void group_half_sweep(const flip_grid *g, uint n0, uint n1, int colour,
+                             global const uint *list, global const uchar *type,
+                             global const float2 *b, global float2 *z)
+{
+    uint first = colour ? n0 : 0, n = colour ? n1 : n0;
+    for (uint item = get_local_id(0); item < n; item += get_local_size(0))
+        smooth_cell(g, list[first + item], type, b, z);
+    barrier(CLK_GLOBAL_MEM_FENCE);
+}
+
 /* Half a red-black Gauss–Seidel sweep of a coarse level, in place: the fluid cells of one
  * colour, list[first .. first + n_items). */
 kernel void mg_smooth(uint n_items, uint first, flip_grid g, global const uint *list,
                       global const uchar *type, global const float2 *b, global float2 *z)
 {
     uint item = get_global_id(0);
-    if (item >= n_items)
-        return;
-    uint node = list[first + item];
-    float d;
-    float2 r = coarse_residual(&g, node_coord(&g, node), node, type, b, z, &d);
-    if (d > 0.0f)
-        z[node] += r / d;
+    if (item < n_items)
+        smooth_cell(&g, list[first + item], type, b, z);
 }
 
-/* The coarsest level solved roughly in one work-group: `sweeps` red-black sweeps, then as many
- * black-red ones (mirrored, so the solve is a symmetric operator), barriers between halves.
- * n0, n1: the list's cells of each colour. */
+/* The coarsest level solved roughly by one work-group: `sweeps` red-black sweeps, then as many
+ * black-red ones (mirrored, so the solve is a symmetric operator), barriers between halves. */
+inline void group_coarsest(const flip_grid *g, uint n0, uint n1, uint sweeps,
+                           global const uint *list, global const uchar *type,
+                           global const float2 *b, global float2 *z)
+{
+    for (uint s = 0; s < 2 * sweeps; s++)
+        for (int h = 0; h < 2; h++)
+            group_half_sweep(g, n0, n1, s < sweeps ? h : 1 - h, list, type, b, z);
+}
+
+/* The coarsest level alone in one work-group (n0, n1: the list's cells of each colour). */
 kernel void mg_coarsest(uint n0, uint n1, uint sweeps, flip_grid g, global const uint *list,
                         global const uchar *type, global const float2 *b, global float2 *z)
 {
-    uint lid = get_local_id(0), lsize = get_local_size(0);
-    for (uint s = 0; s < 2 * sweeps; s++)
-        for (int h = 0; h < 2; h++) {
-            int colour = s < sweeps ? h : 1 - h;
-            uint first = colour ? n0 : 0, n = colour ? n1 : n0;
-            for (uint item = lid; item < n; item += lsize) {
-                uint node = list[first + item];
-                float d;
-                float2 r = coarse_residual(&g, node_coord(&g, node), node, type, b, z, &d);
-                if (d > 0.0f)
-                    z[node] += r / d;
-            }
-            barrier(CLK_GLOBAL_MEM_FENCE);
-        }
+    group_coarsest(&g, n0, n1, sweeps, list, type, b, z);
 }
 
 /* res = b − A z: on a coarse level ... */
@@ -137,26 +170,25 @@ kernel void mg_residual0(uint n_items, flip_grid g, global const uint *list,
     res[node] = residual_at(&g, node_coord(&g, node), node, type, b, diag, z);
 }
 
-/* b_c = R res_f = Pᵀ res_f / 2^d at each coarse fluid cell C (list_c), gathered from the 4^d fine cells
- * whose interpolation reaches C; its children also carry the weights of their solid corners
- * (replaced by C in P). z_c starts at 0. */
-kernel void mg_restrict(uint n_items, flip_grid gf, flip_grid gc, global const uint *list_c,
-                        global const uchar *type_f, global const uchar *type_c,
-                        global const float2 *res_f, global float2 *b_c, global float2 *z_c)
+/* b_c = R res_f = Pᵀ res_f / 2^d at coarse fluid cell C (list_c[item]), gathered from the 4^d
+ * fine cells whose interpolation reaches C; its children also carry the weights of their solid
+ * corners (replaced by C in P). z_c starts at 0; with `smooth`, the level's first half-sweep
+ * (colour 0, list_c[0 .. n_red)) is done here too: from z = 0 a cell's update needs only its
+ * own b_c, so it costs no launch and no pass (the same bits as mg_smooth after zeroing). */
+inline void restrict_cell(uint item, uint n_red, int smooth, const flip_grid *gf,
+                          const flip_grid *gc, global const uint *list_c,
+                          global const uchar *type_f, global const uchar *type_c,
+                          global const float2 *res_f, global float2 *b_c, global float2 *z_c)
 {
-    uint item = get_global_id(0);
-    if (item >= n_items)
-        return;
     uint node = list_c[item];
-    int4 c = node_coord(&gc, node);
-    z_c[node] = (float2)(0.0f);
+    int4 c = node_coord(gc, node);
     float2 sum = (float2)(0.0f);
     int zlo = MZ_DIM == 3 ? -1 : 0, zhi = MZ_DIM == 3 ? 2 : 0;
     for (int dz = zlo; dz <= zhi; dz++)
         for (int dy = -1; dy <= 2; dy++)
             for (int dx = -1; dx <= 2; dx++) {
                 int4 d = (int4)(dx, dy, dz, 0), f = 2 * c + d;
-                if (type_at(type_f, &gf, f) != FLIP_FLUID)
+                if (type_at(type_f, gf, f) != FLIP_FLUID)
                     continue;
                 float w = 1.0f;
                 bool child = true;
@@ -169,38 +201,94 @@ kernel void mg_restrict(uint n_items, flip_grid gf, flip_grid gc, global const u
                 for (int s = 1; child && s < MG_CORNERS; s++) {
                     float wk;
                     int4 k = corner(f, s, &wk);
-                    if (type_at(type_c, &gc, k) == FLIP_SOLID)
+                    if (type_at(type_c, gc, k) == FLIP_SOLID)
                         w += wk;
                 }
-                sum += w * res_f[node_index(&gf, f)];
+                sum += w * res_f[node_index(gf, f)];
             }
-    b_c[node] = sum * (1.0f / MG_CORNERS);
+    float2 b = sum * (1.0f / MG_CORNERS), z = (float2)(0.0f);
+    b_c[node] = b;
+    if (smooth && item < n_red) {
+        float d;
+        float2 r = coarse_residual_zero(gc, c, type_c, b, &d);
+        if (d > 0.0f)
+            z += r / d;
+    }
+    z_c[node] = z;
 }
 
-/* z_f += P z_c at the fine level's fluid cells (list_f). */
+kernel void mg_restrict(uint n_items, uint n_red, int smooth, flip_grid gf, flip_grid gc,
+                        global const uint *list_c, global const uchar *type_f,
+                        global const uchar *type_c, global const float2 *res_f,
+                        global float2 *b_c, global float2 *z_c)
+{
+    uint item = get_global_id(0);
+    if (item < n_items)
+        restrict_cell(item, n_red, smooth, &gf, &gc, list_c, type_f, type_c, res_f, b_c, z_c);
+}
+
+/* (P z_c) at fine cell f: the parent and its neighbours on f's side, trilinear; an air corner
+ * gives 0, a solid one the parent's value. */
+inline float2 prolonged_at(const flip_grid *gc, int4 f, global const uchar *type_c,
+                           global const float2 *z_c)
+{
+    float2 parent = z_c[node_index(gc, f >> 1)], sum = (float2)(0.0f);
+    for (int s = 0; s < MG_CORNERS; s++) {
+        float w;
+        int4 k = corner(f, s, &w);
+        int t = type_at(type_c, gc, k);
+        sum += t == FLIP_FLUID ? w * z_c[node_index(gc, k)] : t == FLIP_SOLID ? w * parent
+                                                                               : (float2)(0.0f);
+    }
+    return sum;
+}
+
+/* z_f += P z_c at the fine level's fluid cell list_f[item]. */
+inline void prolong_cell(uint item, global const uint *list_f, const flip_grid *gf,
+                         const flip_grid *gc, global const uchar *type_c,
+                         global const float2 *z_c, global float2 *z_f)
+{
+    uint node = list_f[item];
+    z_f[node] += prolonged_at(gc, node_coord(gf, node), type_c, z_c);
+}
+
 kernel void mg_prolong(uint n_items, global const uint *list_f, flip_grid gf, flip_grid gc,
                        global const uchar *type_c, global const float2 *z_c, global float2 *z_f)
 {
     uint item = get_global_id(0);
-    if (item >= n_items)
-        return;
-    uint node = list_f[item];
-    int4 f = node_coord(&gf, node);
-    float2 parent = z_c[node_index(&gc, f >> 1)], sum = (float2)(0.0f);
-    for (int s = 0; s < MG_CORNERS; s++) {
-        float w;
-        int4 k = corner(f, s, &w);
-        int t = type_at(type_c, &gc, k);
-        sum += t == FLIP_FLUID ? w * z_c[node_index(&gc, k)] : t == FLIP_SOLID ? w * parent
-                                                                               : (float2)(0.0f);
-    }
-    z_f[node] += sum;
+    if (item < n_items)
+        prolong_cell(item, list_f, &gf, &gc, type_c, z_c, z_f);
 }
 
-/* z = 0 over level 0's fluid cells: each cycle starts from zero. */
-kernel void mg_zero(uint n_items, global const uint *list, global float2 *z)
+/* The last two levels' part of the cycle in one work-group, one launch instead of a dozen
+ * (they are small: a launch costs more than their work): level f (the one above the coarsest;
+ * its first half-sweep already done by the restriction into it) pre-smoothed, its residual
+ * restricted to the coarsest level c, that solved, prolonged back and f post-smoothed, each
+ * phase behind a barrier. Every cell's arithmetic is the separate kernels' (the same bits).
+ * f0, f1 and c0, c1: each level's cells of colour 0 and 1. */
+kernel void mg_tail(uint f0, uint f1, flip_grid gf, global const uint *list_f,
+                    global const uchar *type_f, global const float2 *b_f, global float2 *z_f,
+                    global float2 *res_f, uint c0, uint c1, flip_grid gc,
+                    global const uint *list_c, global const uchar *type_c, global float2 *b_c,
+                    global float2 *z_c, uint smooth, uint sweeps)
 {
-    uint item = get_global_id(0);
-    if (item < n_items)
-        z[list[item]] = (float2)(0.0f);
+    uint lid = get_local_id(0), lsize = get_local_size(0);
+    for (uint h = 1; h < 2 * smooth; h++)
+        group_half_sweep(&gf, f0, f1, h % 2, list_f, type_f, b_f, z_f);
+    for (uint item = lid; item < f0 + f1; item += lsize) {
+        uint node = list_f[item];
+        float d;
+        res_f[node] = coarse_residual(&gf, node_coord(&gf, node), node, type_f, b_f, z_f, &d);
+    }
+    barrier(CLK_GLOBAL_MEM_FENCE);
+    for (uint item = lid; item < c0 + c1; item += lsize)
+        restrict_cell(item, c0, 0, &gf, &gc, list_c, type_f, type_c, res_f, b_c, z_c);
+    barrier(CLK_GLOBAL_MEM_FENCE);
+    group_coarsest(&gc, c0, c1, sweeps, list_c, type_c, b_c, z_c);
+    for (uint item = lid; item < f0 + f1; item += lsize)
+        prolong_cell(item, list_f, &gf, &gc, type_c, z_c, z_f);
+    barrier(CLK_GLOBAL_MEM_FENCE);
+    for (uint h = 0; h < 2 * smooth; h++)
+        group_half_sweep(&gf, f0, f1, 1 - h % 2, list_f, type_f, b_f, z_f);
 }
+

@@ -62,9 +62,9 @@ static int bench(mz_cl *cl, int res, const char *solver, int warm, int steps, in
     for (int i = 0; sim.solver->stages[i]; i++)
         printf(" %9.2f", 1e3 * sim.stages[i].seconds / steps);
     long capped = st->capped - before.capped;
-    printf(" %7d %9.1f %7ld %10.2g\n", st->first_iterations,
+    printf(" %7d %9.1f %7ld %10.2g %8.1f\n", st->first_iterations,
            (double)(st->iterations - before.iterations) / (st->projections - before.projections),
-           capped, st->last_residual);
+           capped, st->last_residual, (double)sim.stages[2].launches / steps);
     sim_release(&sim);
     particles_free(&p);
     scene_free(&s);
@@ -86,12 +86,13 @@ int main(void)
            cl.device_name);
     printf("(ms/step by wall clock with the queue drained every step; stage columns: device ms per "
            "step; sweeps: the first step's (cold) and the timed steps' mean (warm start); capped: "
-           "timed steps that stopped at the sweep limit; residual: the last step's)\n");
+           "timed steps that stopped at the sweep limit; residual: the last step's; launches: the "
+           "projection's kernel launches a step)\n");
     printf("%-7s %9s %9s %5s %5s %9s", "solver", "particles", "cells", "subst", "steps",
            "ms/step");
     for (int i = 0; mz_solver_flip.stages[i]; i++)
         printf(" %9s", mz_solver_flip.stages[i]);
-    printf(" %7s %9s %7s %10s\n", "first", "sweeps", "capped", "residual");
+    printf(" %7s %9s %7s %10s %8s\n", "first", "sweeps", "capped", "residual", "launches");
     const int res[] = {46, 100, 215}; /* 9.7e4, 1e6, 9.9e6 particles */
     for (int k = 0; k < 3; k++) {
         if ((double)res[k] * res[k] * res[k] > max_n)

@@ -13,18 +13,24 @@
  * undamped forever; 0.8 damps it by 0.6 a sweep and slows the smooth modes by only 20%. */
 #define JACOBI_OMEGA 0.8
 
-bool flip_pressure_residual(mz_sim *sim, flip_state *st, float *r, float *b, long *fluid)
+bool flip_pressure_residual_begin(mz_sim *sim, flip_state *st, cl_event *read)
 {
     cl_uint n_fluid = st->n_fluid[0] + st->n_fluid[1];
-    bool ok = KARGS(st->k_residual, "pressure_residual", A(n_fluid), A(st->g), A(st->fluid_list),
-                    A(st->type), A(st->rhs), A(st->diag), A(st->pressure), A(st->partial)) &&
-              cl_ok(clSetKernelArg(st->k_residual, 8, 12 * st->local, NULL),
-                    "clSetKernelArg(pressure_residual, scratch)") &&
-              sim_launch_local(sim, st->k_residual, 0, st->groups * st->local, st->local,
-                               STAGE_PROJECTION, "pressure_residual") &&
-              cl_ok(clEnqueueReadBuffer(sim->cl->queue, st->partial, CL_TRUE, 0,
-                                        12 * st->groups, st->partial_host, 0, NULL, NULL),
-                    "clEnqueueReadBuffer(pressure residual)");
+    return KARGS(st->k_residual, "pressure_residual", A(n_fluid), A(st->g), A(st->fluid_list),
+                 A(st->type), A(st->rhs), A(st->diag), A(st->pressure), A(st->partial)) &&
+           cl_ok(clSetKernelArg(st->k_residual, 8, 12 * st->local, NULL),
+                 "clSetKernelArg(pressure_residual, scratch)") &&
+           sim_launch_local(sim, st->k_residual, 0, st->groups * st->local, st->local,
+                            STAGE_PROJECTION, "pressure_residual") &&
+           cl_ok(clEnqueueReadBuffer(sim->cl->queue, st->partial, CL_FALSE, 0, 12 * st->groups,
+                                     st->partial_host, 0, NULL, read),
+                 "clEnqueueReadBuffer(pressure residual)");
+}
+
+bool flip_pressure_residual_end(flip_state *st, cl_event read, float *r, float *b, long *fluid)
+{
+    bool ok = cl_ok(clWaitForEvents(1, &read), "clWaitForEvents(pressure residual)");
+    clReleaseEvent(read);
     if (!ok)
         return false;
     *r = *b = 0.0f;
@@ -36,6 +42,13 @@ bool flip_pressure_residual(mz_sim *sim, flip_state *st, float *r, float *b, lon
     }
     *fluid = (long)count;
     return true;
+}
+
+bool flip_pressure_residual(mz_sim *sim, flip_state *st, float *r, float *b, long *fluid)
+{
+    cl_event read;
+    return flip_pressure_residual_begin(sim, st, &read) &&
+           flip_pressure_residual_end(st, read, r, b, fluid);
 }
 
 /* Successive over-relaxation's best ω for a Poisson problem n cells across:

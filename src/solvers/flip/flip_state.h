@@ -76,5 +76,9 @@ bool flip_list_cells(mz_sim *sim, flip_state *st, const flip_grid *g, size_t nod
                      cl_mem type, cl_mem list, cl_uint n_fluid[2]);
 /* The largest |residual| and |rhs| over the fluid cells, and how many there are (reads back). */
 bool flip_pressure_residual(mz_sim *sim, flip_state *st, float *r, float *b, long *fluid);
+/* The same in two halves: the kernel and a read-back that does not wait (its event) ...; */
+bool flip_pressure_residual_begin(mz_sim *sim, flip_state *st, cl_event *read);
+/* ... waiting for it (and releasing it), the values from the groups' partials. */
+bool flip_pressure_residual_end(flip_state *st, cl_event read, float *r, float *b, long *fluid);
 
 #endif
