@@ -109,8 +109,10 @@ static bool density_alpha(mz_sim *sim, dfsph_state *st)
     }
 }
 
-/* One error pass: every particle's error and stiffness into k, and the average error (in units
- * of density) into *avg. warm > 0: the warm pass (dfsph_error). */
+/* One error pass: every particle's error and stiffness into k, and with avg the average error
+ * (in units of density) into *avg: summed, read back (the host waits for the queue) and, under
+ * mpirun, added over the ranks. Without (NULL: a pass whose average decides nothing) the queue
+ * runs on. warm > 0: the warm pass (dfsph_error). */
 static bool error_pass(mz_sim *sim, dfsph_state *st, int density, double dt, double warm,
                        cl_mem K, int stage, double *avg)
 {
@@ -146,7 +148,13 @@ static bool error_pass(mz_sim *sim, dfsph_state *st, int density, double dt, dou
         cl_ok(clSetKernelArg(st->k_error, 26, sizeof b.acc, &b.acc),
               "clSetKernelArg(dfsph_error)") &&
         sim_launch_local(sim, st->k_error, begin, groups * local, local, stage,
-                         "dfsph_error") &&
+                         "dfsph_error");
+    if (!avg) {
+        if (!ok && st->dist.on)
+            dist_abort(MZ_EXIT_RUNTIME);
+        return ok;
+    }
+    ok = ok &&
         KARGS(st->k_sum, "dfsph_sum", A(groups_u), A(st->partial), A(st->total)) &&
         cl_ok(clSetKernelArg(st->k_sum, 3, 16 * local, NULL),
               "clSetKernelArg(dfsph_sum, scratch)") &&
@@ -203,16 +211,18 @@ static int solve(mz_sim *sim, dfsph_state *st, int density, double dt, double wa
     double scale = density ? 1.0 / dt : 1.0, avg = 0;
     int first = 1;
     if (warm > 0) {
-        if (!error_pass(sim, st, density, dt, warm, K, stage, &avg) ||
+        if (!error_pass(sim, st, density, dt, warm, K, stage, NULL) ||
             !apply_pass(sim, st, scale, 1, K, stage, scale / dt))
             return -1;
         first = 0;
     }
     int it = 0;
     for (;; it++) {
-        if (!error_pass(sim, st, density, dt, 0, K, stage, &avg))
+        /* Below min_iterations the solve goes on whatever the error: no read back. */
+        bool decides = it >= min_iterations;
+        if (!error_pass(sim, st, density, dt, 0, K, stage, decides ? &avg : NULL))
             return -1;
-        if ((avg <= tol && it >= min_iterations) || it == MAX_ITERATIONS)
+        if (decides && (avg <= tol || it == MAX_ITERATIONS))
             break;
         if (!apply_pass(sim, st, scale, first, K, stage, scale / dt))
             return -1;
