@@ -38,6 +38,11 @@ enum { MAX_ITERATIONS = 100 };
  * applied (the smaller, never scaled up; see solve). */
 static const double DENSITY_WARM = 0.7;
 
+/* The step the solves carry (solves_control): a step whose two solves took more than
+ * SOLVES_HEAVY iterations together (warm passes not counted) caps the next at 0.9 of its own; a
+ * step under SOLVES_LIGHT lets the cap grow by 1.1. */
+enum { SOLVES_HEAVY = 20, SOLVES_LIGHT = 8 };
+
 typedef struct dfsph_state {
     sph_params P;
     mz_walls_arg walls;
@@ -59,6 +64,7 @@ typedef struct dfsph_state {
     double dt_last; /* the last step's dt (the first step's guess before any) */
     double dt_before; /* the dt of the step before (of Kprev's κ) */
     double dt_viscous; /* the explicit viscosity's stable step (infinite without) */
+    double dt_solves;  /* the step the solves carry (solves_control; infinite at first) */
     mz_dfsph_stats stats; /* over the run, for the summary and tests */
     long capped_warned_step;
     dfsph_dist dist; /* under mpirun */
@@ -256,8 +262,27 @@ static int choose_dt(mz_sim *sim, dfsph_state *st, double frame_dt, double *dt)
         want = cfl * h / sqrt(v2);
     if (a2 > 0)
         want = fmin(want, cfl * sqrt(h / sqrt(a2)));
+    if (st->dt_solves < want) {
+        want = st->dt_solves;
+        st->stats.solves_shortened++;
+    }
     *dt = sim_frame_step(sim, frame_dt, fmin(want, st->dt_viscous));
     return 0;
+}
+
+/* The next step's cap from this one's solves (iterations: both solves' after their warm
+ * passes). Still deep water is what needs it: the solves stop at an average error, which the
+ * compression a step leaves at the floor of a 40-layer tank hardly moves, so over long steps it
+ * builds up unseen until a solve takes 100 iterations to push it back and throws the water up
+ * (docs/scene.md, DFSPH's walls). Heavy solves shorten the step until they are light again;
+ * the peer's dam break, 2 + 1 iterations a step, never meets the cap. Iteration counts are the
+ * same on every rank and device: deterministic. */
+static void solves_control(dfsph_state *st, double dt, int iterations)
+{
+    if (iterations > SOLVES_HEAVY)
+        st->dt_solves = 0.9 * dt;
+    else if (iterations < SOLVES_LIGHT)
+        st->dt_solves *= 1.1;
 }
 
 /* A solve that ran out of iterations: said once per frame, the run goes on. */
@@ -320,6 +345,7 @@ static int dfsph_step(mz_sim *sim, dfsph_state *st, double frame_dt)
     if (it < 0)
         return -1;
     st->stats.divergence_iterations += it;
+    int divergence_it = it;
     if (it == MAX_ITERATIONS && left > f->divergence_tolerance * rho0)
         warn_capped(sim, st, "divergence", left, f->divergence_tolerance * rho0);
     boundary_args b = bound_of(st);
@@ -350,6 +376,7 @@ static int dfsph_step(mz_sim *sim, dfsph_state *st, double frame_dt)
     if (it < 0)
         return -1;
     st->stats.density_iterations += it;
+    solves_control(st, dt, it + divergence_it);
     st->stats.worst_density_error = fmax(st->stats.worst_density_error, left / rho0);
     if (it == MAX_ITERATIONS && left > f->density_tolerance * rho0)
         warn_capped(sim, st, "density", left, f->density_tolerance * rho0);
@@ -418,6 +445,11 @@ static int dfsph_init(mz_sim *sim)
     dfsph_state *st = xcalloc(1, sizeof *st);
     sim->state = st;
     st->P = sph_params_for(s);
+    /* No Monaghan repulsion at the walls: the solves' wall pressure holds the water (with the
+     * step the solves carry, solves_control). The repulsion's pull, steep as a particle is
+     * pressed against a wall, set 614 of the peer dam break's 1,104 steps by |a|max. */
+    st->P.wall_d = 0.0f;
+    st->dt_solves = INFINITY;
     st->walls = sim_walls(s);
     st->frame = sim_frame(s, sim->time);
     st->penalty = s->domain.boundary.type == MZ_BOUNDARY_PENALTY;
@@ -530,7 +562,7 @@ static void dfsph_release(mz_sim *sim)
 }
 
 /* The warm starts' stiffnesses (in the particles' device order: the last step's K and K_v, the
- * κ of the step before), the output's pressure and the last two steps' dt. */
+ * κ of the step before), the output's pressure, the last two steps' dt and the solves' cap. */
 static size_t dfsph_state_parts(mz_sim *sim, mz_state_part *parts, size_t max)
 {
     dfsph_state *st = sim->state;
@@ -541,6 +573,7 @@ static size_t dfsph_state_parts(mz_sim *sim, mz_state_part *parts, size_t max)
         {"dfsph_previous_stiffness", &st->Kprev, NULL, 0, 4},
         {"dfsph_last_dt", NULL, &st->dt_last, sizeof st->dt_last, 0},
         {"dfsph_before_last_dt", NULL, &st->dt_before, sizeof st->dt_before, 0},
+        {"dfsph_solves_step", NULL, &st->dt_solves, sizeof st->dt_solves, 0},
     };
     return sim_state_existing(all, sizeof all / sizeof *all, parts, max);
 }
@@ -601,11 +634,12 @@ static void dfsph_report(const mz_sim *sim, FILE *out)
     double steps = st->stats.steps ? (double)st->stats.steps : 1.0;
     fprintf(out, "  DFSPH: %.2f density and %.2f divergence iterations a step (tolerances %.3g%% "
                  "and %.3g%%); the average density error a solve ended with was at most "
-                 "%.3g%%; %ld solves stopped at %d iterations above tolerance\n",
+                 "%.3g%%; %ld solves stopped at %d iterations above tolerance; %ld steps shortened "
+                 "for heavy solves\n",
             (double)st->stats.density_iterations / steps,
             (double)st->stats.divergence_iterations / steps, 100 * f->density_tolerance,
             100 * f->divergence_tolerance, 100 * st->stats.worst_density_error, st->stats.capped,
-            MAX_ITERATIONS);
+            MAX_ITERATIONS, st->stats.solves_shortened);
 }
 
 /* The next step's grid now (mz_solver.grid_now), indexed: the step builds it from the same
