@@ -16,6 +16,7 @@
 #include "solvers/boundary.h"
 #include "solvers/sph/dfsph.h"
 #include "solvers/sph/dfsph_dist.h"
+#include "solvers/sph/dfsph_memory.h"
 #include "solvers/sph/loads.h"
 #include "solvers/sph/neighbour_list.h"
 #include "solvers/sph/sph.h"
@@ -406,12 +407,6 @@ static int dfsph_advance(mz_sim *sim, double frame_dt)
     return 0;
 }
 
-/* The error sums' work-groups for n particles, `local` a group. */
-static size_t error_groups(size_t n, size_t local)
-{
-    return n / local + 1;
-}
-
 /* Distributed: room for cap particles (slabs.h's grow), between two steps. The grid keeps the
  * buffers that travel with the particles; the rest is rewritten by every step before it is
  * read, the neighbour lists included (their stride is the room). */
@@ -423,7 +418,7 @@ static int dfsph_grow(void *ctx, size_t cap)
         return -1;
     cl_mem *scratch4[] = {&st->rho, &st->alpha, &st->k, &st->p, &st->a2, &st->S};
     bool ok = renew(sim, &sim->pred, 16 * cap) &&
-              renew(sim, &st->partial, 16 * error_groups(cap, st->step_size.local)) &&
+              renew(sim, &st->partial, 16 * dfsph_error_groups(cap, st->step_size.local)) &&
               (!st->loads.rest_on || renew(sim, &st->loads.rest, 16 * cap));
     for (size_t i = 0; ok && i < sizeof scratch4 / sizeof *scratch4; i++)
         ok = grid_moves(&st->grid, scratch4[i]) || renew(sim, scratch4[i], 4 * cap);
@@ -475,7 +470,7 @@ static int dfsph_init(mz_sim *sim)
     size_t n = sim->cap;
     if (sph_step_size_init(&st->step_size, sim) != 0)
         return -1;
-    size_t groups = error_groups(n, st->step_size.local);
+    size_t groups = dfsph_error_groups(n, st->step_size.local);
     cl_mem *per4[] = {&st->rho, &st->alpha, &st->k,  &st->K,
                       &st->Kv,  &st->p,     &st->a2, &st->Kprev};
     for (size_t i = 0; i < sizeof per4 / sizeof *per4; i++)
@@ -576,37 +571,6 @@ static size_t dfsph_state_parts(mz_sim *sim, mz_state_part *parts, size_t max)
         {"dfsph_solves_step", NULL, &st->dt_solves, sizeof st->dt_solves, 0},
     };
     return sim_state_existing(all, sizeof all / sizeof *all, parts, max);
-}
-
-/* As dfsph_init makes them: density, α, k, K, K_v, pressure, |a|², the κ before last and the
- * error sums; the step size's maxima; the neighbour lists; the grid (position, velocity, inverse
- * mass, id, body, K, K_v and the κ before last move with it); then the walls, sorted last (the most may be held while they are),
- * and the forces on solids. */
-static size_t dfsph_device_bytes(const mz_scene *s, size_t n, size_t *held)
-{
-    sph_params P = sph_params_for(s);
-    /* Distributed: a dense grid of the window, and with probes the densities and pressures
-     * travel too (dfsph_init). */
-    bool slabs = dist_active();
-    size_t room = n ? n : 1, elems[] = {16, 16, 4, 4, 4, 4, 4, 4, 4, 4};
-    int n_reg = slabs && s->n_probes > 0 ? 10 : 8;
-    size_t cells = grid_cells_in(n, P.h, s->sim.dimensions, s->domain.min, s->domain.max,
-                                 slabs ? MZ_GRID_DENSE : MZ_GRID_AUTO);
-    size_t own = 8 * 4 * room + 16 * error_groups(n, SPH_STEP_SIZE_CPU_LOCAL) + 16 +
-                 sph_step_size_bytes() + room * sph_lists_bytes(s) + 4 +
-                 grid_device_bytes(n, cells, elems, n_reg, slabs, false, 0);
-    size_t walls_sorting, walls = boundary_device_bytes(s, n, P.h, &walls_sorting);
-    size_t loads = sph_loads_bytes(s, n);
-    *held = own + walls + loads + (loads ? 4 * room : 0); /* S: with forces measured */
-    return own + walls_sorting > *held ? own + walls_sorting : *held;
-}
-
-/* Its neighbour lists (always made, unlike WCSPH's): each of the two is one buffer of the
- * first capacity's entries a particle (10^7 particles: 2.3 GB in 3D, more than PoCL's 2.1 GB). */
-static size_t dfsph_largest_buffer(const mz_scene *s, size_t n, const char **what)
-{
-    *what = "neighbour lists (DFSPH makes them always) need";
-    return 4 * n * (size_t)sph_lists_cap_first(s);
 }
 
 int dfsph_stats(const mz_sim *sim, mz_dfsph_stats *out)
