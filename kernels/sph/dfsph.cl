@@ -124,7 +124,8 @@ kernel void dfsph_forces(uint n, float dt_last, mz_sph P, mz_frame frame, mz_wal
                          0.0f, mz_kgc_identity());
     MZ_LIST_END
     if (bc[i] > 0) {
-        /* Pressure 0 and no gravity: the walls' pressure is the solves'; friction stays. */
+        /* Pressure 0, no gravity and no repulsion (P.wall_d 0): the walls' push is the
+         * solves'; friction stays. */
         mz_wall_sum ws = mz_wall_sum_zero();
         ws.a = a;
         MZ_LIST_BEGIN(bl, bc, stride, i, bx, xi, b, r2)

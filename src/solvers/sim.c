@@ -56,15 +56,25 @@ size_t sim_state_existing(const mz_state_part *all, size_t n, mz_state_part *par
 int sim_check_fits(const mz_cl *cl, const mz_scene *scene, size_t n)
 {
     size_t need = sim_device_bytes(scene, n), largest = 16 * n; /* a float4 per particle */
+    const char *what = "particle arrays need";
+    const mz_solver *solver = sim_solver_for(scene);
+    if (solver->largest_buffer) {
+        const char *its = NULL;
+        size_t bytes = solver->largest_buffer(scene, n, &its);
+        if (bytes > largest) {
+            largest = bytes;
+            what = its;
+        }
+    }
     if (need > cl->global_mem)
         mz_error("the scene needs about %.3g GB of device memory for its %zu particles; %s has "
                  "%.3g GB. Use a coarser spacing or fewer particles, or a device with more memory "
                  "(mizu devices)",
                  (double)need / 1e9, n, cl->device_name, (double)cl->global_mem / 1e9);
     else if (largest > cl->max_alloc)
-        mz_error("the scene's particle arrays need %.3g GB each; %s allocates at most %.3g GB "
-                 "in one buffer. Use fewer particles or another device (mizu devices)",
-                 (double)largest / 1e9, cl->device_name, (double)cl->max_alloc / 1e9);
+        mz_error("the scene's %s %.3g GB in one buffer; %s allocates at most %.3g GB in one "
+                 "buffer. Use fewer particles or another device (mizu devices)",
+                 what, (double)largest / 1e9, cl->device_name, (double)cl->max_alloc / 1e9);
     else
         return 0;
     return -1;

@@ -85,6 +85,9 @@ typedef struct mz_solver {
      * and builds as its step would, which then changes nothing (a stable sort of sorted keys).
      * NULL: samples are taken at once, on the step's own grid. */
     int (*grid_now)(mz_sim *sim);
+    /* The largest single device buffer for n particles beyond a float4 a particle, in bytes,
+     * and what it is (the fit check's refusal names it); NULL: none larger. */
+    size_t (*largest_buffer)(const mz_scene *scene, size_t n, const char **what);
 } mz_solver;
 
 /* The domain walls as kernels take them (layout of mz_walls in kernels/common/walls.clh). */

@@ -16,6 +16,7 @@
 #include "solvers/boundary.h"
 #include "solvers/sph/dfsph.h"
 #include "solvers/sph/dfsph_dist.h"
+#include "solvers/sph/dfsph_memory.h"
 #include "solvers/sph/loads.h"
 #include "solvers/sph/neighbour_list.h"
 #include "solvers/sph/sph.h"
@@ -38,6 +39,11 @@ enum { MAX_ITERATIONS = 100 };
  * applied (the smaller, never scaled up; see solve). */
 static const double DENSITY_WARM = 0.7;
 
+/* The step the solves carry (solves_control): a step whose two solves took more than
+ * SOLVES_HEAVY iterations together (warm passes not counted) caps the next at 0.9 of its own; a
+ * step under SOLVES_LIGHT lets the cap grow by 1.1. */
+enum { SOLVES_HEAVY = 20, SOLVES_LIGHT = 8 };
+
 typedef struct dfsph_state {
     sph_params P;
     mz_walls_arg walls;
@@ -59,6 +65,7 @@ typedef struct dfsph_state {
     double dt_last; /* the last step's dt (the first step's guess before any) */
     double dt_before; /* the dt of the step before (of Kprev's κ) */
     double dt_viscous; /* the explicit viscosity's stable step (infinite without) */
+    double dt_solves;  /* the step the solves carry (solves_control; infinite at first) */
     mz_dfsph_stats stats; /* over the run, for the summary and tests */
     long capped_warned_step;
     dfsph_dist dist; /* under mpirun */
@@ -109,8 +116,10 @@ static bool density_alpha(mz_sim *sim, dfsph_state *st)
     }
 }
 
-/* One error pass: every particle's error and stiffness into k, and the average error (in units
- * of density) into *avg. warm > 0: the warm pass (dfsph_error). */
+/* One error pass: every particle's error and stiffness into k, and with avg the average error
+ * (in units of density) into *avg: summed, read back (the host waits for the queue) and, under
+ * mpirun, added over the ranks. Without (NULL: a pass whose average decides nothing) the queue
+ * runs on. warm > 0: the warm pass (dfsph_error). */
 static bool error_pass(mz_sim *sim, dfsph_state *st, int density, double dt, double warm,
                        cl_mem K, int stage, double *avg)
 {
@@ -146,7 +155,13 @@ static bool error_pass(mz_sim *sim, dfsph_state *st, int density, double dt, dou
         cl_ok(clSetKernelArg(st->k_error, 26, sizeof b.acc, &b.acc),
               "clSetKernelArg(dfsph_error)") &&
         sim_launch_local(sim, st->k_error, begin, groups * local, local, stage,
-                         "dfsph_error") &&
+                         "dfsph_error");
+    if (!avg) {
+        if (!ok && st->dist.on)
+            dist_abort(MZ_EXIT_RUNTIME);
+        return ok;
+    }
+    ok = ok &&
         KARGS(st->k_sum, "dfsph_sum", A(groups_u), A(st->partial), A(st->total)) &&
         cl_ok(clSetKernelArg(st->k_sum, 3, 16 * local, NULL),
               "clSetKernelArg(dfsph_sum, scratch)") &&
@@ -203,16 +218,18 @@ static int solve(mz_sim *sim, dfsph_state *st, int density, double dt, double wa
     double scale = density ? 1.0 / dt : 1.0, avg = 0;
     int first = 1;
     if (warm > 0) {
-        if (!error_pass(sim, st, density, dt, warm, K, stage, &avg) ||
+        if (!error_pass(sim, st, density, dt, warm, K, stage, NULL) ||
             !apply_pass(sim, st, scale, 1, K, stage, scale / dt))
             return -1;
         first = 0;
     }
     int it = 0;
     for (;; it++) {
-        if (!error_pass(sim, st, density, dt, 0, K, stage, &avg))
+        /* Below min_iterations the solve goes on whatever the error: no read back. */
+        bool decides = it >= min_iterations;
+        if (!error_pass(sim, st, density, dt, 0, K, stage, decides ? &avg : NULL))
             return -1;
-        if ((avg <= tol && it >= min_iterations) || it == MAX_ITERATIONS)
+        if (decides && (avg <= tol || it == MAX_ITERATIONS))
             break;
         if (!apply_pass(sim, st, scale, first, K, stage, scale / dt))
             return -1;
@@ -246,8 +263,27 @@ static int choose_dt(mz_sim *sim, dfsph_state *st, double frame_dt, double *dt)
         want = cfl * h / sqrt(v2);
     if (a2 > 0)
         want = fmin(want, cfl * sqrt(h / sqrt(a2)));
+    if (st->dt_solves < want) {
+        want = st->dt_solves;
+        st->stats.solves_shortened++;
+    }
     *dt = sim_frame_step(sim, frame_dt, fmin(want, st->dt_viscous));
     return 0;
+}
+
+/* The next step's cap from this one's solves (iterations: both solves' after their warm
+ * passes). Still deep water is what needs it: the solves stop at an average error, which the
+ * compression a step leaves at the floor of a 40-layer tank hardly moves, so over long steps it
+ * builds up unseen until a solve takes 100 iterations to push it back and throws the water up
+ * (docs/scene.md, DFSPH's walls). Heavy solves shorten the step until they are light again;
+ * the peer's dam break, 2 + 1 iterations a step, never meets the cap. Iteration counts are the
+ * same on every rank and device: deterministic. */
+static void solves_control(dfsph_state *st, double dt, int iterations)
+{
+    if (iterations > SOLVES_HEAVY)
+        st->dt_solves = 0.9 * dt;
+    else if (iterations < SOLVES_LIGHT)
+        st->dt_solves *= 1.1;
 }
 
 /* A solve that ran out of iterations: said once per frame, the run goes on. */
@@ -310,6 +346,7 @@ static int dfsph_step(mz_sim *sim, dfsph_state *st, double frame_dt)
     if (it < 0)
         return -1;
     st->stats.divergence_iterations += it;
+    int divergence_it = it;
     if (it == MAX_ITERATIONS && left > f->divergence_tolerance * rho0)
         warn_capped(sim, st, "divergence", left, f->divergence_tolerance * rho0);
     boundary_args b = bound_of(st);
@@ -340,6 +377,7 @@ static int dfsph_step(mz_sim *sim, dfsph_state *st, double frame_dt)
     if (it < 0)
         return -1;
     st->stats.density_iterations += it;
+    solves_control(st, dt, it + divergence_it);
     st->stats.worst_density_error = fmax(st->stats.worst_density_error, left / rho0);
     if (it == MAX_ITERATIONS && left > f->density_tolerance * rho0)
         warn_capped(sim, st, "density", left, f->density_tolerance * rho0);
@@ -369,12 +407,6 @@ static int dfsph_advance(mz_sim *sim, double frame_dt)
     return 0;
 }
 
-/* The error sums' work-groups for n particles, `local` a group. */
-static size_t error_groups(size_t n, size_t local)
-{
-    return n / local + 1;
-}
-
 /* Distributed: room for cap particles (slabs.h's grow), between two steps. The grid keeps the
  * buffers that travel with the particles; the rest is rewritten by every step before it is
  * read, the neighbour lists included (their stride is the room). */
@@ -386,7 +418,7 @@ static int dfsph_grow(void *ctx, size_t cap)
         return -1;
     cl_mem *scratch4[] = {&st->rho, &st->alpha, &st->k, &st->p, &st->a2, &st->S};
     bool ok = renew(sim, &sim->pred, 16 * cap) &&
-              renew(sim, &st->partial, 16 * error_groups(cap, st->step_size.local)) &&
+              renew(sim, &st->partial, 16 * dfsph_error_groups(cap, st->step_size.local)) &&
               (!st->loads.rest_on || renew(sim, &st->loads.rest, 16 * cap));
     for (size_t i = 0; ok && i < sizeof scratch4 / sizeof *scratch4; i++)
         ok = grid_moves(&st->grid, scratch4[i]) || renew(sim, scratch4[i], 4 * cap);
@@ -408,6 +440,11 @@ static int dfsph_init(mz_sim *sim)
     dfsph_state *st = xcalloc(1, sizeof *st);
     sim->state = st;
     st->P = sph_params_for(s);
+    /* No Monaghan repulsion at the walls: the solves' wall pressure holds the water (with the
+     * step the solves carry, solves_control). The repulsion's pull, steep as a particle is
+     * pressed against a wall, set 614 of the peer dam break's 1,104 steps by |a|max. */
+    st->P.wall_d = 0.0f;
+    st->dt_solves = INFINITY;
     st->walls = sim_walls(s);
     st->frame = sim_frame(s, sim->time);
     st->penalty = s->domain.boundary.type == MZ_BOUNDARY_PENALTY;
@@ -433,7 +470,7 @@ static int dfsph_init(mz_sim *sim)
     size_t n = sim->cap;
     if (sph_step_size_init(&st->step_size, sim) != 0)
         return -1;
-    size_t groups = error_groups(n, st->step_size.local);
+    size_t groups = dfsph_error_groups(n, st->step_size.local);
     cl_mem *per4[] = {&st->rho, &st->alpha, &st->k,  &st->K,
                       &st->Kv,  &st->p,     &st->a2, &st->Kprev};
     for (size_t i = 0; i < sizeof per4 / sizeof *per4; i++)
@@ -520,7 +557,7 @@ static void dfsph_release(mz_sim *sim)
 }
 
 /* The warm starts' stiffnesses (in the particles' device order: the last step's K and K_v, the
- * κ of the step before), the output's pressure and the last two steps' dt. */
+ * κ of the step before), the output's pressure, the last two steps' dt and the solves' cap. */
 static size_t dfsph_state_parts(mz_sim *sim, mz_state_part *parts, size_t max)
 {
     dfsph_state *st = sim->state;
@@ -531,31 +568,9 @@ static size_t dfsph_state_parts(mz_sim *sim, mz_state_part *parts, size_t max)
         {"dfsph_previous_stiffness", &st->Kprev, NULL, 0, 4},
         {"dfsph_last_dt", NULL, &st->dt_last, sizeof st->dt_last, 0},
         {"dfsph_before_last_dt", NULL, &st->dt_before, sizeof st->dt_before, 0},
+        {"dfsph_solves_step", NULL, &st->dt_solves, sizeof st->dt_solves, 0},
     };
     return sim_state_existing(all, sizeof all / sizeof *all, parts, max);
-}
-
-/* As dfsph_init makes them: density, α, k, K, K_v, pressure, |a|², the κ before last and the
- * error sums; the step size's maxima; the neighbour lists; the grid (position, velocity, inverse
- * mass, id, body, K, K_v and the κ before last move with it); then the walls, sorted last (the most may be held while they are),
- * and the forces on solids. */
-static size_t dfsph_device_bytes(const mz_scene *s, size_t n, size_t *held)
-{
-    sph_params P = sph_params_for(s);
-    /* Distributed: a dense grid of the window, and with probes the densities and pressures
-     * travel too (dfsph_init). */
-    bool slabs = dist_active();
-    size_t room = n ? n : 1, elems[] = {16, 16, 4, 4, 4, 4, 4, 4, 4, 4};
-    int n_reg = slabs && s->n_probes > 0 ? 10 : 8;
-    size_t cells = grid_cells_in(n, P.h, s->sim.dimensions, s->domain.min, s->domain.max,
-                                 slabs ? MZ_GRID_DENSE : MZ_GRID_AUTO);
-    size_t own = 8 * 4 * room + 16 * error_groups(n, SPH_STEP_SIZE_CPU_LOCAL) + 16 +
-                 sph_step_size_bytes() + room * sph_lists_bytes(s) + 4 +
-                 grid_device_bytes(n, cells, elems, n_reg, slabs, 0);
-    size_t walls_sorting, walls = boundary_device_bytes(s, n, P.h, &walls_sorting);
-    size_t loads = sph_loads_bytes(s, n);
-    *held = own + walls + loads + (loads ? 4 * room : 0); /* S: with forces measured */
-    return own + walls_sorting > *held ? own + walls_sorting : *held;
 }
 
 int dfsph_stats(const mz_sim *sim, mz_dfsph_stats *out)
@@ -583,11 +598,12 @@ static void dfsph_report(const mz_sim *sim, FILE *out)
     double steps = st->stats.steps ? (double)st->stats.steps : 1.0;
     fprintf(out, "  DFSPH: %.2f density and %.2f divergence iterations a step (tolerances %.3g%% "
                  "and %.3g%%); the average density error a solve ended with was at most "
-                 "%.3g%%; %ld solves stopped at %d iterations above tolerance\n",
+                 "%.3g%%; %ld solves stopped at %d iterations above tolerance; %ld steps shortened "
+                 "for heavy solves\n",
             (double)st->stats.density_iterations / steps,
             (double)st->stats.divergence_iterations / steps, 100 * f->density_tolerance,
             100 * f->divergence_tolerance, 100 * st->stats.worst_density_error, st->stats.capped,
-            MAX_ITERATIONS);
+            MAX_ITERATIONS, st->stats.solves_shortened);
 }
 
 /* The next step's grid now (mz_solver.grid_now), indexed: the step builds it from the same
@@ -612,4 +628,5 @@ const mz_solver mz_solver_dfsph = {
     .report = dfsph_report,
     .grid_now = dfsph_grid_now,
     .slab_geometry = dfsph_slab_geometry,
+    .largest_buffer = dfsph_largest_buffer,
 };

@@ -8,6 +8,7 @@ typedef struct mz_dfsph_stats {
     long density_iterations;    /* iterations of the constant-density solves, all steps */
     long divergence_iterations; /* of the divergence-free solves */
     long capped;                /* solves that stopped at the iteration limit above tolerance */
+    long solves_shortened;      /* steps the solves' step control shortened below the CFL's */
     double worst_density_error; /* the largest average density error a solve ended with, of ρ0 */
     unsigned list_cap;          /* the neighbour lists' entries a particle now */
     long lists_grown;           /* steps that found them short and built them again, longer */

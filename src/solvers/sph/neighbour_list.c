@@ -38,6 +38,14 @@ int sph_lists_resize(sph_lists *l, mz_sim *sim, cl_uint cap)
     mz_cl_release_mems(old, 2);
     l->cap = cap ? cap : 1;
     size_t bytes = (size_t)4 * l->stride * l->cap;
+    if (bytes > sim->cl->max_alloc) { /* grown past the device's largest buffer */
+        mz_error("the neighbour lists of %u entries a particle need %.3g GB in one buffer; %s "
+                 "allocates at most %.3g GB in one buffer. Use fewer particles or another "
+                 "device (mizu devices)",
+                 l->cap, (double)bytes / 1e9, sim->cl->device_name,
+                 (double)sim->cl->max_alloc / 1e9);
+        return -1;
+    }
     l->fluid = list_buffer(sim, bytes, "clCreateBuffer(neighbour list)");
     l->wall = list_buffer(sim, bytes, "clCreateBuffer(wall neighbour list)");
     return l->fluid && l->wall ? 0 : -1;

@@ -1,0 +1,46 @@
+/* DFSPH's device memory, for the fit check (mizu check, a run's start): what dfsph.c makes. */
+#include "build/build.h"
+#include "device/grid.h"
+#include "dist/dist.h"
+#include "solvers/boundary.h"
+#include "solvers/sph/dfsph_memory.h"
+#include "solvers/sph/loads.h"
+#include "solvers/sph/neighbour_list.h"
+#include "solvers/sph/sph.h"
+#include "solvers/sph/step_size.h"
+
+size_t dfsph_error_groups(size_t n, size_t local)
+{
+    return n / local + 1;
+}
+
+/* As dfsph_init makes them: density, α, k, K, K_v, pressure, |a|², the κ before last and the
+ * error sums; the step size's maxima; the neighbour lists; the grid (position, velocity, inverse
+ * mass, id, body, K, K_v and the κ before last move with it); then the walls, sorted last (the most may be held while they are),
+ * and the forces on solids. */
+size_t dfsph_device_bytes(const mz_scene *s, size_t n, size_t *held)
+{
+    sph_params P = sph_params_for(s);
+    /* Distributed: a dense grid of the window, and with probes the densities and pressures
+     * travel too (dfsph_init). */
+    bool slabs = dist_active();
+    size_t room = n ? n : 1, elems[] = {16, 16, 4, 4, 4, 4, 4, 4, 4, 4};
+    int n_reg = slabs && s->n_probes > 0 ? 10 : 8;
+    size_t cells = grid_cells_in(n, P.h, s->sim.dimensions, s->domain.min, s->domain.max,
+                                 slabs ? MZ_GRID_DENSE : MZ_GRID_AUTO);
+    size_t own = 8 * 4 * room + 16 * dfsph_error_groups(n, SPH_STEP_SIZE_CPU_LOCAL) + 16 +
+                 sph_step_size_bytes() + room * sph_lists_bytes(s) + 4 +
+                 grid_device_bytes(n, cells, elems, n_reg, slabs, 0);
+    size_t walls_sorting, walls = boundary_device_bytes(s, n, P.h, &walls_sorting);
+    size_t loads = sph_loads_bytes(s, n);
+    *held = own + walls + loads + (loads ? 4 * room : 0); /* S: with forces measured */
+    return own + walls_sorting > *held ? own + walls_sorting : *held;
+}
+
+/* Its neighbour lists (always made, unlike WCSPH's): each of the two is one buffer of the
+ * first capacity's entries a particle (10^7 particles: 2.3 GB in 3D, more than PoCL's 2.1 GB). */
+size_t dfsph_largest_buffer(const mz_scene *s, size_t n, const char **what)
+{
+    *what = "neighbour lists (DFSPH makes them always) need";
+    return 4 * n * (size_t)sph_lists_cap_first(s);
+}

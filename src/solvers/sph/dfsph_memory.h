@@ -1,0 +1,13 @@
+/* Inside solvers/sph/: DFSPH's device memory (dfsph_memory.c), for mz_solver_dfsph's fit check. */
+#ifndef MZ_DFSPH_MEMORY_H
+#define MZ_DFSPH_MEMORY_H
+#include "solvers/sim.h"
+
+/* The error sums' work-groups for n particles, `local` a group. */
+size_t dfsph_error_groups(size_t n, size_t local);
+/* mz_solver.device_bytes: the most DFSPH holds for n particles, and *held once init is done. */
+size_t dfsph_device_bytes(const mz_scene *s, size_t n, size_t *held);
+/* mz_solver.largest_buffer: its neighbour lists, one buffer each. */
+size_t dfsph_largest_buffer(const mz_scene *s, size_t n, const char **what);
+
+#endif
