@@ -156,14 +156,12 @@ double scene_substep_dt(const mz_scene *s) { return 1.0 / (s->sim.fps * scene_st
  * colliders): a 2D tank 1 m wide at 2 iterations (h 2 cm, 2 s) kept still at dt sqrt(|g| H)/h
  * = 0.41 (H 0.1 m), 0.36 (0.3 m) and 0.35 (0.5 m) and blew up at 0.50, 0.39 and 0.39; at 8
  * iterations (0.3 m) still at 0.48, blown at 0.54. */
-double scene_pbf_step_limit(const mz_scene *s, double *depth)
+double scene_fluid_depth(const mz_scene *s)
 {
-    if (depth)
-        *depth = 0;
     const double *g = s->sim.gravity;
     double g_len = sqrt(g[0] * g[0] + g[1] * g[1] + g[2] * g[2]);
-    if (scene_solver(s) != MZ_SOLVER_PBF || !(g_len > 0))
-        return INFINITY;
+    if (!(g_len > 0))
+        return 0;
     double lo = INFINITY, hi = -INFINITY;
     for (size_t i = 0; i < s->n_fluids; i++) {
         const mz_fluid *f = &s->fluids[i];
@@ -184,11 +182,23 @@ double scene_pbf_step_limit(const mz_scene *s, double *depth)
             hi = fmax(hi, up + 0.5 * f->spacing);
         }
     }
-    if (!(hi > lo))
+    return hi > lo ? hi - lo : 0;
+}
+
+double scene_pbf_step_limit(const mz_scene *s, double *depth)
+{
+    if (depth)
+        *depth = 0;
+    const double *g = s->sim.gravity;
+    double g_len = sqrt(g[0] * g[0] + g[1] * g[1] + g[2] * g[2]);
+    if (scene_solver(s) != MZ_SOLVER_PBF || !(g_len > 0))
+        return INFINITY;
+    double H = scene_fluid_depth(s);
+    if (!(H > 0))
         return INFINITY;
     if (depth)
-        *depth = hi - lo;
-    return MZ_PBF_DEPTH_LIMIT * scene_support_radius(s) / sqrt(g_len * (hi - lo));
+        *depth = H;
+    return MZ_PBF_DEPTH_LIMIT * scene_support_radius(s) / sqrt(g_len * H);
 }
 
 int scene_steps_per_frame(const mz_scene *s)

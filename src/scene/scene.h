@@ -357,6 +357,9 @@ double scene_speed_of_sound(const mz_scene *s);
 void scene_flip_grid(const mz_scene *s, int cells[3], double cell[3]);
 /* SPH: the CFL number in force (simulation.cfl, or the solver's default). */
 double scene_cfl(const mz_scene *s);
+/* The fluids' initial depth: from their lowest to their highest point along gravity (a spacing
+ * added for explicit positions); 0 without gravity or fluid. */
+double scene_fluid_depth(const mz_scene *s);
 /* PBF: the longest step a resting column keeps still, MZ_PBF_DEPTH_LIMIT h / sqrt(|g| H), H
  * the fluid's initial depth (from its lowest to its highest point along gravity, a spacing added
  * for explicit positions; *depth receives it when not NULL); infinite without gravity or for

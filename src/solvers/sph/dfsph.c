@@ -259,15 +259,26 @@ static int choose_dt(mz_sim *sim, dfsph_state *st, double frame_dt, double *dt)
         return -1;
     }
     double h = st->P.h, cfl = scene_cfl(sim->scene), want = INFINITY;
-    if (v2 > 0)
-        want = cfl * h / sqrt(v2);
-    if (a2 > 0)
-        want = fmin(want, cfl * sqrt(h / sqrt(a2)));
+    double by_v = v2 > 0 ? cfl * h / sqrt(v2) : INFINITY;
+    double by_a = a2 > 0 ? cfl * sqrt(h / sqrt(a2)) : INFINITY;
+    want = fmin(by_v, by_a);
+    st->stats.fastest = fmax(st->stats.fastest, sqrt(v2));
+    st->stats.largest_accel = fmax(st->stats.largest_accel, sqrt(a2));
     if (st->dt_solves < want) {
         want = st->dt_solves;
         st->stats.solves_shortened++;
     }
-    *dt = sim_frame_step(sim, frame_dt, fmin(want, st->dt_viscous));
+    want = fmin(want, st->dt_viscous);
+    *dt = sim_frame_step(sim, frame_dt, want);
+    /* What set the step, for the summary (a frame's end counts as none of them). */
+    if (*dt >= want) {
+        if (want == st->dt_viscous)
+            st->stats.by_viscosity++;
+        else if (want == by_a)
+            st->stats.by_accel++;
+        else if (want == by_v)
+            st->stats.by_speed++;
+    }
     return 0;
 }
 
@@ -599,11 +610,14 @@ static void dfsph_report(const mz_sim *sim, FILE *out)
     fprintf(out, "  DFSPH: %.2f density and %.2f divergence iterations a step (tolerances %.3g%% "
                  "and %.3g%%); the average density error a solve ended with was at most "
                  "%.3g%%; %ld solves stopped at %d iterations above tolerance; %ld steps shortened "
-                 "for heavy solves\n",
+                 "for heavy solves\n"
+                 "  DFSPH steps set by the speed bound %ld, the acceleration bound %ld, the "
+                 "viscous bound %ld (fastest particle %.3g m/s, largest explicit |a| %.3g m/s^2)\n",
             (double)st->stats.density_iterations / steps,
             (double)st->stats.divergence_iterations / steps, 100 * f->density_tolerance,
             100 * f->divergence_tolerance, 100 * st->stats.worst_density_error, st->stats.capped,
-            MAX_ITERATIONS, st->stats.solves_shortened);
+            MAX_ITERATIONS, st->stats.solves_shortened, st->stats.by_speed, st->stats.by_accel,
+            st->stats.by_viscosity, st->stats.fastest, st->stats.largest_accel);
 }
 
 /* The next step's grid now (mz_solver.grid_now), indexed: the step builds it from the same

@@ -9,6 +9,9 @@ typedef struct mz_dfsph_stats {
     long divergence_iterations; /* of the divergence-free solves */
     long capped;                /* solves that stopped at the iteration limit above tolerance */
     long solves_shortened;      /* steps the solves' step control shortened below the CFL's */
+    long by_speed, by_accel, by_viscosity; /* steps the CFL's speed, acceleration or viscous
+                                            * bound set (the rest: the solves' cap, frame ends) */
+    double fastest, largest_accel;         /* the largest |v|max and |a|max a step saw */
     double worst_density_error; /* the largest average density error a solve ended with, of ρ0 */
     unsigned list_cap;          /* the neighbour lists' entries a particle now */
     long lists_grown;           /* steps that found them short and built them again, longer */
