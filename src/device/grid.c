@@ -622,9 +622,7 @@ int grid_settle(mz_grid *g)
                                                 8 * (g->words - 1), 8, last, 0, NULL, NULL),
                             "clEnqueueReadBuffer(grid cell words)"))
         return g->words ? -1 : 0;
-    size_t occupied = last[1];
-    for (cl_uint bits = last[0]; bits; bits &= bits - 1u)
-        occupied++;
+    size_t occupied = grid_cells_through(last, 31u);
     bool ok = occupied >= g->n || regrow(g, &g->cell_first, 4 * (occupied + 1),
                                          4 * (occupied + 1), "grid cells' first slots");
     grid_release_events(g);

@@ -45,4 +45,8 @@ void grid_keep_event(mz_grid *g, cl_event *ev, const char *name);
 /* The kept events released (a build's, if nobody collected them). */
 void grid_release_events(mz_grid *g);
 
+/* The non-empty cells with a key up to and including key, from the words of the cell tables
+ * (mz_cells_through_ in grid.clh, on the host). */
+cl_uint grid_cells_through(const cl_uint *words, cl_uint key);
+
 #endif

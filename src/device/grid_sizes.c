@@ -137,10 +137,15 @@ void grid_cell_range(const cl_uint *words, const cl_uint *first, cl_uint key, cl
     *hi = first[r + 1];
 }
 
-/* Up to and including k1 reads k1's own word alone: no word past the table's last cell. */
+/* (grid_internal.h) Reads key's own word alone: no word past the table's last cell. */
+cl_uint grid_cells_through(const cl_uint *words, cl_uint key)
+{
+    return cells_before(words, key) + (cell_filled(words, key) ? 1u : 0u);
+}
+
 void grid_keys_range(const cl_uint *words, const cl_uint *first, cl_uint k0, cl_uint k1,
                      cl_uint *lo, cl_uint *hi)
 {
     *lo = first[cells_before(words, k0)];
-    *hi = first[cells_before(words, k1) + (cell_filled(words, k1) ? 1u : 0u)];
+    *hi = first[grid_cells_through(words, k1)];
 }
