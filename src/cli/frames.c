@@ -93,6 +93,17 @@ static void size_slot(mz_cl *cl, mz_readback *rb, unsigned fields, bool by_id, s
         }
 }
 
+/* The rigid bodies' poses of the same instant as the particles: queued with them on q, never
+ * read later. Nothing without rigid bodies. */
+static bool read_poses(cl_command_queue q, const mz_sim *sim, mz_readback *rb)
+{
+    return sim->n_rigids == 0 ||
+           cl_ok(clEnqueueReadBuffer(q, sim->rigid_pose, CL_FALSE, 0,
+                                     8 * sizeof(cl_float) * sim->n_rigids, rb->rigid_pose, 0,
+                                     NULL, NULL),
+                 "clEnqueueReadBuffer(rigid_pose)");
+}
+
 /* by_id: the fields into rows on the device, then copied out on the copy queue while the next
  * frame runs; rb->done completes with the copies. The rigid poses, read on the first queue,
  * are done before the copies start. */
@@ -101,11 +112,8 @@ static bool enqueue_rows(mz_frames *fr, mz_sim *sim, mz_readback *rb)
     cl_command_queue q = sim->cl->queue;
     cl_event ready = NULL;
     bool ok = frame_rows_enqueue(&fr->rows, sim, fr->fields, fr->last_copy);
-    if (ok && sim->n_rigids > 0)
-        ok = cl_ok(clEnqueueReadBuffer(q, sim->rigid_pose, CL_FALSE, 0,
-                                       8 * sizeof(cl_float) * sim->n_rigids, rb->rigid_pose, 0,
-                                       NULL, NULL),
-                   "clEnqueueReadBuffer(rigid_pose)");
+    if (ok)
+        ok = read_poses(q, sim, rb);
     ok = ok && cl_ok(clEnqueueMarkerWithWaitList(q, 0, NULL, &ready), "clEnqueueMarkerWithWaitList") &&
          cl_ok(clFlush(q), "clFlush");
     for (int f = 0; ok && f < MZ_FIELD_COUNT; f++) {
@@ -162,12 +170,8 @@ bool frames_enqueue(mz_frames *fr, mz_sim *sim, int k, double time)
                                        rb->raw[f], 0, NULL, NULL),
                    what);
     }
-    /* The poses of the same instant as the particles: queued with them, never read later. */
-    if (ok && sim->n_rigids > 0)
-        ok = cl_ok(clEnqueueReadBuffer(q, sim->rigid_pose, CL_FALSE, 0,
-                                       8 * sizeof(cl_float) * sim->n_rigids, rb->rigid_pose, 0,
-                                       NULL, NULL),
-                   "clEnqueueReadBuffer(rigid_pose)");
+    if (ok)
+        ok = read_poses(q, sim, rb);
     /* In-order queue: a marker completes after every copy above. */
     ok = ok && cl_ok(clEnqueueMarkerWithWaitList(q, 0, NULL, &rb->done), "clEnqueueMarkerWithWaitList") &&
          cl_ok(clFlush(q), "clFlush");
