@@ -180,6 +180,17 @@ static int choose_device(mz_cl *cl, const char *spec)
     return -1;
 }
 
+/* A tuning variable's choice: yes or no by name, else (unset or neither) the default. */
+static bool env_choice(const char *name, const char *yes, const char *no, bool dflt)
+{
+    const char *v = getenv(name);
+    if (v && strcmp(v, yes) == 0)
+        return true;
+    if (v && strcmp(v, no) == 0)
+        return false;
+    return dflt;
+}
+
 int mz_cl_open(mz_cl *cl, const char *spec, bool profiling)
 {
     memset(cl, 0, sizeof *cl);
@@ -201,6 +212,9 @@ int mz_cl_open(mz_cl *cl, const char *spec, bool profiling)
     /* GPUs want full, aligned groups; PoCL's CPU driver picks its own group size best. */
     cl->wg = (cl->type & CL_DEVICE_TYPE_GPU) ? (cl->max_wg < 256 ? cl->max_wg : 256) : 0;
     cl->profiling = profiling;
+    bool cpu = (cl->type & CL_DEVICE_TYPE_CPU) != 0;
+    cl->list_rows = env_choice("MIZU_LIST_LAYOUT", "rows", "columns", cpu);
+    cl->list_sums = env_choice("MIZU_LIST_SUMS", "lists", "walk", !cpu);
 
     cl_int s;
     cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)cl->platform,

@@ -22,6 +22,11 @@ typedef struct mz_cl {
     size_t max_wg;     /* largest work-group the device takes */
     size_t wg;         /* work-group size mizu uses for 1D kernels; 0 lets the driver choose */
     bool profiling;    /* queue created with CL_QUEUE_PROFILING_ENABLE */
+    /* Neighbour lists (kernels/grid/neighbour_list.clh), chosen by the device's kind, or by
+     * MIZU_LIST_LAYOUT=rows|columns and MIZU_LIST_SUMS=walk|lists: */
+    bool list_rows; /* a particle's entries side by side (CPUs: one work-item at a time reads
+                     * its own row), rather than entry k of neighbouring particles (GPUs) */
+    bool list_sums; /* a pass that writes the lists sums over them after its walk (GPUs) */
 } mz_cl;
 
 /* The enum's name for an OpenCL status, e.g. "CL_OUT_OF_RESOURCES". */

@@ -765,44 +765,56 @@ static void test_flume_3d_dfsph(void **state)
 
 /* DFSPH's neighbour lists, made too short for the flume's neighbourhoods (32 at rest), grow at
  * the next step and the run stays bit-identical to one whose lists never ran short. */
-/* WCSPH's neighbour lists (kept on CPU devices): a run with them, one whose lists are cut to 5
- * entries (the forces walk the grid for particles they cannot hold, and they grow at the end
- * of the first frame), and one without, three frames of the 2D dam break with wall particles,
- * summed and continuity density: identical bits. */
+/* WCSPH's neighbour lists: a run with them, one whose lists are cut to 5 entries (the forces
+ * walk the grid for particles they cannot hold, and they grow at the end of the first frame),
+ * one without, and the first two again with a GPU's choices (the layout and sums that
+ * MIZU_LIST_LAYOUT=columns MIZU_LIST_SUMS=lists choose: the continuity sums over the lists after
+ * the walk, and from the grid where a list ran short); three frames of the 2D dam break with wall particles, summed and
+ * continuity density: identical bits. */
 static void test_wcsph_lists(void **state)
 {
     (void)state;
     static const char *const methods[] = {"summation", "continuity"};
+    enum { RUNS = 5 };
     for (int m = 0; m < 2; m++) {
         char method[64];
         snprintf(method, sizeof method, "fluids[0].density_method=%s", methods[m]);
         const char *sets[] = {method, "domain.boundary.type=particles"};
-        world w[3];
-        for (int k = 0; k < 3; k++) {
+        world w[RUNS];
+        const mz_cl device = cl;
+        for (int k = 0; k < RUNS; k++) {
             setenv("MIZU_SPH_LISTS", k == 2 ? "0" : "1", 1);
+            cl.list_rows = k < 3; /* what MIZU_LIST_LAYOUT and MIZU_LIST_SUMS choose */
+            cl.list_sums = k >= 3;
             world_open_file(&w[k], "scenes/dam_break_2d.json", sets, 2);
         }
         unsetenv("MIZU_SPH_LISTS");
+        cl.list_rows = device.list_rows;
+        cl.list_sums = device.list_sums;
         unsigned cap;
         long grown;
         assert_int_equal(sph_set_list_cap(&w[1].sim, 5), 0);
+        assert_int_equal(sph_set_list_cap(&w[4].sim, 5), 0);
         assert_int_equal(sph_list_stats(&w[2].sim, &cap, &grown), -1);
         for (int f = 0; f < 3; f++)
-            for (int k = 0; k < 3; k++)
+            for (int k = 0; k < RUNS; k++)
                 assert_int_equal(sim_advance_frame(&w[k].sim, scene_frame_dt(&w[k].scene)), 0);
         assert_int_equal(sph_list_stats(&w[1].sim, &cap, &grown), 0);
         print_message("WCSPH lists (%s density): cut to 5, grown %ld times to %u; bits as "
-                      "without lists after %ld steps\n", methods[m], grown, cap, w[0].sim.step);
+                      "without lists after %ld steps, in both layouts\n", methods[m], grown, cap,
+                      w[0].sim.step);
         assert_true(grown >= 1 && cap >= 12);
-        for (int k = 0; k < 3; k++)
+        assert_int_equal(sph_list_stats(&w[4].sim, &cap, &grown), 0);
+        assert_true(grown >= 1 && cap >= 12);
+        for (int k = 0; k < RUNS; k++)
             world_read(&w[k]);
-        for (int k = 1; k < 3; k++) {
+        for (int k = 1; k < RUNS; k++) {
             assert_int_equal(w[k].sim.step, w[0].sim.step);
             assert_memory_equal(w[0].pos, w[k].pos, 4 * sizeof(float) * w[0].parts.n);
             assert_memory_equal(w[0].vel, w[k].vel, 4 * sizeof(float) * w[0].parts.n);
             assert_memory_equal(w[0].rho, w[k].rho, sizeof(float) * w[0].parts.n);
         }
-        for (int k = 0; k < 3; k++)
+        for (int k = 0; k < RUNS; k++)
             world_close(&w[k]);
     }
 }

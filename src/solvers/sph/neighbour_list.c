@@ -37,7 +37,8 @@ int sph_lists_resize(sph_lists *l, mz_sim *sim, cl_uint cap)
     cl_mem old[] = {l->fluid, l->wall};
     mz_cl_release_mems(old, 2);
     l->cap = cap ? cap : 1;
-    size_t bytes = (size_t)4 * l->stride * l->cap;
+    size_t bytes = (size_t)4 * l->particles * l->cap;
+    l->stride = l->rows ? l->cap : l->particles;
     if (bytes > sim->cl->max_alloc) { /* grown past the device's largest buffer */
         mz_error("the neighbour lists of %u entries a particle need %.3g GB in one buffer; %s "
                  "allocates at most %.3g GB in one buffer. Use fewer particles or another "
@@ -53,9 +54,10 @@ int sph_lists_resize(sph_lists *l, mz_sim *sim, cl_uint cap)
 
 int sph_lists_init(sph_lists *l, mz_sim *sim)
 {
-    l->stride = (cl_uint)(sim->cap ? sim->cap : 1);
-    l->fluid_count = list_buffer(sim, 4 * (size_t)l->stride, "clCreateBuffer(neighbour counts)");
-    l->wall_count = list_buffer(sim, 4 * (size_t)l->stride, "clCreateBuffer(neighbour counts)");
+    l->particles = (cl_uint)(sim->cap ? sim->cap : 1);
+    l->rows = sim->cl->list_rows;
+    l->fluid_count = list_buffer(sim, 4 * (size_t)l->particles, "clCreateBuffer(neighbour counts)");
+    l->wall_count = list_buffer(sim, 4 * (size_t)l->particles, "clCreateBuffer(neighbour counts)");
     l->overflow = list_buffer(sim, 4, "clCreateBuffer(neighbour list overflow)");
     if (!l->fluid_count || !l->wall_count || !l->overflow)
         return -1;

@@ -6,10 +6,14 @@
 #include "solvers/sim.h"
 
 typedef struct sph_lists {
-    cl_mem fluid, fluid_count; /* neighbour k of particle i at fluid[k · stride + i] */
+    cl_mem fluid, fluid_count; /* neighbour k of particle i at fluid[k · stride + i], or with
+                                * rows at fluid[i · stride + k] (neighbour_list.clh) */
     cl_mem wall, wall_count;   /* the wall particles within h, likewise */
     cl_mem overflow;           /* the largest count over cap the last build met */
-    cl_uint cap, stride;       /* entries a particle; stride = the particle capacity */
+    cl_uint cap;               /* entries a particle */
+    cl_uint particles;         /* the particle capacity */
+    cl_uint stride;            /* the kernels' stride: the particle capacity, or with rows cap */
+    bool rows;                 /* the device's layout (mz_cl.list_rows) */
     long grown;                /* builds that found the lists short */
 } sph_lists;
 
