@@ -27,6 +27,7 @@
 #include "common/walls.clh"
 #include "sph/sph_kernels.clh"
 #include "sph/step_size.clh"
+#include "sph/sph_lanes.clh"
 
 #define MZ_BOUNDARY_PARAMS                                                                     \
     mz_grid_desc gb, global const uint *bcs, global const uint *bce, global const float4 *bx, \
@@ -60,6 +61,120 @@ inline ulong2 mz_dfsph_fixed(float e, float unit)
     return (ulong2)(q >> 24, q & 0xFFFFFFUL);
 }
 
+/* Particle i's wall sums and its results: ρ_i, α_i (see dfsph_density_alpha), the wall list. */
+inline void mz_dfsph_finish(const mz_sph *P, uint i, float4 xi, int min_neighbours, float sum,
+                            float4 grad_sum, float grad2, uint count, MZ_BOUNDARY_PARAMS,
+                            uint stride, uint cap, global uint *nc, global uint *bl,
+                            global uint *bc, global uint *overflow, global float *rho_out,
+                            global float *alpha_out)
+{
+    float4 grad_wall = (float4)(0.0f);
+    uint bcount = 0;
+    float rho = P->mass * P->poly6 * sum;
+    if (nb > 0) {
+        float bsum = 0.0f;
+        MZ_NEIGHBOURS_BEGIN(gb, bcs, bce, bx, xi, b, r2)
+            bsum += bm[b] * mz_poly6_unscaled(P, r2);
+            grad_wall += bm[b] * mz_dfsph_grad(P, mz_vec(xi - bx[b]), r2);
+            mz_list_put(bl, cap, stride, i, &bcount, b);
+        MZ_NEIGHBOURS_END
+        rho += P->poly6 * bsum;
+    }
+    mz_list_close(nc, cap, overflow, i, count);
+    mz_list_close(bc, cap, overflow, i, bcount);
+    float denom = mz_dot3(grad_sum + 2.0f * grad_wall, grad_sum + grad_wall) + grad2;
+    float alpha = denom > 0.0f ? rho / denom : 0.0f;
+    rho_out[i] = rho;
+    alpha_out[i] = (int)(count + bcount) >= min_neighbours ? alpha : -alpha;
+}
+
+#if MZ_LANES && !MZ_SLABS
+/* dfsph_density_alpha for the particles lo .. hi − 1 of one cell of a dense grid on a CPU device,
+ * eight at a time against each fluid candidate (as mz_cell_poly6_sums, sph_lanes.clh): each lane
+ * does its particle's float operations in its own walk's order, so the same bits. */
+inline void mz_dfsph_density_cell(const mz_sph *P, int min_neighbours, uint lo, uint hi,
+                                  const mz_grid_desc *g, global const uint *cs,
+                                  global const uint *ce, global const float4 *x,
+                                  MZ_BOUNDARY_PARAMS, uint stride, uint cap, global uint *nl,
+                                  global uint *nc, global uint *bl, global uint *bc,
+                                  global uint *overflow, global float *rho_out,
+                                  global float *alpha_out)
+{
+    for (uint s = lo; s < hi; s += 8) {
+        const uint e = min(hi, s + 8), last = e - 1;
+        const int8 lane = (int8)(0, 1, 2, 3, 4, 5, 6, 7);
+        const int8 valid = lane < (int8)(e - s);
+        const uint8 self = (uint8)s + as_uint8(lane);
+        float4 p0 = x[s], p1 = x[min(s + 1, last)], p2 = x[min(s + 2, last)],
+               p3 = x[min(s + 3, last)], p4 = x[min(s + 4, last)], p5 = x[min(s + 5, last)],
+               p6 = x[min(s + 6, last)], p7 = x[min(s + 7, last)];
+        const float8 X = MZ_T8(p, x), Y = MZ_T8(p, y);
+#if MZ_DIM == 3
+        const float8 Z = MZ_T8(p, z);
+#endif
+        float8 sum = 0.0f, gsx = 0.0f, gsy = 0.0f, gsz = 0.0f, g2 = 0.0f;
+        uint counts[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        const int4 c = mz_cell_rel(g, mz_cell_coord(g, p0));
+        uint seen[1];
+        int nseen = 0;
+        for (int dz = -MZ_GRID_DZ_; dz <= MZ_GRID_DZ_; dz++)
+            for (int dy = -1; dy <= 1; dy++) {
+                uint rlo, rhi;
+                if (!mz_grid_span_(g, c, -1, dy, dz, cs, ce, seen, &nseen, &rlo, &rhi))
+                    continue;
+                for (uint j = rlo; j < rhi; j++) {
+                    const float4 xj = x[j];
+                    /* the walk's r² from x_j − x_i; the gradient's d = x_i − x_j */
+                    const float8 ex = xj.x - X, ey = xj.y - Y;
+                    const float8 dx = X - xj.x, dy8 = Y - xj.y;
+#if MZ_DIM == 2
+                    const float8 r2 = ex * ex + ey * ey;
+                    const float8 dz8 = 0.0f;
+#else
+                    const float8 ez = xj.z - Z, dz8 = Z - xj.z;
+                    const float8 r2 = ex * ex + ey * ey + ez * ez;
+#endif
+                    const int8 in = valid & (r2 <= (float8)g->h2);
+                    const float8 q = P->h2 - r2;
+                    sum += select((float8)0.0f, q * q * q, in);
+                    const int8 other = in & as_int8(self != (uint8)j);
+                    const float8 r = sqrt(r2), hr = P->h - r;
+                    const float8 gf = select((float8)0.0f, P->spiky_grad * hr * hr / r,
+                                             r > (float8)P->r_min);
+                    const float8 gx = P->mass * (gf * dx), gy = P->mass * (gf * dy8),
+                                 gz = P->mass * (gf * dz8);
+                    gsx += select((float8)0.0f, gx, other);
+                    gsy += select((float8)0.0f, gy, other);
+                    gsz += select((float8)0.0f, gz, other);
+                    g2 += select((float8)0.0f, gx * gx + gy * gy + gz * gz, other);
+                    int8 bit = other & (int8)(1, 2, 4, 8, 16, 32, 64, 128);
+                    int4 b4 = bit.lo | bit.hi;
+                    int2 b2 = b4.lo | b4.hi;
+                    uint m = (uint)(b2.x | b2.y);
+                    while (m) {
+                        uint l = 31u - clz(m & (0u - m));
+                        m &= m - 1u;
+                        mz_list_put(nl, cap, stride, s + l, &counts[l], j);
+                    }
+                }
+            }
+        float sums[8], sx[8], sy[8], sz[8], s2[8];
+        vstore8(sum, 0, sums);
+        vstore8(gsx, 0, sx);
+        vstore8(gsy, 0, sy);
+        vstore8(gsz, 0, sz);
+        vstore8(g2, 0, s2);
+        for (uint i = s; i < e; i++) {
+            const uint l = i - s;
+            mz_dfsph_finish(P, i, x[i], min_neighbours, sums[l],
+                            (float4)(sx[l], sy[l], sz[l], 0.0f), s2[l], counts[l], gb, bcs,
+                            bce, bx, bm, nb, stride, cap, nc, bl, bc, overflow, rho_out,
+                            alpha_out);
+        }
+    }
+}
+#endif
+
 /* ρ_i by summation and the stiffness factor α_i = ρ_i / ((G + 2 G_b)·(G + G_b) + Σ_j |m ∇W_ij|²),
  * G = Σ_j m ∇W_ij, G_b = Σ_b m_b ∇W_ib: the k_i = α_i × (error) that undoes particle i's error
  * when it alone pushes (its neighbours and the walls). A particle with fewer than min_neighbours neighbours (a splash, the edge of a sheet)
@@ -74,9 +189,20 @@ kernel void dfsph_density_alpha(uint n, mz_sph P, int min_neighbours, mz_grid_de
     uint i = get_global_id(0);
     if (i >= n)
         return;
-    float4 xi = x[i], grad_sum = (float4)(0.0f), grad_wall = (float4)(0.0f);
+#if MZ_LANES && !MZ_SLABS
+    if (!g.hashed) { /* a cell at a time, by its first particle */
+        uint lo, hi;
+        mz_cell_range(cs, ce, mz_cell_key(&g, mz_cell_coord(&g, x[i])), &lo, &hi);
+        if (i == lo)
+            mz_dfsph_density_cell(&P, min_neighbours, lo, min(hi, n), &g, cs, ce, x, gb, bcs,
+                                  bce, bx, bm, nb, stride, cap, nl, nc, bl, bc, overflow,
+                                  rho_out, alpha_out);
+        return;
+    }
+#endif
+    float4 xi = x[i], grad_sum = (float4)(0.0f);
     float sum = 0.0f, grad2 = 0.0f;
-    uint count = 0, bcount = 0;
+    uint count = 0;
     MZ_NEIGHBOURS_BEGIN(g, cs, ce, x, xi, j, r2)
         sum += mz_poly6_unscaled(&P, r2);
         if (j == i)
@@ -86,22 +212,8 @@ kernel void dfsph_density_alpha(uint n, mz_sph P, int min_neighbours, mz_grid_de
         grad2 += mz_dot3(gw, gw);
         mz_list_put(nl, cap, stride, i, &count, j);
     MZ_NEIGHBOURS_END
-    float rho = P.mass * P.poly6 * sum;
-    if (nb > 0) {
-        float bsum = 0.0f;
-        MZ_NEIGHBOURS_BEGIN(gb, bcs, bce, bx, xi, b, r2)
-            bsum += bm[b] * mz_poly6_unscaled(&P, r2);
-            grad_wall += bm[b] * mz_dfsph_grad(&P, mz_vec(xi - bx[b]), r2);
-            mz_list_put(bl, cap, stride, i, &bcount, b);
-        MZ_NEIGHBOURS_END
-        rho += P.poly6 * bsum;
-    }
-    mz_list_close(nc, cap, overflow, i, count);
-    mz_list_close(bc, cap, overflow, i, bcount);
-    float denom = mz_dot3(grad_sum + 2.0f * grad_wall, grad_sum + grad_wall) + grad2;
-    float alpha = denom > 0.0f ? rho / denom : 0.0f;
-    rho_out[i] = rho;
-    alpha_out[i] = (int)(count + bcount) >= min_neighbours ? alpha : -alpha;
+    mz_dfsph_finish(&P, i, xi, min_neighbours, sum, grad_sum, grad2, count, gb, bcs, bce, bx, bm,
+                    nb, stride, cap, nc, bl, bc, overflow, rho_out, alpha_out);
 }
 
 /* Viscosity (the fluid's and Monaghan's artificial one, as WCSPH has them), the walls' friction

@@ -22,6 +22,7 @@
 #include "common/walls.clh"
 #include "sph/sph_kernels.clh"
 #include "sph/step_size.clh"
+#include "sph/sph_lanes.clh"
 
 /* The density pass's sums over i's neighbours, from the grid, writing i's lists on the way
  * where the solver keeps them. SPLIT (continuity density on GPUs, MZ_LIST_SUMS): the walk only
@@ -133,14 +134,14 @@ inline float mz_sph_density_rate(const mz_sph *P, uint i, float4 xi, float4 vi, 
         float r = sqrt(R2);                                                                    \
         if (r > P->r_min) {                                                                    \
             float4 dx = xi - x[J], vij = vi - v[J];                                            \
-            float f = P->spiky_grad * (P->h - r) * (P->h - r) * (1.0f / r); /* ∇W_ij = f dx */ \
+            float f = P->spiky_grad * (P->h - r) * (P->h - r) / r; /* ∇W_ij = f dx */          \
             rate += P->mass * f * (vij.x * dx.x + vij.y * dx.y + vij.z * dx.z);                \
             if (P->kgc)                                                                        \
                 *S = mz_kgc_add(*S, -P->mass * f, dx);                                         \
             float drho_h = -to_rho * (gravity.x * dx.x + gravity.y * dx.y + gravity.z * dx.z); \
             float rho_j = rho[J];                                                              \
-            diffusion +=                                                                       \
-                2.0f * (rho_j - rho_i - drho_h) * (-f * R2) / ((R2 + P->eps2) * rho_j);        \
+            diffusion += 2.0f * (rho_j - rho_i - drho_h) * (-f * R2) / (R2 + P->eps2) /        \
+                         rho_j;                                                                \
         }                                                                                      \
     }
 #define MZ_WALL_(B, R2)                                                                        \
@@ -149,10 +150,10 @@ inline float mz_sph_density_rate(const mz_sph *P, uint i, float4 xi, float4 vi, 
         if (r > P->r_min) {                                                                    \
             float4 dx = xi - bx[B], vib = vi - MZ_WALL_V(B);                                   \
             float hr = P->h - r;                                                               \
-            float f = P->spiky_grad * hr * hr * (1.0f / r);                                    \
-            rate += bm[B] * f * (vib.x * dx.x + vib.y * dx.y + vib.z * dx.z);             \
+            rate += bm[B] * (P->spiky_grad * hr * hr / r) *                                    \
+                    (vib.x * dx.x + vib.y * dx.y + vib.z * dx.z);                              \
             if (P->kgc)                                                                        \
-                *S = mz_kgc_add(*S, -bm[B] * f, dx);                                           \
+                *S = mz_kgc_add(*S, -bm[B] * (P->spiky_grad * hr * hr / r), dx);               \
         }                                                                                      \
     }
     /* the fluid's diffusion before the walls' terms */
@@ -208,6 +209,47 @@ inline void mz_sph_integrate(const mz_sph *P, float dt, float4 gravity, const mz
  * Continuity: ρ carried from the last step, ρ += lag · Dρ/Dt with lag the last step's dt and
  * the rate from the velocities that step produced (the ones that moved the particles here: the
  * density update pairs with the position update, symplectic like the rest). */
+#if MZ_LANES && !MZ_SLABS
+/* Summation density for the particles lo .. hi − 1 of one cell (a dense grid's), the fluid's
+ * sums eight particles at a time (mz_cell_poly6_sums), the walls' one particle at a time: the
+ * same bits as mz_sph_density_at. */
+inline void mz_sph_density_cell(const mz_sph *P, uint lo, uint hi, const mz_grid_desc *g,
+                                global const uint *cs, global const uint *ce,
+                                global const float4 *x, mz_grid_desc gb, global const uint *bcs,
+                                global const uint *bce, global const float4 *bx,
+                                global const float *bm, int nb, global float *rho_out,
+                                global float *p, MZ_SPH_LISTS_OUT)
+{
+    for (uint s = lo; s < hi; s += 8) {
+        const uint e = min(hi, s + 8);
+        float sums[8];
+        uint counts[8];
+        mz_cell_poly6_sums(P, s, e, g, cs, ce, x, lists, stride, cap, nl, sums, counts);
+        for (uint i = s; i < e; i++) {
+            const float4 xi = x[i];
+            float bsum = 0.0f;
+            uint nw = 0;
+            if (nb > 0) {
+                MZ_NEIGHBOURS_BEGIN(gb, bcs, bce, bx, xi, b, r2)
+                    if (lists)
+                        mz_list_put(bl, cap, stride, i, &nw, b);
+                    bsum += bm[b] * mz_poly6_unscaled(P, r2);
+                MZ_NEIGHBOURS_END
+            }
+            if (lists) {
+                mz_list_close(nc, cap, overflow, i, counts[i - s]);
+                mz_list_close(bc, cap, overflow, i, nw);
+            }
+            float r = P->mass * P->poly6 * sums[i - s];
+            if (nb > 0)
+                r += P->poly6 * bsum;
+            rho_out[i] = r;
+            p[i] = mz_tait(P, r);
+        }
+    }
+}
+#endif
+
 kernel void sph_density(uint n, float lag, mz_sph P, mz_frame frame, mz_grid_desc g,
                         global const uint *cs, global const uint *ce, global const float4 *x,
                         global const float4 *v, mz_grid_desc gb, global const uint *bcs,
@@ -219,6 +261,16 @@ kernel void sph_density(uint n, float lag, mz_sph P, mz_frame frame, mz_grid_des
     uint i = get_global_id(0);
     if (i >= n)
         return;
+#if MZ_LANES && !MZ_SLABS
+    if (!P.continuity && !P.kgc && !g.hashed) { /* a cell at a time, by its first particle */
+        uint lo, hi;
+        mz_cell_range(cs, ce, mz_cell_key(&g, mz_cell_coord(&g, x[i])), &lo, &hi);
+        if (i == lo)
+            mz_sph_density_cell(&P, lo, min(hi, n), &g, cs, ce, x, gb, bcs, bce, bx, bm, nb,
+                                rho_out, p, lists, stride, cap, nl, nc, bl, bc, overflow);
+        return;
+    }
+#endif
     float4 gravity = mz_frame_accel(&frame, x[i], v[i]);
     mz_kgc S = (mz_kgc)(0.0f);
     float r = P.continuity
@@ -270,6 +322,25 @@ kernel void sph_forces(uint n, float dt, mz_sph P, mz_frame frame, mz_walls wall
                         MZ_WALL_A(B), Ci);                                                     \
     }
     const bool listed = lists && nc[i] <= cap && (nb == 0 || bc[i] <= cap);
+#if MZ_LANES
+    if (!P.kgc) {
+        mz_lanes L;
+        mz_lanes_zero(&L);
+        if (listed && MZ_LIST_ROWS) {
+            mz_lanes_pairs_row(&P, &L, i, xi, vi, rho_i, pr_i, nl + i * stride, nc[i], x, v,
+                               rho, p);
+        } else if (listed) {
+            MZ_LIST_BEGIN(nl, nc, stride, i, x, xi, j, r2)
+                mz_lanes_pair_at(&P, &L, i, xi, vi, rho_i, pr_i, j, x, v, rho, p);
+            MZ_LIST_END
+        } else {
+            MZ_NEIGHBOURS_BEGIN(g, cs, ce, x, xi, j, r2)
+                mz_lanes_pair_at(&P, &L, i, xi, vi, rho_i, pr_i, j, x, v, rho, p);
+            MZ_NEIGHBOURS_END
+        }
+        a = mz_lanes_accel(&L);
+    } else
+#endif
     if (listed) {
         MZ_LIST_BEGIN(nl, nc, stride, i, x, xi, j, r2)
             MZ_SPH_FLUID_TERM(j, r2)
@@ -346,7 +417,7 @@ kernel void csph_step(uint n, float dt, float lag, mz_sph P, mz_frame frame, mz_
         float r = sqrt(r2);
         if (r > P.r_min) {
             float hr = P.h - r;
-            drho += P.mass * (P.spiky_grad * hr * hr * (1.0f / r)) *
+            drho += P.mass * (P.spiky_grad * hr * hr / r) *
                     (vij.x * dx.x + vij.y * dx.y + vij.z * dx.z);
         }
     MZ_NEIGHBOURS_END
@@ -365,7 +436,7 @@ kernel void csph_step(uint n, float dt, float lag, mz_sph P, mz_frame frame, mz_
             float r = sqrt(r2);
             if (r > P.r_min) {
                 float hr = P.h - r;
-                drho += bm[b] * (P.spiky_grad * hr * hr * (1.0f / r)) *
+                drho += bm[b] * (P.spiky_grad * hr * hr / r) *
                         (vib.x * dx.x + vib.y * dx.y + vib.z * dx.z);
             }
         MZ_NEIGHBOURS_END

@@ -215,6 +215,7 @@ int mz_cl_open(mz_cl *cl, const char *spec, bool profiling)
     bool cpu = (cl->type & CL_DEVICE_TYPE_CPU) != 0;
     cl->list_rows = env_choice("MIZU_LIST_LAYOUT", "rows", "columns", cpu);
     cl->list_sums = env_choice("MIZU_LIST_SUMS", "lists", "walk", !cpu);
+    cl->lanes = env_choice("MIZU_SPH_LANES", "8", "1", cpu);
 
     cl_int s;
     cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)cl->platform,

@@ -27,6 +27,9 @@ typedef struct mz_cl {
     bool list_rows; /* a particle's entries side by side (CPUs: one work-item at a time reads
                      * its own row), rather than entry k of neighbouring particles (GPUs) */
     bool list_sums; /* a pass that writes the lists sums over them after its walk (GPUs) */
+    /* WCSPH's fluid sums in eight lanes (kernels/sph/sph_lanes.clh): CPUs, or MIZU_SPH_LANES=8
+     * or 1 */
+    bool lanes;
 } mz_cl;
 
 /* The enum's name for an OpenCL status, e.g. "CL_OUT_OF_RESOURCES". */

@@ -95,8 +95,8 @@ cl_program cl_prog_build(mz_cl *cl, const char *file, const char *defines)
     if (!created)
         return NULL;
     mz_str opts = {0};
-    str_addf(&opts, "%s -DMZ_LIST_ROWS=%d -DMZ_LIST_SUMS=%d %s", MZ_CL_BUILD_OPTIONS,
-             cl->list_rows, cl->list_sums, defines ? defines : "");
+    str_addf(&opts, "%s -DMZ_LANES=%d -DMZ_LIST_ROWS=%d -DMZ_LIST_SUMS=%d %s",
+             MZ_CL_BUILD_OPTIONS, cl->lanes, cl->list_rows, cl->list_sums, defines ? defines : "");
     s = clBuildProgram(p, 1, &cl->device, opts.s, NULL, NULL);
     if (s != CL_SUCCESS) {
         size_t n = 0;

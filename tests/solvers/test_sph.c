@@ -766,16 +766,17 @@ static void test_flume_3d_dfsph(void **state)
 /* DFSPH's neighbour lists, made too short for the flume's neighbourhoods (32 at rest), grow at
  * the next step and the run stays bit-identical to one whose lists never ran short. */
 /* WCSPH's neighbour lists: a run with them, one whose lists are cut to 5 entries (the forces
- * walk the grid for particles they cannot hold, and they grow at the end of the first frame),
- * one without, and the first two again with a GPU's choices (the layout and sums that
- * MIZU_LIST_LAYOUT=columns MIZU_LIST_SUMS=lists choose: the continuity sums over the lists after
- * the walk, and from the grid where a list ran short); three frames of the 2D dam break with wall particles, summed and
- * continuity density: identical bits. */
+ * walk the grid for particles they cannot hold, and they grow at the end of the first frame) and
+ * one without give the same bits; three frames of the 2D dam break with wall particles, summed
+ * and continuity density. Twice: with a CPU's choices (lists in rows, the fluid forces in eight
+ * lanes, sph_lanes.clh) and with a GPU's (columns, the continuity summed over the lists after
+ * the walk, the plain force sum), which MIZU_LIST_LAYOUT, MIZU_LIST_SUMS and MIZU_SPH_LANES
+ * choose. */
 static void test_wcsph_lists(void **state)
 {
     (void)state;
     static const char *const methods[] = {"summation", "continuity"};
-    enum { RUNS = 5 };
+    enum { RUNS = 6 };
     for (int m = 0; m < 2; m++) {
         char method[64];
         snprintf(method, sizeof method, "fluids[0].density_method=%s", methods[m]);
@@ -783,38 +784,117 @@ static void test_wcsph_lists(void **state)
         world w[RUNS];
         const mz_cl device = cl;
         for (int k = 0; k < RUNS; k++) {
-            setenv("MIZU_SPH_LISTS", k == 2 ? "0" : "1", 1);
-            cl.list_rows = k < 3; /* what MIZU_LIST_LAYOUT and MIZU_LIST_SUMS choose */
+            setenv("MIZU_SPH_LISTS", k % 3 == 2 ? "0" : "1", 1);
+            cl.list_rows = cl.lanes = k < 3;
             cl.list_sums = k >= 3;
             world_open_file(&w[k], "scenes/dam_break_2d.json", sets, 2);
         }
         unsetenv("MIZU_SPH_LISTS");
         cl.list_rows = device.list_rows;
         cl.list_sums = device.list_sums;
+        cl.lanes = device.lanes;
         unsigned cap;
         long grown;
-        assert_int_equal(sph_set_list_cap(&w[1].sim, 5), 0);
-        assert_int_equal(sph_set_list_cap(&w[4].sim, 5), 0);
-        assert_int_equal(sph_list_stats(&w[2].sim, &cap, &grown), -1);
+        for (int k = 1; k < RUNS; k += 3) {
+            assert_int_equal(sph_set_list_cap(&w[k].sim, 5), 0);
+            assert_int_equal(sph_list_stats(&w[k + 1].sim, &cap, &grown), -1);
+        }
         for (int f = 0; f < 3; f++)
             for (int k = 0; k < RUNS; k++)
                 assert_int_equal(sim_advance_frame(&w[k].sim, scene_frame_dt(&w[k].scene)), 0);
-        assert_int_equal(sph_list_stats(&w[1].sim, &cap, &grown), 0);
-        print_message("WCSPH lists (%s density): cut to 5, grown %ld times to %u; bits as "
-                      "without lists after %ld steps, in both layouts\n", methods[m], grown, cap,
-                      w[0].sim.step);
-        assert_true(grown >= 1 && cap >= 12);
-        assert_int_equal(sph_list_stats(&w[4].sim, &cap, &grown), 0);
-        assert_true(grown >= 1 && cap >= 12);
-        for (int k = 0; k < RUNS; k++)
-            world_read(&w[k]);
-        for (int k = 1; k < RUNS; k++) {
-            assert_int_equal(w[k].sim.step, w[0].sim.step);
-            assert_memory_equal(w[0].pos, w[k].pos, 4 * sizeof(float) * w[0].parts.n);
-            assert_memory_equal(w[0].vel, w[k].vel, 4 * sizeof(float) * w[0].parts.n);
-            assert_memory_equal(w[0].rho, w[k].rho, sizeof(float) * w[0].parts.n);
+        for (int k = 1; k < RUNS; k += 3) {
+            assert_int_equal(sph_list_stats(&w[k].sim, &cap, &grown), 0);
+            print_message("WCSPH lists (%s density, %s's choices): cut to 5, grown %ld times "
+                          "to %u; bits as without lists after %ld steps\n", methods[m],
+                          k < 3 ? "a CPU" : "a GPU", grown, cap, w[k].sim.step);
+            assert_true(grown >= 1 && cap >= 12);
         }
         for (int k = 0; k < RUNS; k++)
+            world_read(&w[k]);
+        for (int k = 0; k < RUNS; k++) {
+            const world *ref = &w[k < 3 ? 0 : 3];
+            assert_int_equal(w[k].sim.step, ref->sim.step);
+            assert_memory_equal(ref->pos, w[k].pos, 4 * sizeof(float) * ref->parts.n);
+            assert_memory_equal(ref->vel, w[k].vel, 4 * sizeof(float) * ref->parts.n);
+            assert_memory_equal(ref->rho, w[k].rho, sizeof(float) * ref->parts.n);
+        }
+        for (int k = 0; k < RUNS; k++)
+            world_close(&w[k]);
+    }
+}
+
+/* The density pass a cell at a time (CPU devices, sph_lanes.clh: mz_cell_poly6_sums) against the
+ * one-particle walk it replaces: the same disturbed state (positions moved by up to 0.3 spacing)
+ * stepped once by each gives the same densities to the bit, with and without lists, in 3D and
+ * 2D with wall particles; and DFSPH's (mz_dfsph_density_cell), three frames of each scene. */
+static void test_density_by_cells(void **state)
+{
+    (void)state;
+    static const char *const scenes[] = {"scenes/dam_break_3d.json", "scenes/dam_break_2d.json"};
+    const char *sets[] = {"domain.boundary.type=particles"};
+    const mz_cl device = cl;
+    for (int sc = 0; sc < 2; sc++)
+        for (int lists = 0; lists < 2; lists++) {
+            world w[2];
+            float *rho[2];
+            setenv("MIZU_SPH_LISTS", lists ? "1" : "0", 1);
+            for (int k = 0; k < 2; k++) {
+                cl.lanes = k == 1;
+                world_open_file(&w[k], scenes[sc], sets, 1);
+                size_t n = w[k].parts.n;
+                world_read(&w[k]);
+                uint64_t x = 12345;
+                double h = w[k].scene.fluids[0].spacing;
+                for (size_t i = 0; i < n; i++)
+                    for (int c = 0; c < w[k].scene.sim.dimensions; c++) {
+                        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+                        double u = (double)(x >> 11) / 9007199254740992.0 - 0.5;
+                        w[k].pos[4 * i + c] += (float)(0.6 * h * u);
+                    }
+                assert_int_equal(clEnqueueWriteBuffer(cl.queue, w[k].sim.pos, CL_TRUE, 0, 16 * n,
+                                                      w[k].pos, 0, NULL, NULL), CL_SUCCESS);
+                assert_int_equal(sim_substep(&w[k].sim, scene_frame_dt(&w[k].scene) / 100), 0);
+                world_read(&w[k]);
+                rho[k] = calloc(n, sizeof **rho);
+                for (size_t i = 0; i < n; i++)
+                    rho[k][w[k].id[i]] = w[k].rho[i];
+            }
+            cl.lanes = device.lanes;
+            size_t n = w[0].parts.n, differ = 0;
+            for (size_t i = 0; i < n; i++)
+                differ += memcmp(&rho[0][i], &rho[1][i], sizeof(float)) != 0;
+            print_message("density by cells (%s, lists %s): %zu particles, %zu densities differ "
+                          "from the one-particle walk's\n", scenes[sc], lists ? "on" : "off", n,
+                          differ);
+            assert_int_equal(differ, 0);
+            assert_true(rho[0][0] > 0.0f && rho[0][0] != 1000.0f);
+            for (int k = 0; k < 2; k++) {
+                free(rho[k]);
+                world_close(&w[k]);
+            }
+        }
+    unsetenv("MIZU_SPH_LISTS");
+    /* DFSPH's density pass likewise (mz_dfsph_density_cell), and its solves do not change: a
+     * whole run gives the same bits. */
+    for (int sc = 0; sc < 2; sc++) {
+        const char *dsets[] = {"fluids[0].solver=dfsph", "domain.boundary.type=particles"};
+        world w[2];
+        for (int k = 0; k < 2; k++) {
+            cl.lanes = k == 1;
+            world_open_file(&w[k], scenes[sc], dsets, 2);
+            for (int f = 0; f < 3; f++)
+                assert_int_equal(sim_advance_frame(&w[k].sim, scene_frame_dt(&w[k].scene)), 0);
+            world_read(&w[k]);
+        }
+        cl.lanes = device.lanes;
+        size_t n = w[0].parts.n;
+        print_message("DFSPH density by cells (%s): %ld steps, bits as the one-particle walk's\n",
+                      scenes[sc], w[0].sim.step);
+        assert_int_equal(w[0].sim.step, w[1].sim.step);
+        assert_memory_equal(w[0].pos, w[1].pos, 4 * sizeof(float) * n);
+        assert_memory_equal(w[0].vel, w[1].vel, 4 * sizeof(float) * n);
+        assert_memory_equal(w[0].rho, w[1].rho, sizeof(float) * n);
+        for (int k = 0; k < 2; k++)
             world_close(&w[k]);
     }
 }
@@ -868,6 +948,7 @@ int main(void)
         cmocka_unit_test(test_flume_3d_dfsph),
         cmocka_unit_test(test_dfsph_lists_grow),
         cmocka_unit_test(test_wcsph_lists),
+        cmocka_unit_test(test_density_by_cells),
         cmocka_unit_test(test_colliders),
         cmocka_unit_test(test_wall_function),
     };

@@ -16,10 +16,13 @@ static cl_uint lattice_neighbours(const mz_scene *s)
     return count;
 }
 
+/* Caps are whole eights: CPU devices read a list row eight entries at a time (sph_lanes.clh). */
+static cl_uint eights(cl_uint n) { return (n + 7) / 8 * 8; }
+
 cl_uint sph_lists_cap_first(const mz_scene *s)
 {
     cl_uint lattice = lattice_neighbours(s);
-    return lattice + lattice / 2 + 8;
+    return eights(lattice + lattice / 2 + 8);
 }
 
 size_t sph_lists_bytes(const mz_scene *s)
@@ -36,9 +39,9 @@ int sph_lists_resize(sph_lists *l, mz_sim *sim, cl_uint cap)
 {
     cl_mem old[] = {l->fluid, l->wall};
     mz_cl_release_mems(old, 2);
-    l->cap = cap ? cap : 1;
-    size_t bytes = (size_t)4 * l->particles * l->cap;
+    l->cap = eights(cap ? cap : 1);
     l->stride = l->rows ? l->cap : l->particles;
+    size_t bytes = (size_t)4 * l->particles * l->cap;
     if (bytes > sim->cl->max_alloc) { /* grown past the device's largest buffer */
         mz_error("the neighbour lists of %u entries a particle need %.3g GB in one buffer; %s "
                  "allocates at most %.3g GB in one buffer. Use fewer particles or another "

@@ -17,7 +17,8 @@ typedef struct sph_lists {
     long grown;                /* builds that found the lists short */
 } sph_lists;
 
-/* Entries a particle the lists start with: 1.5 × the lattice's neighbours within h, + 8. */
+/* Entries a particle the lists start with: 1.5 × the lattice's neighbours within h, + 8, up to
+ * a multiple of 8 (every cap is). */
 cl_uint sph_lists_cap_first(const mz_scene *s);
 /* Device bytes a particle the lists take at their first capacity. */
 size_t sph_lists_bytes(const mz_scene *s);
