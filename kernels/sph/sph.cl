@@ -384,19 +384,169 @@ inline float mz_csph_density_now(float rho, float drho, float lag)
     return fmax(rho + lag * drho, 0.5f * rho);
 }
 
+#define MZ_CSPH_OUT                                                                            \
+    global float *rho_out, global float *drho_out, global float *p_out, global float4 *x_out,  \
+        global float4 *v_out, global float *a2_out, int rest_out, global float4 *wall_rest
+#define MZ_CSPH_OUT_ARGS rho_out, drho_out, p_out, x_out, v_out, a2_out, rest_out, wall_rest
+
+/* Particle i's step after its fluid sums (sum: Σ_j (h² − r²)³, a: the fluid's pairs, drho: their
+ * rate): the walls' terms, its density, rate and pressure out, and the update. */
+inline void mz_csph_finish(const mz_sph *P, uint i, float dt, float4 gravity,
+                           const mz_walls *walls, int penalty, float4 xi, float4 vi, float rho_i,
+                           float p_i, float4 a, float sum, float drho, mz_grid_desc gb,
+                           global const uint *bcs, global const uint *bce,
+                           global const float4 *bx, global const float *bm, int nb,
+                           MZ_WALL_MOTION, MZ_CSPH_OUT)
+{
+    float rho_new = P->mass * P->poly6 * sum;
+    if (nb > 0) {
+        float bsum = 0.0f;
+        mz_wall_sum ws = mz_wall_sum_zero();
+        ws.a = a; /* the fluid's sum first, then each boundary particle's: the order as ever */
+        MZ_NEIGHBOURS_BEGIN(gb, bcs, bce, bx, xi, b, r2)
+            bsum += bm[b] * mz_poly6_unscaled(P, r2);
+            float4 dx = xi - bx[b];
+            dx.w = 0.0f;
+            float4 vb = MZ_WALL_V(b), vib = vi - vb;
+            mz_sph_boundary(P, &ws, dx, r2, bm[b], p_i, rho_i, gravity, vi, vb, MZ_WALL_A(b),
+                            mz_kgc_identity());
+            float r = sqrt(r2);
+            if (r > P->r_min) {
+                float hr = P->h - r;
+                drho += bm[b] * (P->spiky_grad * hr * hr / r) *
+                        (vib.x * dx.x + vib.y * dx.y + vib.z * dx.z);
+            }
+        MZ_NEIGHBOURS_END
+        a = mz_sph_wall_accel(P, &ws, vi, dt);
+        if (rest_out)
+            mz_sph_wall_rest(wall_rest, i, a, &ws);
+        rho_new += P->poly6 * bsum;
+    }
+    rho_out[i] = rho_new;
+    drho_out[i] = drho;
+    p_out[i] = mz_tait(P, rho_new);
+    mz_sph_integrate(P, dt, gravity, walls, penalty, xi, vi, a, x_out, v_out, a2_out, i);
+}
+
+#if MZ_LANES && !MZ_SLABS
+/* csph_step for the particles lo .. hi − 1 of one cell of a dense grid on a CPU device, eight at
+ * a time against each fluid candidate (as mz_cell_poly6_sums, sph_lanes.clh): the candidate's
+ * carried density and pressure once for all eight, each lane doing its particle's float
+ * operations in its own walk's order (MZ_LANES_PAIR is mz_sph_pair's), so the same bits. */
+inline void mz_csph_cell(const mz_sph *P, uint lo, uint hi, float dt, float lag,
+                         mz_frame frame, const mz_walls *walls, int penalty,
+                         const mz_grid_desc *g, global const uint *cs, global const uint *ce,
+                         global const float4 *x, global const float4 *v,
+                         global const float *rho_prev, global const float *drho_prev,
+                         mz_grid_desc gb, global const uint *bcs, global const uint *bce,
+                         global const float4 *bx, global const float *bm, int nb,
+                         MZ_WALL_MOTION, MZ_CSPH_OUT)
+{
+    for (uint s = lo; s < hi; s += 8) {
+        const uint e = min(hi, s + 8), last = e - 1;
+        const int8 lane = (int8)(0, 1, 2, 3, 4, 5, 6, 7);
+        const int8 valid = lane < (int8)(e - s);
+        const uint8 self = (uint8)s + as_uint8(lane);
+        float rho_l[8], p_l[8], pr_l[8];
+        for (uint l = 0; l < 8; l++) {
+            uint i = min(s + l, last);
+            rho_l[l] = mz_csph_density_now(rho_prev[i], drho_prev[i], lag);
+            p_l[l] = mz_tait(P, rho_l[l]);
+            pr_l[l] = p_l[l] / (rho_l[l] * rho_l[l]);
+        }
+        const float8 rho_i = vload8(0, rho_l), pr_i = vload8(0, pr_l);
+        float4 p0 = x[s], p1 = x[min(s + 1, last)], p2 = x[min(s + 2, last)],
+               p3 = x[min(s + 3, last)], p4 = x[min(s + 4, last)], p5 = x[min(s + 5, last)],
+               p6 = x[min(s + 6, last)], p7 = x[min(s + 7, last)];
+        float4 q0 = v[s], q1 = v[min(s + 1, last)], q2 = v[min(s + 2, last)],
+               q3 = v[min(s + 3, last)], q4 = v[min(s + 4, last)], q5 = v[min(s + 5, last)],
+               q6 = v[min(s + 6, last)], q7 = v[min(s + 7, last)];
+        const float8 X = MZ_T8(p, x), Y = MZ_T8(p, y), Z = MZ_T8(p, z);
+        const float8 VX = MZ_T8(q, x), VY = MZ_T8(q, y), VZ = MZ_T8(q, z);
+        float8 sum = 0.0f, ax = 0.0f, ay = 0.0f, az = 0.0f, drho = 0.0f;
+        const int4 c = mz_cell_rel(g, mz_cell_coord(g, p0));
+        uint seen[1];
+        int nseen = 0;
+        for (int dz = -MZ_GRID_DZ_; dz <= MZ_GRID_DZ_; dz++)
+            for (int dy = -1; dy <= 1; dy++) {
+                uint rlo, rhi;
+                if (!mz_grid_span_(g, c, -1, dy, dz, cs, ce, seen, &nseen, &rlo, &rhi))
+                    continue;
+                for (uint j = rlo; j < rhi; j++) {
+                    const float4 xj = x[j];
+                    const float8 ex = xj.x - X, ey = xj.y - Y;
+#if MZ_DIM == 2
+                    const float8 r2 = ex * ex + ey * ey;
+#else
+                    const float8 ez = xj.z - Z;
+                    const float8 r2 = ex * ex + ey * ey + ez * ez;
+#endif
+                    const int8 in = valid & (r2 <= (float8)g->h2);
+                    if (!any(in))
+                        continue;
+                    const float8 q = P->h2 - r2;
+                    sum += select((float8)0.0f, q * q * q, in);
+                    const float8 r = sqrt(r2);
+                    const int8 pair = in & as_int8(self != (uint8)j) & (r > (float8)P->r_min);
+                    if (!any(pair))
+                        continue;
+                    const float4 vj = v[j];
+                    const float8 dx = X - xj.x, dy8 = Y - xj.y, dz8 = Z - xj.z;
+                    const float8 ux = VX - vj.x, uy = VY - vj.y, uz = VZ - vj.z;
+                    const float rho_j = mz_csph_density_now(rho_prev[j], drho_prev[j], lag);
+                    const float p_j = mz_tait(P, rho_j);
+                    float8 px, py, pz;
+                    MZ_LANES_PAIR(float8, P, dx, dy8, dz8, ux, uy, uz, r2, rho_j, p_j, rho_i, pr_i,
+                                  px, py, pz)
+                    ax += select((float8)0.0f, px, pair);
+                    ay += select((float8)0.0f, py, pair);
+                    az += select((float8)0.0f, pz, pair);
+                    const float8 hr = P->h - r;
+                    drho += select((float8)0.0f,
+                                   P->mass * (P->spiky_grad * hr * hr / r) *
+                                       (ux * dx + uy * dy8 + uz * dz8),
+                                   pair);
+                }
+            }
+        float sums[8], sx[8], sy[8], sz[8], dr[8];
+        vstore8(sum, 0, sums);
+        vstore8(ax, 0, sx);
+        vstore8(ay, 0, sy);
+        vstore8(az, 0, sz);
+        vstore8(drho, 0, dr);
+        for (uint i = s; i < e; i++) {
+            const uint l = i - s;
+            float4 xi = x[i], vi = v[i];
+            mz_csph_finish(P, i, dt, mz_frame_accel(&frame, xi, vi), walls, penalty, xi, vi,
+                           rho_l[l], p_l[l], (float4)(sx[l], sy[l], sz[l], 0.0f), sums[l],
+                           dr[l], gb, bcs, bce, bx, bm, nb, moving, bv, ba, MZ_CSPH_OUT_ARGS);
+        }
+    }
+}
+#endif
+
 kernel void csph_step(uint n, float dt, float lag, mz_sph P, mz_frame frame, mz_walls walls,
                       int penalty, mz_grid_desc g, global const uint *cs, global const uint *ce,
                       global const float4 *x, global const float4 *v,
                       global const float *rho_prev, global const float *drho_prev,
                       mz_grid_desc gb, global const uint *bcs, global const uint *bce,
                       global const float4 *bx, global const float *bm, int nb, MZ_WALL_MOTION,
-                      global float *rho_out, global float *drho_out, global float *p_out,
-                      global float4 *x_out, global float4 *v_out, global float *a2_out,
-                      int rest_out, global float4 *wall_rest)
+                      MZ_CSPH_OUT)
 {
     uint i = get_global_id(0);
     if (i >= n)
         return;
+#if MZ_LANES && !MZ_SLABS
+    if (!g.hashed) { /* a cell at a time, by its first particle */
+        uint lo, hi;
+        mz_cell_range(cs, ce, mz_cell_key(&g, mz_cell_coord(&g, x[i])), &lo, &hi);
+        if (i == lo)
+            mz_csph_cell(&P, lo, min(hi, n), dt, lag, frame, &walls, penalty, &g, cs, ce, x, v,
+                         rho_prev, drho_prev, gb, bcs, bce, bx, bm, nb, moving, bv, ba,
+                         MZ_CSPH_OUT_ARGS);
+        return;
+    }
+#endif
     float4 xi = x[i], vi = v[i];
     float4 gravity = mz_frame_accel(&frame, xi, vi);
     float rho_i = mz_csph_density_now(rho_prev[i], drho_prev[i], lag);
@@ -421,34 +571,8 @@ kernel void csph_step(uint n, float dt, float lag, mz_sph P, mz_frame frame, mz_
                     (vij.x * dx.x + vij.y * dx.y + vij.z * dx.z);
         }
     MZ_NEIGHBOURS_END
-    float rho_new = P.mass * P.poly6 * sum;
-    if (nb > 0) {
-        float bsum = 0.0f;
-        mz_wall_sum ws = mz_wall_sum_zero();
-        ws.a = a; /* the fluid's sum first, then each boundary particle's: the order as ever */
-        MZ_NEIGHBOURS_BEGIN(gb, bcs, bce, bx, xi, b, r2)
-            bsum += bm[b] * mz_poly6_unscaled(&P, r2);
-            float4 dx = xi - bx[b];
-            dx.w = 0.0f;
-            float4 vb = MZ_WALL_V(b), vib = vi - vb;
-            mz_sph_boundary(&P, &ws, dx, r2, bm[b], p_i, rho_i, gravity, vi, vb, MZ_WALL_A(b),
-                            mz_kgc_identity());
-            float r = sqrt(r2);
-            if (r > P.r_min) {
-                float hr = P.h - r;
-                drho += bm[b] * (P.spiky_grad * hr * hr / r) *
-                        (vib.x * dx.x + vib.y * dx.y + vib.z * dx.z);
-            }
-        MZ_NEIGHBOURS_END
-        a = mz_sph_wall_accel(&P, &ws, vi, dt);
-        if (rest_out)
-            mz_sph_wall_rest(wall_rest, i, a, &ws);
-        rho_new += P.poly6 * bsum;
-    }
-    rho_out[i] = rho_new;
-    drho_out[i] = drho;
-    p_out[i] = mz_tait(&P, rho_new);
-    mz_sph_integrate(&P, dt, gravity, &walls, penalty, xi, vi, a, x_out, v_out, a2_out, i);
+    mz_csph_finish(&P, i, dt, gravity, &walls, penalty, xi, vi, rho_i, p_i, a, sum, drho, gb, bcs,
+                   bce, bx, bm, nb, moving, bv, ba, MZ_CSPH_OUT_ARGS);
 }
 
 /* Tests: the kernels at radii r[k] (W, |∇W|, ∇²W), and per-particle lattice sums. */

@@ -826,7 +826,8 @@ static void test_wcsph_lists(void **state)
 /* The density pass a cell at a time (CPU devices, sph_lanes.clh: mz_cell_poly6_sums) against the
  * one-particle walk it replaces: the same disturbed state (positions moved by up to 0.3 spacing)
  * stepped once by each gives the same densities to the bit, with and without lists, in 3D and
- * 2D with wall particles; and DFSPH's (mz_dfsph_density_cell), three frames of each scene. */
+ * 2D with wall particles; and DFSPH's (mz_dfsph_density_cell) and collapsed SPH's pass
+ * (mz_csph_cell), three frames of each scene. */
 static void test_density_by_cells(void **state)
 {
     (void)state;
@@ -874,22 +875,24 @@ static void test_density_by_cells(void **state)
             }
         }
     unsetenv("MIZU_SPH_LISTS");
-    /* DFSPH's density pass likewise (mz_dfsph_density_cell), and its solves do not change: a
-     * whole run gives the same bits. */
-    for (int sc = 0; sc < 2; sc++) {
-        const char *dsets[] = {"fluids[0].solver=dfsph", "domain.boundary.type=particles"};
+    /* DFSPH's density pass likewise (mz_dfsph_density_cell), and its solves do not change; and
+     * collapsed SPH's one pass (mz_csph_cell): whole runs give the same bits. */
+    static const char *const solvers[] = {"fluids[0].solver=dfsph",
+                                          "fluids[0].solver=collapsed_sph"};
+    for (int sc = 0; sc < 4; sc++) {
+        const char *dsets[] = {solvers[sc / 2], "domain.boundary.type=particles"};
         world w[2];
         for (int k = 0; k < 2; k++) {
             cl.lanes = k == 1;
-            world_open_file(&w[k], scenes[sc], dsets, 2);
+            world_open_file(&w[k], scenes[sc % 2], dsets, 2);
             for (int f = 0; f < 3; f++)
                 assert_int_equal(sim_advance_frame(&w[k].sim, scene_frame_dt(&w[k].scene)), 0);
             world_read(&w[k]);
         }
         cl.lanes = device.lanes;
         size_t n = w[0].parts.n;
-        print_message("DFSPH density by cells (%s): %ld steps, bits as the one-particle walk's\n",
-                      scenes[sc], w[0].sim.step);
+        print_message("%s by cells (%s): %ld steps, bits as the one-particle walk's\n",
+                      solvers[sc / 2], scenes[sc % 2], w[0].sim.step);
         assert_int_equal(w[0].sim.step, w[1].sim.step);
         assert_memory_equal(w[0].pos, w[1].pos, 4 * sizeof(float) * n);
         assert_memory_equal(w[0].vel, w[1].vel, 4 * sizeof(float) * n);
