@@ -287,18 +287,23 @@ kernel void sph_density(uint n, float lag, mz_sph P, mz_frame frame, mz_grid_des
 }
 
 /* Forces from this step's ρ and p, then the update into x_out, v_out. */
-kernel void sph_forces(uint n, float dt, mz_sph P, mz_frame frame, mz_walls walls, int penalty,
-                       mz_grid_desc g, global const uint *cs, global const uint *ce,
-                       global const float4 *x, global const float4 *v, global const float *rho,
-                       global const float *p, mz_grid_desc gb, global const uint *bcs,
-                       global const uint *bce, global const float4 *bx, global const float *bm,
-                       int nb, MZ_WALL_MOTION, global float4 *x_out, global float4 *v_out,
-                       global float *a2_out, int rest_out, global float4 *wall_rest,
-                       global const mz_kgc *kgc, MZ_SPH_LISTS_IN)
+#define MZ_SPH_FORCES_IN                                                                       \
+    uint n, float dt, mz_sph P, mz_frame frame, mz_walls walls, int penalty, mz_grid_desc g,   \
+        global const uint *cs, global const uint *ce, global const float4 *x,                  \
+        global const float4 *v, global const float *rho, global const float *p,               \
+        mz_grid_desc gb, global const uint *bcs, global const uint *bce,                       \
+        global const float4 *bx, global const float *bm, int nb, MZ_WALL_MOTION,               \
+        global float4 *x_out, global float4 *v_out, global float *a2_out, int rest_out,        \
+        global float4 *wall_rest, global const mz_kgc *kgc, MZ_SPH_LISTS_IN
+#define MZ_SPH_FORCES_ARGS                                                                     \
+    n, dt, P, frame, walls, penalty, g, cs, ce, x, v, rho, p, gb, bcs, bce, bx, bm, nb, moving, \
+        bv, ba, x_out, v_out, a2_out, rest_out, wall_rest, kgc, lists, stride, cap, nl, nc, bl, \
+        bc
+
+/* Particle i's forces and update. fluid: its fluid pairs' sum when the caller made it already
+ * (sph_lanes.clh), else NULL. */
+inline void mz_sph_forces_at(uint i, const float4 *fluid, MZ_SPH_FORCES_IN)
 {
-    uint i = get_global_id(0);
-    if (i >= n)
-        return;
     float4 xi = x[i], vi = v[i];
     float4 gravity = mz_frame_accel(&frame, xi, vi);
     float rho_i = rho[i];
@@ -322,26 +327,9 @@ kernel void sph_forces(uint n, float dt, mz_sph P, mz_frame frame, mz_walls wall
                         MZ_WALL_A(B), Ci);                                                     \
     }
     const bool listed = lists && nc[i] <= cap && (nb == 0 || bc[i] <= cap);
-#if MZ_LANES
-    if (!P.kgc) {
-        mz_lanes L;
-        mz_lanes_zero(&L);
-        if (listed && MZ_LIST_ROWS) {
-            mz_lanes_pairs_row(&P, &L, i, xi, vi, rho_i, pr_i, nl + i * stride, nc[i], x, v,
-                               rho, p);
-        } else if (listed) {
-            MZ_LIST_BEGIN(nl, nc, stride, i, x, xi, j, r2)
-                mz_lanes_pair_at(&P, &L, i, xi, vi, rho_i, pr_i, j, x, v, rho, p);
-            MZ_LIST_END
-        } else {
-            MZ_NEIGHBOURS_BEGIN(g, cs, ce, x, xi, j, r2)
-                mz_lanes_pair_at(&P, &L, i, xi, vi, rho_i, pr_i, j, x, v, rho, p);
-            MZ_NEIGHBOURS_END
-        }
-        a = mz_lanes_accel(&L);
-    } else
-#endif
-    if (listed) {
+    if (fluid) {
+        a = *fluid;
+    } else if (listed) {
         MZ_LIST_BEGIN(nl, nc, stride, i, x, xi, j, r2)
             MZ_SPH_FLUID_TERM(j, r2)
         MZ_LIST_END
@@ -369,6 +357,36 @@ kernel void sph_forces(uint n, float dt, mz_sph P, mz_frame frame, mz_walls wall
 #undef MZ_SPH_FLUID_TERM
 #undef MZ_SPH_WALL_TERM
     mz_sph_integrate(&P, dt, gravity, &walls, penalty, xi, vi, a, x_out, v_out, a2_out, i);
+}
+
+/* Forces from this step's ρ and p, then the update into x_out, v_out. On CPU devices with lists
+ * (MZ_LANES, kgc off) work-item 8m takes particles 8m .. 8m + 7, their fluid pairs eight at
+ * a time (mz_lanes_fluid_forces: the same bits); a particle whose list ran short walks the grid
+ * alone. */
+kernel void sph_forces(MZ_SPH_FORCES_IN)
+{
+    uint i = get_global_id(0);
+    if (i >= n)
+        return;
+#if MZ_LANES
+    if (!P.kgc && lists) {
+        if (i % 8u)
+            return;
+        const uint e = min(n, i + 8u);
+        uint count[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        for (uint k = i; k < e; k++)
+            if (nc[k] <= cap && (nb == 0 || bc[k] <= cap))
+                count[k - i] = nc[k];
+        float4 fluid[8];
+        mz_lanes_fluid_forces(&P, i, e, count, nl, stride, x, v, rho, p, fluid);
+        for (uint k = i; k < e; k++) {
+            const bool listed = nc[k] <= cap && (nb == 0 || bc[k] <= cap);
+            mz_sph_forces_at(k, listed ? &fluid[k - i] : NULL, MZ_SPH_FORCES_ARGS);
+        }
+        return;
+    }
+#endif
+    mz_sph_forces_at(i, NULL, MZ_SPH_FORCES_ARGS);
 }
 
 /* Collapsed SPH: one neighbour pass that sums this step's density and applies the forces from
