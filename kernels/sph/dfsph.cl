@@ -49,6 +49,18 @@ inline float4 mz_dfsph_grad(const mz_sph *P, float4 dx, float r2)
     return (P->spiky_grad * hr * hr / r) * dx;
 }
 
+/* The gradient ∇_i W_ij = gf d of eight lanes (mz_dfsph_grad's float operations; gf 0 at
+ * r ≤ r_min), for d = x_i − x_j (z 0 in 2D, as mz_vec makes it). */
+#define MZ_DFSPH_GRAD8(P, R2, GF)                                                              \
+    const float8 mz_r_ = sqrt(R2), mz_hr_ = (P)->h - mz_r_;                                    \
+    const float8 GF = select((float8)0.0f, (P)->spiky_grad * mz_hr_ * mz_hr_ / mz_r_,          \
+                             mz_r_ > (float8)((P)->r_min));
+#if MZ_DIM == 2
+#define MZ_DFSPH_DZ8(Z, ZJ) ((float8)0.0f)
+#else
+#define MZ_DFSPH_DZ8(Z, ZJ) ((Z) - (ZJ))
+#endif
+
 /* An error e ≥ 0 in fixed point for the solves' sums: q = e · unit (unit a power of two near
  * 2^40 / ρ0, so the product is exact), at most 2^56 − 1 (also for +inf), as the halves
  * (q >> 24, q mod 2^24): each under 2^32, so 2^32 particles' add up in 64 bits. Integer
@@ -216,25 +228,30 @@ kernel void dfsph_density_alpha(uint n, mz_sph P, int min_neighbours, mz_grid_de
                     nb, stride, cap, nc, bl, bc, overflow, rho_out, alpha_out);
 }
 
-/* Viscosity (the fluid's and Monaghan's artificial one, as WCSPH has them), the walls' friction
- * and the penalty walls, gravity: every acceleration but pressure, into acc, |a|² into a2
- * (+inf when not finite). dt_last: the last step's, for the wall function's cap. */
-kernel void dfsph_forces(uint n, float dt_last, mz_sph P, mz_frame frame, mz_walls walls,
-                         int penalty, global const float4 *x, global const float4 *v,
-                         global const float *rho, MZ_LIST_PARAMS, global float4 *acc,
-                         global float *a2, int rest_out, global float4 *wall_rest,
-                         MZ_WALL_MOTION)
+#define MZ_DFSPH_FORCES_IN                                                                     \
+    uint n, float dt_last, mz_sph P, mz_frame frame, mz_walls walls, int penalty,              \
+        global const float4 *x, global const float4 *v, global const float *rho,               \
+        MZ_LIST_PARAMS, global float4 *acc, global float *a2, int rest_out,                    \
+        global float4 *wall_rest, MZ_WALL_MOTION
+#define MZ_DFSPH_FORCES_ARGS                                                                   \
+    n, dt_last, P, frame, walls, penalty, x, v, rho, stride, nl, nc, bl, bc, bx, bm, acc, a2,  \
+        rest_out, wall_rest, moving, bv, ba
+
+/* Particle i's accelerations but pressure (fluid: its fluid pairs' sum, or NULL to sum it
+ * here). */
+inline void mz_dfsph_forces_at(uint i, const float4 *fluid, MZ_DFSPH_FORCES_IN)
 {
-    uint i = get_global_id(0);
-    if (i >= n)
-        return;
     float4 xi = x[i], vi = v[i];
     float rho_i = rho[i];
     float4 a = (float4)(0.0f);
-    MZ_LIST_BEGIN(nl, nc, stride, i, x, xi, j, r2)
-        a += mz_sph_pair(&P, mz_vec(xi - x[j]), r2, mz_vec(vi - v[j]), rho_i, rho[j], 0.0f,
-                         0.0f, mz_kgc_identity());
-    MZ_LIST_END
+    if (fluid) {
+        a = *fluid;
+    } else {
+        MZ_LIST_BEGIN(nl, nc, stride, i, x, xi, j, r2)
+            a += mz_sph_pair(&P, mz_vec(xi - x[j]), r2, mz_vec(vi - v[j]), rho_i, rho[j], 0.0f,
+                             0.0f, mz_kgc_identity());
+        MZ_LIST_END
+    }
     if (bc[i] > 0) {
         /* Pressure 0, no gravity and no repulsion (P.wall_d 0): the walls' push is the
          * solves'; friction stays. */
@@ -263,6 +280,65 @@ kernel void dfsph_forces(uint n, float dt_last, mz_sph P, mz_frame frame, mz_wal
     a2[i] = isfinite(aa) ? aa : INFINITY;
 }
 
+#if MZ_LANES && !MZ_SLABS
+/* The fluid pairs' viscous accelerations of particles s .. e − 1 (mz_sph_pair with no
+ * pressure), eight lanes over their lists, each in its own order: the same bits. */
+inline void mz_dfsph_forces8(const mz_sph *P, uint s, uint e, const uint *count,
+                             global const uint *nl, uint stride, global const float4 *x,
+                             global const float4 *v, global const float *rho, float4 *out)
+{
+    MZ_LANES_OF(s, e, x, self, slot, X, Y, Z)
+    MZ_LANES_GATHER3(v, slot, VX, VY, VZ)
+    const float8 rho_i = mz_gather8(rho, slot);
+    float8 ax = 0.0f, ay = 0.0f, az = 0.0f;
+    MZ_LANES_LIST_BEGIN(nl, stride, s, e, slot, count, x, X, Y, Z, j, active, XJ, YJ, ZJ, r2)
+        const int8 pair = active & (sqrt(r2) > (float8)(P->r_min));
+        MZ_LANES_GATHER3(v, j, UX, UY, UZ)
+        const float8 dx = X - XJ, dy = Y - YJ, dz = MZ_DFSPH_DZ8(Z, ZJ);
+        const float8 ux = VX - UX, uy = VY - UY, uz = MZ_DFSPH_DZ8(VZ, UZ);
+        float8 px, py, pz;
+        MZ_LANES_PAIR(float8, P, dx, dy, dz, ux, uy, uz, r2, mz_gather8(rho, j), 0.0f, rho_i,
+                      0.0f, px, py, pz)
+        ax += select((float8)0.0f, px, pair);
+        ay += select((float8)0.0f, py, pair);
+        az += select((float8)0.0f, pz, pair);
+    MZ_LANES_LIST_END
+    (void)self;
+    float sx[8], sy[8], sz[8];
+    vstore8(ax, 0, sx);
+    vstore8(ay, 0, sy);
+    vstore8(az, 0, sz);
+    for (uint l = 0; l < e - s; l++)
+        out[l] = (float4)(sx[l], sy[l], sz[l], 0.0f);
+}
+#endif
+
+/* Viscosity (the fluid's and Monaghan's artificial one, as WCSPH has them), the walls' friction
+ * and the penalty walls, gravity: every acceleration but pressure, into acc, |a|² into a2
+ * (+inf when not finite). dt_last: the last step's, for the wall function's cap. */
+kernel void dfsph_forces(MZ_DFSPH_FORCES_IN)
+{
+    uint i = get_global_id(0);
+    if (i >= n)
+        return;
+#if MZ_LANES && !MZ_SLABS
+    if (i % 8u)
+        return;
+    const uint e = min(n, i + 8u);
+    uint count[8];
+    for (uint l = 0; l < 8; l++)
+        count[l] = i + l < e ? nc[i + l] : 0u;
+    float4 fluid[8];
+    mz_dfsph_forces8(&P, i, e, count, nl, stride, x, v, rho, fluid);
+    for (uint q = i; q < e; q++)
+        mz_dfsph_forces_at(q, &fluid[q - i], MZ_DFSPH_FORCES_ARGS);
+#else
+    mz_dfsph_forces_at(i, NULL, MZ_DFSPH_FORCES_ARGS);
+#endif
+}
+
+
+
 /* v += dt a. */
 kernel void dfsph_predict(uint n, float dt, global const float4 *acc, global float4 *v)
 {
@@ -289,6 +365,73 @@ kernel void dfsph_predict(uint n, float dt, global const float4 *acc, global flo
  * (the kernel runs over whole groups of local size; items past n add 0), in fixed point
  * (mz_dfsph_fixed) so that any split of the particles, over ranks or groups, gives the same
  * sum. */
+/* Particle i's error pass after its fluid rate (fluid: NULL to sum it here): the walls' rate,
+ * its error (returned) and stiffness. */
+inline float mz_dfsph_error_at(uint i, const float *fluid, int density, float dt, float warm,
+                               float dt_last, float dt_before, const mz_sph *P,
+                               global const float4 *x, global const float4 *v,
+                               global const float *rho, global const float *alpha,
+                               MZ_LIST_PARAMS, global const float *K, global float *kprev,
+                               global float *k_out, MZ_WALL_MOTION)
+{
+    float4 xi = x[i], vi = v[i];
+    float rate = 0.0f;
+    if (fluid) {
+        rate = *fluid;
+    } else {
+        MZ_LIST_BEGIN(nl, nc, stride, i, x, xi, j, r2)
+            rate += P->mass * mz_dot3(vi - v[j], mz_dfsph_grad(P, mz_vec(xi - x[j]), r2));
+        MZ_LIST_END
+    }
+    MZ_LIST_BEGIN(bl, bc, stride, i, bx, xi, b, r2)
+        rate += bm[b] * mz_dot3(vi - MZ_WALL_V(b), mz_dfsph_grad(P, mz_vec(xi - bx[b]), r2));
+    MZ_LIST_END
+    float a = alpha[i], k, e;
+    if (density) {
+        e = fmax(rho[i] + dt * rate - P->rest_density, 0.0f);
+        k = fabs(a) * e;
+    } else {
+        float r = a < 0.0f ? 0.0f : fmax(rate, 0.0f);
+        e = dt * r;
+        k = a * r;
+    }
+    if (warm > 0.0f) {
+        float carried = K[i];
+        if (density) {
+            float kappa = K[i] / (dt_last * dt_last);
+            float d1 = fmin(dt, dt_last), d2 = fmin(dt, dt_before);
+            carried = fmin(kappa * d1 * d1, kprev[i] * d2 * d2);
+            kprev[i] = kappa;
+        }
+        k = e > 0.0f ? warm * carried : 0.0f;
+    }
+    k_out[i] = k;
+    return e;
+}
+
+#if MZ_LANES && !MZ_SLABS
+/* The fluid rates Σ_j m (v_i − v_j)·∇W_ij of particles s .. e − 1, eight lanes over their lists
+ * (sph_lanes.clh), each in its own list's order: out[l], the same bits as the one-particle
+ * loop. */
+inline void mz_dfsph_rates8(const mz_sph *P, uint s, uint e, const uint *count,
+                            global const uint *nl, uint stride, global const float4 *x,
+                            global const float4 *v, float *out)
+{
+    MZ_LANES_OF(s, e, x, self, slot, X, Y, Z)
+    MZ_LANES_GATHER3(v, slot, VX, VY, VZ)
+    float8 rate = 0.0f;
+    MZ_LANES_LIST_BEGIN(nl, stride, s, e, slot, count, x, X, Y, Z, j, active, XJ, YJ, ZJ, r2)
+        MZ_DFSPH_GRAD8(P, r2, gf)
+        MZ_LANES_GATHER3(v, j, UX, UY, UZ)
+        const float8 gx = gf * (X - XJ), gy = gf * (Y - YJ), gz = gf * MZ_DFSPH_DZ8(Z, ZJ);
+        const float8 dot = (VX - UX) * gx + (VY - UY) * gy + (VZ - UZ) * gz;
+        rate += select((float8)0.0f, P->mass * dot, active);
+    MZ_LANES_LIST_END
+    (void)self;
+    vstore8(rate, 0, out);
+}
+#endif
+
 kernel void dfsph_error(uint n, int density, float dt, float warm, float dt_last,
                         float dt_before, float unit, mz_sph P, global const float4 *x,
                         global const float4 *v, global const float *rho,
@@ -297,38 +440,33 @@ kernel void dfsph_error(uint n, int density, float dt, float warm, float dt_last
                         local ulong2 *scratch, MZ_WALL_MOTION)
 {
     uint i = get_global_id(0), lid = get_local_id(0);
-    float e = 0.0f;
-    if (i < n) {
-        float4 xi = x[i], vi = v[i];
-        float rate = 0.0f;
-        MZ_LIST_BEGIN(nl, nc, stride, i, x, xi, j, r2)
-            rate += P.mass * mz_dot3(vi - v[j], mz_dfsph_grad(&P, mz_vec(xi - x[j]), r2));
-        MZ_LIST_END
-        MZ_LIST_BEGIN(bl, bc, stride, i, bx, xi, b, r2)
-            rate += bm[b] * mz_dot3(vi - MZ_WALL_V(b), mz_dfsph_grad(&P, mz_vec(xi - bx[b]), r2));
-        MZ_LIST_END
-        float a = alpha[i], k;
-        if (density) {
-            e = fmax(rho[i] + dt * rate - P.rest_density, 0.0f);
-            k = fabs(a) * e;
-        } else {
-            float r = a < 0.0f ? 0.0f : fmax(rate, 0.0f);
-            e = dt * r;
-            k = a * r;
-        }
-        if (warm > 0.0f) {
-            float carried = K[i];
-            if (density) {
-                float kappa = K[i] / (dt_last * dt_last);
-                float d1 = fmin(dt, dt_last), d2 = fmin(dt, dt_before);
-                carried = fmin(kappa * d1 * d1, kprev[i] * d2 * d2);
-                kprev[i] = kappa;
-            }
-            k = e > 0.0f ? warm * carried : 0.0f;
-        }
-        k_out[i] = k;
+#if MZ_LANES && !MZ_SLABS
+    /* Work-item 8m takes particles 8m .. 8m + 7 and puts their errors' fixed-point sum into the
+     * group's sum (integers: the same total); the others add 0. */
+    ulong2 fixed = (ulong2)(0);
+    if (i < n && i % 8u == 0u) {
+        const uint e_ = min(n, i + 8u);
+        uint count[8];
+        for (uint l = 0; l < 8; l++)
+            count[l] = i + l < e_ ? nc[i + l] : 0u;
+        float rates[8];
+        mz_dfsph_rates8(&P, i, e_, count, nl, stride, x, v, rates);
+        for (uint q = i; q < e_; q++)
+            fixed += mz_dfsph_fixed(mz_dfsph_error_at(q, &rates[q - i], density, dt, warm,
+                                                      dt_last, dt_before, &P, x, v, rho, alpha,
+                                                      stride, nl, nc, bl, bc, bx, bm, K, kprev,
+                                                      k_out, moving, bv, ba),
+                                    unit);
     }
+    scratch[lid] = fixed;
+#else
+    float e = 0.0f;
+    if (i < n)
+        e = mz_dfsph_error_at(i, NULL, density, dt, warm, dt_last, dt_before, &P, x, v, rho,
+                              alpha, stride, nl, nc, bl, bc, bx, bm, K, kprev, k_out, moving, bv,
+                              ba);
     scratch[lid] = mz_dfsph_fixed(e, unit);
+#endif
     barrier(CLK_LOCAL_MEM_FENCE);
     for (uint s = get_local_size(0) / 2; s > 0; s /= 2) {
         if (lid < s)
@@ -364,6 +502,60 @@ kernel void dfsph_sum(uint groups, global const ulong2 *partial, global ulong2 *
  * first), weight = scale over the step the impulse belongs to (the divergence solve's to the
  * last step, which it ends; the density solve's to this one): the walls' pressure force on i is
  * −2 m_b (S_i/ρ_i) ∇W_ib. */
+/* Particle i's apply after its fluid sum dv (fluid: NULL to sum it here). */
+inline void mz_dfsph_apply_at(uint i, const float4 *fluid, float scale, int first,
+                              const mz_sph *P, global const float4 *x, global const float *rho,
+                              global const float *k, MZ_LIST_PARAMS, global float *K,
+                              global float4 *v, int keep_s, int s_first, float weight,
+                              global float *S)
+{
+    float4 xi = x[i], dv = (float4)(0.0f);
+    float ki = k[i] / rho[i];
+    if (fluid) {
+        dv = *fluid;
+    } else {
+        MZ_LIST_BEGIN(nl, nc, stride, i, x, xi, j, r2)
+            dv += (P->mass * (ki + k[j] / rho[j])) * mz_dfsph_grad(P, mz_vec(xi - x[j]), r2);
+        MZ_LIST_END
+    }
+    if (ki != 0.0f) {
+        MZ_LIST_BEGIN(bl, bc, stride, i, bx, xi, b, r2)
+            dv += (2.0f * bm[b] * ki) * mz_dfsph_grad(P, mz_vec(xi - bx[b]), r2);
+        MZ_LIST_END
+    }
+    v[i] -= scale * dv;
+    K[i] = first ? k[i] : K[i] + k[i];
+    if (keep_s)
+        S[i] = (s_first ? 0.0f : S[i]) + weight * k[i];
+}
+
+#if MZ_LANES && !MZ_SLABS
+/* The fluid sums Σ_j m (k_i/ρ_i + k_j/ρ_j) ∇W_ij of particles s .. e − 1, eight lanes over their
+ * lists, each in its own order: out[l], the same bits as the one-particle loop. */
+inline void mz_dfsph_apply8(const mz_sph *P, uint s, uint e, const uint *count,
+                            global const uint *nl, uint stride, global const float4 *x,
+                            global const float *rho, global const float *k, float4 *out)
+{
+    MZ_LANES_OF(s, e, x, self, slot, X, Y, Z)
+    const float8 ki = mz_gather8(k, slot) / mz_gather8(rho, slot);
+    float8 dx8 = 0.0f, dy8 = 0.0f, dz8 = 0.0f;
+    MZ_LANES_LIST_BEGIN(nl, stride, s, e, slot, count, x, X, Y, Z, j, active, XJ, YJ, ZJ, r2)
+        MZ_DFSPH_GRAD8(P, r2, gf)
+        const float8 c = P->mass * (ki + mz_gather8(k, j) / mz_gather8(rho, j));
+        dx8 += select((float8)0.0f, c * (gf * (X - XJ)), active);
+        dy8 += select((float8)0.0f, c * (gf * (Y - YJ)), active);
+        dz8 += select((float8)0.0f, c * (gf * MZ_DFSPH_DZ8(Z, ZJ)), active);
+    MZ_LANES_LIST_END
+    (void)self;
+    float sx[8], sy[8], sz[8];
+    vstore8(dx8, 0, sx);
+    vstore8(dy8, 0, sy);
+    vstore8(dz8, 0, sz);
+    for (uint l = 0; l < e - s; l++)
+        out[l] = (float4)(sx[l], sy[l], sz[l], 0.0f);
+}
+#endif
+
 kernel void dfsph_apply(uint n, float scale, int first, mz_sph P, global const float4 *x,
                         global const float *rho, global const float *k, MZ_LIST_PARAMS,
                         global float *K, global float4 *v, int keep_s, int s_first,
@@ -372,20 +564,22 @@ kernel void dfsph_apply(uint n, float scale, int first, mz_sph P, global const f
     uint i = get_global_id(0);
     if (i >= n)
         return;
-    float4 xi = x[i], dv = (float4)(0.0f);
-    float ki = k[i] / rho[i];
-    MZ_LIST_BEGIN(nl, nc, stride, i, x, xi, j, r2)
-        dv += (P.mass * (ki + k[j] / rho[j])) * mz_dfsph_grad(&P, mz_vec(xi - x[j]), r2);
-    MZ_LIST_END
-    if (ki != 0.0f) {
-        MZ_LIST_BEGIN(bl, bc, stride, i, bx, xi, b, r2)
-            dv += (2.0f * bm[b] * ki) * mz_dfsph_grad(&P, mz_vec(xi - bx[b]), r2);
-        MZ_LIST_END
-    }
-    v[i] -= scale * dv;
-    K[i] = first ? k[i] : K[i] + k[i];
-    if (keep_s)
-        S[i] = (s_first ? 0.0f : S[i]) + weight * k[i];
+#if MZ_LANES && !MZ_SLABS
+    if (i % 8u)
+        return;
+    const uint e = min(n, i + 8u);
+    uint count[8];
+    for (uint l = 0; l < 8; l++)
+        count[l] = i + l < e ? nc[i + l] : 0u;
+    float4 dv[8];
+    mz_dfsph_apply8(&P, i, e, count, nl, stride, x, rho, k, dv);
+    for (uint q = i; q < e; q++)
+        mz_dfsph_apply_at(q, &dv[q - i], scale, first, &P, x, rho, k, stride, nl, nc, bl, bc, bx,
+                          bm, K, v, keep_s, s_first, weight, S);
+#else
+    mz_dfsph_apply_at(i, NULL, scale, first, &P, x, rho, k, stride, nl, nc, bl, bc, bx, bm, K, v,
+                      keep_s, s_first, weight, S);
+#endif
 }
 
 /* The fluid's force on each boundary particle of the measured solids (src/solvers/sph/

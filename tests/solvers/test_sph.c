@@ -827,8 +827,8 @@ static void test_wcsph_lists(void **state)
 /* The density pass a cell at a time (CPU devices, sph_lanes.clh: mz_cell_poly6_sums) against the
  * one-particle walk it replaces: the same disturbed state (positions moved by up to 0.3 spacing)
  * stepped once by each gives the same densities to the bit, with and without lists, in 3D and
- * 2D with wall particles; and DFSPH's (mz_dfsph_density_cell) and collapsed SPH's pass
- * (mz_csph_cell), three frames of each scene. */
+ * 2D with wall particles; and whole runs of DFSPH and collapsed SPH in lanes and without,
+ * three frames of each scene. */
 static void test_density_by_cells(void **state)
 {
     (void)state;
@@ -876,8 +876,8 @@ static void test_density_by_cells(void **state)
             }
         }
     unsetenv("MIZU_SPH_LISTS");
-    /* DFSPH's density pass likewise (mz_dfsph_density_cell), and its solves do not change; and
-     * collapsed SPH's one pass (mz_csph_cell): whole runs give the same bits. */
+    /* DFSPH (its density pass by cells, its solves' and viscosity's list passes in particle
+     * lanes) and collapsed SPH (its one pass by cells): whole runs give the same bits. */
     static const char *const solvers[] = {"fluids[0].solver=dfsph",
                                           "fluids[0].solver=collapsed_sph"};
     for (int sc = 0; sc < 4; sc++) {
