@@ -210,9 +210,9 @@ inline void mz_sph_integrate(const mz_sph *P, float dt, float4 gravity, const mz
  * the rate from the velocities that step produced (the ones that moved the particles here: the
  * density update pairs with the position update, symplectic like the rest). */
 #if MZ_LANES && !MZ_SLABS
-/* Summation density for the particles lo .. hi − 1 of one cell (a dense grid's), the fluid's
- * sums eight particles at a time (mz_cell_poly6_sums), the walls' one particle at a time: the
- * same bits as mz_sph_density_at. */
+/* Summation density for the particles lo .. hi − 1 of one cell (a dense grid's), eight at a
+ * time (mz_cell_poly6_sums): the fluid's sums, and the walls' where the eight lie in one cell of
+ * the wall grid too (else one particle at a time). The same bits as mz_sph_density_at. */
 inline void mz_sph_density_cell(const mz_sph *P, uint lo, uint hi, const mz_grid_desc *g,
                                 global const uint *cs, global const uint *ce,
                                 global const float4 *x, mz_grid_desc gb, global const uint *bcs,
@@ -222,27 +222,36 @@ inline void mz_sph_density_cell(const mz_sph *P, uint lo, uint hi, const mz_grid
 {
     for (uint s = lo; s < hi; s += 8) {
         const uint e = min(hi, s + 8);
-        float sums[8];
-        uint counts[8];
-        mz_cell_poly6_sums(P, s, e, g, cs, ce, x, lists, stride, cap, nl, sums, counts);
+        MZ_LANES_OF(s, e, x, self, slot, X, Y, Z)
+        const int8 valid = as_int8(self < (uint8)e);
+        float sums[8], bsums[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        uint counts[8], bcounts[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        mz_cell_poly6_sums(P, X, Y, Z, valid, mz_p0, s, g, cs, ce, x, NULL, lists, stride, cap,
+                           nl, sums, counts);
+        bool walls_together = nb > 0 && !gb.hashed;
+        const uint key0 = mz_cell_key(&gb, mz_cell_coord(&gb, mz_p0));
+        for (uint i = s + 1; walls_together && i < e; i++)
+            walls_together = mz_cell_key(&gb, mz_cell_coord(&gb, x[i])) == key0;
+        if (walls_together)
+            mz_cell_poly6_sums(P, X, Y, Z, valid, mz_p0, s, &gb, bcs, bce, bx, bm, lists, stride,
+                               cap, bl, bsums, bcounts);
         for (uint i = s; i < e; i++) {
-            const float4 xi = x[i];
-            float bsum = 0.0f;
-            uint nw = 0;
-            if (nb > 0) {
+            const uint l = i - s;
+            if (nb > 0 && !walls_together) {
+                const float4 xi = x[i];
                 MZ_NEIGHBOURS_BEGIN(gb, bcs, bce, bx, xi, b, r2)
                     if (lists)
-                        mz_list_put(bl, cap, stride, i, &nw, b);
-                    bsum += bm[b] * mz_poly6_unscaled(P, r2);
+                        mz_list_put(bl, cap, stride, i, &bcounts[l], b);
+                    bsums[l] += bm[b] * mz_poly6_unscaled(P, r2);
                 MZ_NEIGHBOURS_END
             }
             if (lists) {
-                mz_list_close(nc, cap, overflow, i, counts[i - s]);
-                mz_list_close(bc, cap, overflow, i, nw);
+                mz_list_close(nc, cap, overflow, i, counts[l]);
+                mz_list_close(bc, cap, overflow, i, bcounts[l]);
             }
-            float r = P->mass * P->poly6 * sums[i - s];
+            float r = P->mass * P->poly6 * sums[l];
             if (nb > 0)
-                r += P->poly6 * bsum;
+                r += P->poly6 * bsums[l];
             rho_out[i] = r;
             p[i] = mz_tait(P, r);
         }
@@ -368,7 +377,7 @@ kernel void sph_forces(MZ_SPH_FORCES_IN)
     uint i = get_global_id(0);
     if (i >= n)
         return;
-#if MZ_LANES
+#if MZ_LANES && !MZ_SLABS
     if (!P.kgc && lists) {
         if (i % 8u)
             return;
