@@ -113,63 +113,28 @@ inline void mz_dfsph_density_cell(const mz_sph *P, int min_neighbours, uint lo, 
                                   global float *alpha_out)
 {
     for (uint s = lo; s < hi; s += 8) {
-        const uint e = min(hi, s + 8), last = e - 1;
-        const int8 lane = (int8)(0, 1, 2, 3, 4, 5, 6, 7);
-        const int8 valid = lane < (int8)(e - s);
-        const uint8 self = (uint8)s + as_uint8(lane);
-        float4 p0 = x[s], p1 = x[min(s + 1, last)], p2 = x[min(s + 2, last)],
-               p3 = x[min(s + 3, last)], p4 = x[min(s + 4, last)], p5 = x[min(s + 5, last)],
-               p6 = x[min(s + 6, last)], p7 = x[min(s + 7, last)];
-        const float8 X = MZ_T8(p, x), Y = MZ_T8(p, y);
-#if MZ_DIM == 3
-        const float8 Z = MZ_T8(p, z);
-#endif
+        const uint e = min(hi, s + 8);
+        MZ_LANES_OF(s, e, x, self, slot, X, Y, Z)
+        const int8 valid = as_int8(self < (uint8)e);
         float8 sum = 0.0f, gsx = 0.0f, gsy = 0.0f, gsz = 0.0f, g2 = 0.0f;
         uint counts[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-        const int4 c = mz_cell_rel(g, mz_cell_coord(g, p0));
-        uint seen[1];
-        int nseen = 0;
-        for (int dz = -MZ_GRID_DZ_; dz <= MZ_GRID_DZ_; dz++)
-            for (int dy = -1; dy <= 1; dy++) {
-                uint rlo, rhi;
-                if (!mz_grid_span_(g, c, -1, dy, dz, cs, ce, seen, &nseen, &rlo, &rhi))
-                    continue;
-                for (uint j = rlo; j < rhi; j++) {
-                    const float4 xj = x[j];
-                    /* the walk's r² from x_j − x_i; the gradient's d = x_i − x_j */
-                    const float8 ex = xj.x - X, ey = xj.y - Y;
-                    const float8 dx = X - xj.x, dy8 = Y - xj.y;
-#if MZ_DIM == 2
-                    const float8 r2 = ex * ex + ey * ey;
-                    const float8 dz8 = 0.0f;
-#else
-                    const float8 ez = xj.z - Z, dz8 = Z - xj.z;
-                    const float8 r2 = ex * ex + ey * ey + ez * ez;
-#endif
-                    const int8 in = valid & (r2 <= (float8)g->h2);
-                    const float8 q = P->h2 - r2;
-                    sum += select((float8)0.0f, q * q * q, in);
-                    const int8 other = in & as_int8(self != (uint8)j);
-                    const float8 r = sqrt(r2), hr = P->h - r;
-                    const float8 gf = select((float8)0.0f, P->spiky_grad * hr * hr / r,
-                                             r > (float8)P->r_min);
-                    const float8 gx = P->mass * (gf * dx), gy = P->mass * (gf * dy8),
-                                 gz = P->mass * (gf * dz8);
-                    gsx += select((float8)0.0f, gx, other);
-                    gsy += select((float8)0.0f, gy, other);
-                    gsz += select((float8)0.0f, gz, other);
-                    g2 += select((float8)0.0f, gx * gx + gy * gy + gz * gz, other);
-                    int8 bit = other & (int8)(1, 2, 4, 8, 16, 32, 64, 128);
-                    int4 b4 = bit.lo | bit.hi;
-                    int2 b2 = b4.lo | b4.hi;
-                    uint m = (uint)(b2.x | b2.y);
-                    while (m) {
-                        uint l = 31u - clz(m & (0u - m));
-                        m &= m - 1u;
-                        mz_list_put(nl, cap, stride, s + l, &counts[l], j);
-                    }
-                }
+        MZ_CELL_LANES_BEGIN(g, cs, ce, x, mz_p0, X, Y, Z, valid, j, xj, r2, in)
+            const float8 q = P->h2 - r2;
+            sum += select((float8)0.0f, q * q * q, in);
+            const int8 other = in & as_int8(self != (uint8)j);
+            MZ_DFSPH_GRAD8(P, r2, gf)
+            /* the gradient's d = x_i − x_j (z 0 in 2D) */
+            const float8 gx = P->mass * (gf * (X - xj.x)), gy = P->mass * (gf * (Y - xj.y)),
+                         gz = P->mass * (gf * MZ_DFSPH_DZ8(Z, xj.z));
+            gsx += select((float8)0.0f, gx, other);
+            gsy += select((float8)0.0f, gy, other);
+            gsz += select((float8)0.0f, gz, other);
+            g2 += select((float8)0.0f, gx * gx + gy * gy + gz * gz, other);
+            for (uint m = mz_lanes_bits(other); m; m &= m - 1u) {
+                uint l = 31u - clz(m & (0u - m));
+                mz_list_put(nl, cap, stride, s + l, &counts[l], j);
             }
+        MZ_CELL_LANES_END
         float sums[8], sx[8], sy[8], sz[8], s2[8];
         vstore8(sum, 0, sums);
         vstore8(gsx, 0, sx);
@@ -304,12 +269,7 @@ inline void mz_dfsph_forces8(const mz_sph *P, uint s, uint e, const uint *count,
         az += select((float8)0.0f, pz, pair);
     MZ_LANES_LIST_END
     (void)self;
-    float sx[8], sy[8], sz[8];
-    vstore8(ax, 0, sx);
-    vstore8(ay, 0, sy);
-    vstore8(az, 0, sz);
-    for (uint l = 0; l < e - s; l++)
-        out[l] = (float4)(sx[l], sy[l], sz[l], 0.0f);
+    mz_lanes_out3(ax, ay, az, e - s, out);
 }
 #endif
 
@@ -322,12 +282,10 @@ kernel void dfsph_forces(MZ_DFSPH_FORCES_IN)
     if (i >= n)
         return;
 #if MZ_LANES && !MZ_SLABS
-    if (i % 8u)
-        return;
-    const uint e = min(n, i + 8u);
     uint count[8];
-    for (uint l = 0; l < 8; l++)
-        count[l] = i + l < e ? nc[i + l] : 0u;
+    const uint e = mz_lanes_lead(i, n, nc, count);
+    if (!e)
+        return;
     float4 fluid[8];
     mz_dfsph_forces8(&P, i, e, count, nl, stride, x, v, rho, fluid);
     for (uint q = i; q < e; q++)
@@ -444,11 +402,9 @@ kernel void dfsph_error(uint n, int density, float dt, float warm, float dt_last
     /* Work-item 8m takes particles 8m .. 8m + 7 and puts their errors' fixed-point sum into the
      * group's sum (integers: the same total); the others add 0. */
     ulong2 fixed = (ulong2)(0);
-    if (i < n && i % 8u == 0u) {
-        const uint e_ = min(n, i + 8u);
-        uint count[8];
-        for (uint l = 0; l < 8; l++)
-            count[l] = i + l < e_ ? nc[i + l] : 0u;
+    uint count[8];
+    const uint e_ = i < n ? mz_lanes_lead(i, n, nc, count) : 0u;
+    if (e_) {
         float rates[8];
         mz_dfsph_rates8(&P, i, e_, count, nl, stride, x, v, rates);
         for (uint q = i; q < e_; q++)
@@ -547,12 +503,7 @@ inline void mz_dfsph_apply8(const mz_sph *P, uint s, uint e, const uint *count,
         dz8 += select((float8)0.0f, c * (gf * MZ_DFSPH_DZ8(Z, ZJ)), active);
     MZ_LANES_LIST_END
     (void)self;
-    float sx[8], sy[8], sz[8];
-    vstore8(dx8, 0, sx);
-    vstore8(dy8, 0, sy);
-    vstore8(dz8, 0, sz);
-    for (uint l = 0; l < e - s; l++)
-        out[l] = (float4)(sx[l], sy[l], sz[l], 0.0f);
+    mz_lanes_out3(dx8, dy8, dz8, e - s, out);
 }
 #endif
 
@@ -565,12 +516,10 @@ kernel void dfsph_apply(uint n, float scale, int first, mz_sph P, global const f
     if (i >= n)
         return;
 #if MZ_LANES && !MZ_SLABS
-    if (i % 8u)
-        return;
-    const uint e = min(n, i + 8u);
     uint count[8];
-    for (uint l = 0; l < 8; l++)
-        count[l] = i + l < e ? nc[i + l] : 0u;
+    const uint e = mz_lanes_lead(i, n, nc, count);
+    if (!e)
+        return;
     float4 dv[8];
     mz_dfsph_apply8(&P, i, e, count, nl, stride, x, rho, k, dv);
     for (uint q = i; q < e; q++)

@@ -379,13 +379,13 @@ kernel void sph_forces(MZ_SPH_FORCES_IN)
         return;
 #if MZ_LANES && !MZ_SLABS
     if (!P.kgc && lists) {
-        if (i % 8u)
+        uint count[8];
+        const uint e = mz_lanes_lead(i, n, nc, count);
+        if (!e)
             return;
-        const uint e = min(n, i + 8u);
-        uint count[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-        for (uint k = i; k < e; k++)
-            if (nc[k] <= cap && (nb == 0 || bc[k] <= cap))
-                count[k - i] = nc[k];
+        for (uint k = i; k < e; k++) /* a list that ran short: the grid, alone (below) */
+            if (!(nc[k] <= cap && (nb == 0 || bc[k] <= cap)))
+                count[k - i] = 0u;
         float4 fluid[8];
         mz_lanes_fluid_forces(&P, i, e, count, nl, stride, x, v, rho, p, fluid);
         for (uint k = i; k < e; k++) {
@@ -470,71 +470,43 @@ inline void mz_csph_cell(const mz_sph *P, uint lo, uint hi, float dt, float lag,
                          MZ_WALL_MOTION, MZ_CSPH_OUT)
 {
     for (uint s = lo; s < hi; s += 8) {
-        const uint e = min(hi, s + 8), last = e - 1;
-        const int8 lane = (int8)(0, 1, 2, 3, 4, 5, 6, 7);
-        const int8 valid = lane < (int8)(e - s);
-        const uint8 self = (uint8)s + as_uint8(lane);
+        const uint e = min(hi, s + 8);
+        MZ_LANES_OF(s, e, x, self, slot, X, Y, Z)
+        MZ_LANES_GATHER3(v, slot, VX, VY, VZ)
+        const int8 valid = as_int8(self < (uint8)e);
         float rho_l[8], p_l[8], pr_l[8];
         for (uint l = 0; l < 8; l++) {
-            uint i = min(s + l, last);
+            const uint i = min(s + l, e - 1);
             rho_l[l] = mz_csph_density_now(rho_prev[i], drho_prev[i], lag);
             p_l[l] = mz_tait(P, rho_l[l]);
             pr_l[l] = p_l[l] / (rho_l[l] * rho_l[l]);
         }
         const float8 rho_i = vload8(0, rho_l), pr_i = vload8(0, pr_l);
-        float4 p0 = x[s], p1 = x[min(s + 1, last)], p2 = x[min(s + 2, last)],
-               p3 = x[min(s + 3, last)], p4 = x[min(s + 4, last)], p5 = x[min(s + 5, last)],
-               p6 = x[min(s + 6, last)], p7 = x[min(s + 7, last)];
-        float4 q0 = v[s], q1 = v[min(s + 1, last)], q2 = v[min(s + 2, last)],
-               q3 = v[min(s + 3, last)], q4 = v[min(s + 4, last)], q5 = v[min(s + 5, last)],
-               q6 = v[min(s + 6, last)], q7 = v[min(s + 7, last)];
-        const float8 X = MZ_T8(p, x), Y = MZ_T8(p, y), Z = MZ_T8(p, z);
-        const float8 VX = MZ_T8(q, x), VY = MZ_T8(q, y), VZ = MZ_T8(q, z);
         float8 sum = 0.0f, ax = 0.0f, ay = 0.0f, az = 0.0f, drho = 0.0f;
-        const int4 c = mz_cell_rel(g, mz_cell_coord(g, p0));
-        uint seen[1];
-        int nseen = 0;
-        for (int dz = -MZ_GRID_DZ_; dz <= MZ_GRID_DZ_; dz++)
-            for (int dy = -1; dy <= 1; dy++) {
-                uint rlo, rhi;
-                if (!mz_grid_span_(g, c, -1, dy, dz, cs, ce, seen, &nseen, &rlo, &rhi))
-                    continue;
-                for (uint j = rlo; j < rhi; j++) {
-                    const float4 xj = x[j];
-                    const float8 ex = xj.x - X, ey = xj.y - Y;
-#if MZ_DIM == 2
-                    const float8 r2 = ex * ex + ey * ey;
-#else
-                    const float8 ez = xj.z - Z;
-                    const float8 r2 = ex * ex + ey * ey + ez * ez;
-#endif
-                    const int8 in = valid & (r2 <= (float8)g->h2);
-                    if (!any(in))
-                        continue;
-                    const float8 q = P->h2 - r2;
-                    sum += select((float8)0.0f, q * q * q, in);
-                    const float8 r = sqrt(r2);
-                    const int8 pair = in & as_int8(self != (uint8)j) & (r > (float8)P->r_min);
-                    if (!any(pair))
-                        continue;
-                    const float4 vj = v[j];
-                    const float8 dx = X - xj.x, dy8 = Y - xj.y, dz8 = Z - xj.z;
-                    const float8 ux = VX - vj.x, uy = VY - vj.y, uz = VZ - vj.z;
-                    const float rho_j = mz_csph_density_now(rho_prev[j], drho_prev[j], lag);
-                    const float p_j = mz_tait(P, rho_j);
-                    float8 px, py, pz;
-                    MZ_LANES_PAIR(float8, P, dx, dy8, dz8, ux, uy, uz, r2, rho_j, p_j, rho_i, pr_i,
-                                  px, py, pz)
-                    ax += select((float8)0.0f, px, pair);
-                    ay += select((float8)0.0f, py, pair);
-                    az += select((float8)0.0f, pz, pair);
-                    const float8 hr = P->h - r;
-                    drho += select((float8)0.0f,
-                                   P->mass * (P->spiky_grad * hr * hr / r) *
-                                       (ux * dx + uy * dy8 + uz * dz8),
-                                   pair);
-                }
-            }
+        MZ_CELL_LANES_BEGIN(g, cs, ce, x, mz_p0, X, Y, Z, valid, j, xj, r2, in)
+            const float8 q = P->h2 - r2;
+            sum += select((float8)0.0f, q * q * q, in);
+            const float8 r = sqrt(r2);
+            const int8 pair = in & as_int8(self != (uint8)j) & (r > (float8)P->r_min);
+            if (!any(pair))
+                continue;
+            const float4 vj = v[j];
+            const float8 dx = X - xj.x, dy8 = Y - xj.y, dz8 = Z - xj.z;
+            const float8 ux = VX - vj.x, uy = VY - vj.y, uz = VZ - vj.z;
+            const float rho_j = mz_csph_density_now(rho_prev[j], drho_prev[j], lag);
+            const float p_j = mz_tait(P, rho_j);
+            float8 px, py, pz;
+            MZ_LANES_PAIR(float8, P, dx, dy8, dz8, ux, uy, uz, r2, rho_j, p_j, rho_i, pr_i, px,
+                          py, pz)
+            ax += select((float8)0.0f, px, pair);
+            ay += select((float8)0.0f, py, pair);
+            az += select((float8)0.0f, pz, pair);
+            const float8 hr = P->h - r;
+            drho += select((float8)0.0f,
+                           P->mass * (P->spiky_grad * hr * hr / r) *
+                               (ux * dx + uy * dy8 + uz * dz8),
+                           pair);
+        MZ_CELL_LANES_END
         float sums[8], sx[8], sy[8], sz[8], dr[8];
         vstore8(sum, 0, sums);
         vstore8(ax, 0, sx);
