@@ -216,6 +216,11 @@ int mz_cl_open(mz_cl *cl, const char *spec, bool profiling)
     cl->list_rows = env_choice("MIZU_LIST_LAYOUT", "rows", "columns", cpu);
     cl->list_sums = env_choice("MIZU_LIST_SUMS", "lists", "walk", !cpu);
     cl->lanes = env_choice("MIZU_SPH_LANES", "8", "1", cpu);
+    cl_device_fp_config fp = 0;
+    clGetDeviceInfo(d, CL_DEVICE_SINGLE_FP_CONFIG, sizeof fp, &fp, NULL);
+    cl->divide_rounded = (fp & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT) != 0;
+    const char *exact = getenv("MIZU_EXACT_DIVIDE");
+    cl->exact_divide = exact && !strcmp(exact, "1") ? 1 : exact && !strcmp(exact, "0") ? 0 : -1;
 
     cl_int s;
     cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)cl->platform,

@@ -27,9 +27,15 @@ typedef struct mz_cl {
     bool list_rows; /* a particle's entries side by side (CPUs: one work-item at a time reads
                      * its own row), rather than entry k of neighbouring particles (GPUs) */
     bool list_sums; /* a pass that writes the lists sums over them after its walk (GPUs) */
-    /* WCSPH's fluid sums in eight lanes (kernels/sph/sph_lanes.clh): CPUs, or MIZU_SPH_LANES=8
-     * or 1 */
+    /* The SPH passes eight particles at a time (kernels/sph/sph_lanes.clh): CPUs, or
+     * MIZU_SPH_LANES=8 or 1 */
     bool lanes;
+    /* Correctly rounded division and square root in the kernels
+     * (-cl-fp32-correctly-rounded-divide-sqrt; a CPU's always are, a GPU's by default are not):
+     * the same bits on every such device. 1: every program, 0: none, -1 (MIZU_EXACT_DIVIDE
+     * unset): the programs that ask for it (cl_prog_build); only where the device has it. */
+    int exact_divide;
+    bool divide_rounded; /* the device has it */
 } mz_cl;
 
 /* The enum's name for an OpenCL status, e.g. "CL_OUT_OF_RESOURCES". */

@@ -79,7 +79,7 @@ char *cl_prog_source(const char *file)
     return out.s;
 }
 
-cl_program cl_prog_build(mz_cl *cl, const char *file, const char *defines)
+cl_program cl_prog_build(mz_cl *cl, const char *file, const char *defines, bool exact)
 {
     char *src = cl_prog_source(file);
     if (!src)
@@ -95,8 +95,10 @@ cl_program cl_prog_build(mz_cl *cl, const char *file, const char *defines)
     if (!created)
         return NULL;
     mz_str opts = {0};
-    str_addf(&opts, "%s -DMZ_LANES=%d -DMZ_LIST_ROWS=%d -DMZ_LIST_SUMS=%d %s",
-             MZ_CL_BUILD_OPTIONS, cl->lanes, cl->list_rows, cl->list_sums, defines ? defines : "");
+    bool rounded = cl->divide_rounded && (cl->exact_divide == 1 || (cl->exact_divide < 0 && exact));
+    str_addf(&opts, "%s%s -DMZ_LANES=%d -DMZ_LIST_ROWS=%d -DMZ_LIST_SUMS=%d %s",
+             MZ_CL_BUILD_OPTIONS, rounded ? " -cl-fp32-correctly-rounded-divide-sqrt" : "",
+             cl->lanes, cl->list_rows, cl->list_sums, defines ? defines : "");
     s = clBuildProgram(p, 1, &cl->device, opts.s, NULL, NULL);
     if (s != CL_SUCCESS) {
         size_t n = 0;

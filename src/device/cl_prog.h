@@ -23,9 +23,10 @@ const char *cl_prog_kernel_dir(void);
 /* The full text of a kernel file with its includes expanded; NULL after reporting the error. */
 char *cl_prog_source(const char *file);
 
-/* Build FILE with MZ_CL_BUILD_OPTIONS plus DEFINES (may be NULL). NULL after reporting why,
- * with the compiler's log on a build failure. */
-cl_program cl_prog_build(mz_cl *cl, const char *file, const char *defines);
+/* Build FILE with MZ_CL_BUILD_OPTIONS plus DEFINES (may be NULL); exact: it asks for correctly
+ * rounded division and square root (mz_cl.exact_divide decides). NULL after reporting why, with
+ * the compiler's log on a build failure. */
+cl_program cl_prog_build(mz_cl *cl, const char *file, const char *defines, bool exact);
 
 /* A kernel from a program; NULL after reporting. */
 cl_kernel cl_prog_kernel(cl_program p, const char *name);

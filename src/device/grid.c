@@ -297,7 +297,7 @@ static int create(mz_grid *g, mz_cl *cl, size_t n, double h, int dim, const doub
              "-DMZ_DIM=%d -DMZ_SORT_GS=%zu -DMZ_SORT_ITEMS=%zu -DMZ_RADIX_BITS=%d -DMZ_SLABS=%d "
              "-DMZ_SORT_SHUFFLE=%d",
              dim, geo.gs, geo.items, geo.bits, mode == MZ_GRID_SLABS, geo.gs > 1);
-    g->program = cl_prog_build(cl, "grid/grid.cl", defines);
+    g->program = cl_prog_build(cl, "grid/grid.cl", defines, false);
     if (!g->program)
         return -1;
     struct {

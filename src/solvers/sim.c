@@ -80,8 +80,8 @@ int sim_check_fits(const mz_cl *cl, const mz_scene *scene, size_t n)
     return -1;
 }
 
-cl_program sim_build_kernels(mz_sim *sim, const char *file, const char *const *names,
-                             cl_kernel *const *out)
+static cl_program build_kernels(mz_sim *sim, const char *file, const char *const *names,
+                                cl_kernel *const *out, bool exact)
 {
     char defines[64];
     /* A distributed rank's grid holds a window of layers: its solver kernels query it so, and
@@ -89,7 +89,7 @@ cl_program sim_build_kernels(mz_sim *sim, const char *file, const char *const *n
     snprintf(defines, sizeof defines, "-DMZ_DIM=%d -DMZ_SLABS=%d%s", sim->scene->sim.dimensions,
              sim->plan != NULL || sim->slabs != NULL,
              sim_frame_spins(sim->scene) ? " -DMZ_SPIN" : "");
-    cl_program p = cl_prog_build(sim->cl, file, defines);
+    cl_program p = cl_prog_build(sim->cl, file, defines, exact);
     bool ok = p != NULL;
     for (size_t i = 0; ok && names[i]; i++)
         ok = (*out[i] = cl_prog_kernel(p, names[i])) != NULL;
@@ -98,6 +98,18 @@ cl_program sim_build_kernels(mz_sim *sim, const char *file, const char *const *n
         p = NULL;
     }
     return p;
+}
+
+cl_program sim_build_kernels(mz_sim *sim, const char *file, const char *const *names,
+                             cl_kernel *const *out)
+{
+    return build_kernels(sim, file, names, out, false);
+}
+
+cl_program sim_build_exact_kernels(mz_sim *sim, const char *file, const char *const *names,
+                                   cl_kernel *const *out)
+{
+    return build_kernels(sim, file, names, out, true);
 }
 
 /* A buffer of cap elements of `elem` bytes holding the first n from host. */

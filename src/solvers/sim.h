@@ -252,6 +252,10 @@ void sim_collect_profile(mz_sim *sim);
  * *out[i], names NULL-terminated. The program, or NULL after reporting. */
 cl_program sim_build_kernels(mz_sim *sim, const char *file, const char *const *names,
                              cl_kernel *const *out);
+/* The same, asking for correctly rounded division and square root (mz_cl.exact_divide): DFSPH,
+ * whose resting tank is sensitive to the last bits (docs/ARCHITECTURE.md). */
+cl_program sim_build_exact_kernels(mz_sim *sim, const char *file, const char *const *names,
+                                   cl_kernel *const *out);
 
 /* The solvers. */
 extern const mz_solver mz_solver_pbd;

@@ -124,7 +124,7 @@ static void check_neighbours(const cloud *c, const char *label)
             maxn = ref.first[i + 1] - ref.first[i];
     char defines[32];
     snprintf(defines, sizeof defines, "-DMZ_DIM=%d", c->dim);
-    cl_program prog = cl_prog_build(&cl, "grid/grid_test.cl", defines);
+    cl_program prog = cl_prog_build(&cl, "grid/grid_test.cl", defines, false);
     assert_non_null(prog);
     cl_kernel k = make_kernel(prog, "neighbour_list");
     cl_kernel kc = make_kernel(g.program, "count_neighbours");

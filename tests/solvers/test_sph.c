@@ -304,7 +304,7 @@ static void check_kernels(const char *json, int dim)
     sph_params P = sph_params_for(&w.scene);
     char defines[32];
     snprintf(defines, sizeof defines, "-DMZ_DIM=%d", dim);
-    cl_program prog = cl_prog_build(&cl, "sph/sph.cl", defines);
+    cl_program prog = cl_prog_build(&cl, "sph/sph.cl", defines, false);
     assert_non_null(prog);
     cl_kernel probe = cl_prog_kernel(prog, "sph_probe"), sums = cl_prog_kernel(prog, "sph_sums");
     enum { M = 4000 };

@@ -475,7 +475,7 @@ static int dfsph_init(mz_sim *sim)
                                         "dfsph_advect",        "speed_accel_max", NULL};
     cl_kernel *const kernels[] = {&st->k_density, &st->k_forces, &st->k_predict, &st->k_error,
                                   &st->k_sum,     &st->k_apply,  &st->k_advect,  &st->k_max};
-    st->program = sim_build_kernels(sim, "sph/dfsph.cl", names, kernels);
+    st->program = sim_build_exact_kernels(sim, "sph/dfsph.cl", names, kernels);
     if (!st->program)
         return -1;
     size_t n = sim->cap;
