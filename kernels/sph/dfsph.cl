@@ -168,12 +168,11 @@ kernel void dfsph_density_alpha(uint n, mz_sph P, int min_neighbours, mz_grid_de
         return;
 #if MZ_LANES && !MZ_SLABS
     if (!g.hashed) { /* a cell at a time, by its first particle */
-        uint lo, hi;
-        mz_cell_range(cs, ce, mz_cell_key(&g, mz_cell_coord(&g, x[i])), &lo, &hi);
-        if (i == lo)
-            mz_dfsph_density_cell(&P, min_neighbours, lo, min(hi, n), &g, cs, ce, x, gb, bcs,
-                                  bce, bx, bm, nb, stride, cap, nl, nc, bl, bc, overflow,
-                                  rho_out, alpha_out);
+        const uint hi = mz_cell_lead(&g, cs, ce, x, i, n);
+        if (hi)
+            mz_dfsph_density_cell(&P, min_neighbours, i, hi, &g, cs, ce, x, gb, bcs, bce, bx,
+                                  bm, nb, stride, cap, nl, nc, bl, bc, overflow, rho_out,
+                                  alpha_out);
         return;
     }
 #endif
@@ -294,8 +293,6 @@ kernel void dfsph_forces(MZ_DFSPH_FORCES_IN)
     mz_dfsph_forces_at(i, NULL, MZ_DFSPH_FORCES_ARGS);
 #endif
 }
-
-
 
 /* v += dt a. */
 kernel void dfsph_predict(uint n, float dt, global const float4 *acc, global float4 *v)

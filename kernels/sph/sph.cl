@@ -272,11 +272,10 @@ kernel void sph_density(uint n, float lag, mz_sph P, mz_frame frame, mz_grid_des
         return;
 #if MZ_LANES && !MZ_SLABS
     if (!P.continuity && !P.kgc && !g.hashed) { /* a cell at a time, by its first particle */
-        uint lo, hi;
-        mz_cell_range(cs, ce, mz_cell_key(&g, mz_cell_coord(&g, x[i])), &lo, &hi);
-        if (i == lo)
-            mz_sph_density_cell(&P, lo, min(hi, n), &g, cs, ce, x, gb, bcs, bce, bx, bm, nb,
-                                rho_out, p, lists, stride, cap, nl, nc, bl, bc, overflow);
+        const uint hi = mz_cell_lead(&g, cs, ce, x, i, n);
+        if (hi)
+            mz_sph_density_cell(&P, i, hi, &g, cs, ce, x, gb, bcs, bce, bx, bm, nb, rho_out, p,
+                                lists, stride, cap, nl, nc, bl, bc, overflow);
         return;
     }
 #endif
@@ -415,12 +414,10 @@ kernel void csph_step(uint n, float dt, float lag, mz_sph P, mz_frame frame, mz_
         return;
 #if MZ_LANES && !MZ_SLABS
     if (!g.hashed) { /* a cell at a time, by its first particle */
-        uint lo, hi;
-        mz_cell_range(cs, ce, mz_cell_key(&g, mz_cell_coord(&g, x[i])), &lo, &hi);
-        if (i == lo)
-            mz_csph_cell(&P, lo, min(hi, n), dt, lag, frame, &walls, penalty, &g, cs, ce, x, v,
-                         rho_prev, drho_prev, gb, bcs, bce, bx, bm, nb, moving, bv, ba,
-                         MZ_CSPH_OUT_ARGS);
+        const uint hi = mz_cell_lead(&g, cs, ce, x, i, n);
+        if (hi)
+            mz_csph_cell(&P, i, hi, dt, lag, frame, &walls, penalty, &g, cs, ce, x, v, rho_prev,
+                         drho_prev, gb, bcs, bce, bx, bm, nb, moving, bv, ba, MZ_CSPH_OUT_ARGS);
         return;
     }
 #endif
