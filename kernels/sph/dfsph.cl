@@ -118,7 +118,10 @@ inline void mz_dfsph_density_cell(const mz_sph *P, int min_neighbours, uint lo, 
         const int8 valid = as_int8(self < (uint8)e);
         float8 sum = 0.0f, gsx = 0.0f, gsy = 0.0f, gsz = 0.0f, g2 = 0.0f;
         uint counts[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-        MZ_CELL_LANES_BEGIN(g, cs, ce, x, mz_p0, X, Y, Z, valid, j, xj, r2, in)
+        uint rec_j[MZ_CELL_RECORDS];
+        uchar rec_m[MZ_CELL_RECORDS];
+        uint nrec = 0;
+        MZ_CELL_LANES_ALL_BEGIN(g, cs, ce, x, mz_p0, X, Y, Z, valid, j, xj, r2, in)
             const float8 q = P->h2 - r2;
             sum += select((float8)0.0f, q * q * q, in);
             const int8 other = in & as_int8(self != (uint8)j);
@@ -130,11 +133,16 @@ inline void mz_dfsph_density_cell(const mz_sph *P, int min_neighbours, uint lo, 
             gsy += select((float8)0.0f, gy, other);
             gsz += select((float8)0.0f, gz, other);
             g2 += select((float8)0.0f, gx * gx + gy * gy + gz * gz, other);
-            for (uint m = mz_lanes_bits(other); m; m &= m - 1u) {
-                uint l = 31u - clz(m & (0u - m));
-                mz_list_put(nl, cap, stride, s + l, &counts[l], j);
+            const uint bits = mz_lanes_bits(other);
+            rec_j[nrec] = j;
+            rec_m[nrec] = (uchar)bits;
+            nrec += bits != 0u;
+            if (nrec == MZ_CELL_RECORDS) {
+                mz_cell_records_put(rec_j, rec_m, nrec, e - s, s, stride, cap, nl, counts);
+                nrec = 0;
             }
         MZ_CELL_LANES_END
+        mz_cell_records_put(rec_j, rec_m, nrec, e - s, s, stride, cap, nl, counts);
         float sums[8], sx[8], sy[8], sz[8], s2[8];
         vstore8(sum, 0, sums);
         vstore8(gsx, 0, sx);

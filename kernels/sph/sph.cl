@@ -212,7 +212,8 @@ inline void mz_sph_integrate(const mz_sph *P, float dt, float4 gravity, const mz
 #if MZ_LANES && !MZ_SLABS
 /* Summation density for the particles lo .. hi − 1 of one cell (a dense grid's), eight at a
  * time (mz_cell_poly6_sums): the fluid's sums, and the walls' where the eight lie in one cell of
- * the wall grid too (else one particle at a time). The same bits as mz_sph_density_at. */
+ * the wall grid too (the grids share their cell lines, so nearly always: rounding may put one
+ * across a line; else one particle at a time). The same bits as mz_sph_density_at. */
 inline void mz_sph_density_cell(const mz_sph *P, uint lo, uint hi, const mz_grid_desc *g,
                                 global const uint *cs, global const uint *ce,
                                 global const float4 *x, mz_grid_desc gb, global const uint *bcs,
@@ -226,15 +227,15 @@ inline void mz_sph_density_cell(const mz_sph *P, uint lo, uint hi, const mz_grid
         const int8 valid = as_int8(self < (uint8)e);
         float sums[8], bsums[8] = {0, 0, 0, 0, 0, 0, 0, 0};
         uint counts[8], bcounts[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-        mz_cell_poly6_sums(P, X, Y, Z, valid, mz_p0, s, g, cs, ce, x, NULL, lists, stride, cap,
-                           nl, sums, counts);
+        mz_cell_poly6_sums(P, X, Y, Z, valid, e - s, mz_p0, s, g, cs, ce, x, NULL, lists,
+                           stride, cap, nl, sums, counts);
         bool walls_together = nb > 0 && !gb.hashed;
         const uint key0 = mz_cell_key(&gb, mz_cell_coord(&gb, mz_p0));
         for (uint i = s + 1; walls_together && i < e; i++)
             walls_together = mz_cell_key(&gb, mz_cell_coord(&gb, x[i])) == key0;
         if (walls_together)
-            mz_cell_poly6_sums(P, X, Y, Z, valid, mz_p0, s, &gb, bcs, bce, bx, bm, lists, stride,
-                               cap, bl, bsums, bcounts);
+            mz_cell_poly6_sums(P, X, Y, Z, valid, e - s, mz_p0, s, &gb, bcs, bce, bx, bm, lists,
+                               stride, cap, bl, bsums, bcounts);
         for (uint i = s; i < e; i++) {
             const uint l = i - s;
             if (nb > 0 && !walls_together) {
