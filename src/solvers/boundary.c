@@ -1,6 +1,7 @@
 /* The walls as boundary particles: the fluid lattice continued beyond them, as many layers as
  * the support radius reaches, each weighing a fluid particle's mass; sorted once on a grid of
  * their own, or before every step when colliders move (kernels/common/boundary.cl). */
+#include <math.h>
 #include "solvers/boundary.h"
 
 #include "build/build.h"
@@ -25,12 +26,18 @@ static cl_mem buffer_of(mz_sim *sim, size_t bytes, const void *host, const char 
                         (void *)host, what);
 }
 
-/* The boundary grid covers the shell too: the domain grown by the layers. */
-static void shell_box(const mz_scene *s, double lo[3], double hi[3])
+/* The boundary grid covers the shell too: the domain grown by the layers. on_fluid_lines: its
+ * lower corner moved out by whole cells of the fluid's grid (cells h / (1 − 2^-10) wide,
+ * grid.c), so that the two grids share their cell lines: the particles of one fluid cell then
+ * lie in one wall cell, and WCSPH's density pass on a CPU takes their walls together
+ * (mz_sph_density_cell). */
+static void shell_box(const mz_scene *s, double h, bool on_fluid_lines, double lo[3],
+                      double hi[3])
 {
     double grow = (scene_wall_layers(s) + 1) * s->fluids[0].spacing;
+    double cell = h / (1.0 - 1.0 / 1024.0);
     for (int a = 0; a < 3; a++) {
-        lo[a] = s->domain.min[a] - grow;
+        lo[a] = s->domain.min[a] - (on_fluid_lines ? ceil(grow / cell) * cell : grow);
         hi[a] = s->domain.max[a] + grow;
     }
 }
@@ -88,7 +95,7 @@ static int init_motion(boundary_set *b, mz_sim *sim)
 }
 
 int boundary_init(boundary_set *b, mz_sim *sim, float particle_mass, double h,
-                      mz_grid_mode mode)
+                  mz_grid_mode mode, bool on_fluid_lines)
 {
     const mz_scene *s = sim->scene;
     b->dummy = mz_cl_buffer(sim->cl, CL_MEM_READ_WRITE, 16, NULL, "clCreateBuffer(no boundary)");
@@ -119,7 +126,7 @@ int boundary_init(boundary_set *b, mz_sim *sim, float particle_mass, double h,
     if (!b->pos || !b->mass || !b->id)
         return -1;
     double lo[3], hi[3];
-    shell_box(s, lo, hi);
+    shell_box(s, h, on_fluid_lines, lo, hi);
     if (grid_create(&b->grid, sim->cl, nb, h, s->sim.dimensions, lo, hi, mode) != 0)
         return -1;
     b->made = true;
@@ -208,7 +215,8 @@ boundary_args boundary_of(const boundary_set *b, mz_grid_desc fluid)
                                b->moving ? b->acc : b->dummy};
 }
 
-size_t boundary_device_bytes(const mz_scene *s, size_t n, double h, size_t *peak)
+size_t boundary_device_bytes(const mz_scene *s, size_t n, double h, bool on_fluid_lines,
+                             size_t *peak)
 {
     *peak = 16;
     if (!scene_boundary_particles(s))
@@ -216,7 +224,7 @@ size_t boundary_device_bytes(const mz_scene *s, size_t n, double h, size_t *peak
     size_t nb = scene_boundary_count(s);
     mz_grid_desc fluid = {0};
     double lo[3], hi[3];
-    shell_box(s, lo, hi);
+    shell_box(s, h, on_fluid_lines, lo, hi);
     if (grid_describe(n, h, s->sim.dimensions, s->domain.min, s->domain.max, MZ_GRID_AUTO,
                       &fluid) != 0)
         return 0;

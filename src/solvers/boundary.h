@@ -42,8 +42,12 @@ typedef struct boundary_args {
 
 /* The walls and colliders of the scene at the fluid's spacing, each particle of `mass`, on a
  * grid of cells h in the mode of the fluid's; only the stand-in when the scene's boundary is not
- * particles. 0, or -1 after reporting. */
-int boundary_init(boundary_set *b, mz_sim *sim, float mass, double h, mz_grid_mode mode);
+ * particles. on_fluid_lines: the grid's cells on the fluid grid's lines (over the domain, cells
+ * h), for passes that walk one fluid cell's walls together (WCSPH's density on a CPU); else
+ * where they always were, since moving them changes the order of the wall terms. 0, or -1
+ * after reporting. */
+int boundary_init(boundary_set *b, mz_sim *sim, float mass, double h, mz_grid_mode mode,
+                  bool on_fluid_lines);
 /* Keep slot_of current (the forces on solids need it): made now, and after every sort. */
 int boundary_track(boundary_set *b, mz_sim *sim);
 /* Moving colliders at time t (the step's start) and the grid sorted again; nothing when none
@@ -53,7 +57,8 @@ boundary_args boundary_of(const boundary_set *b, mz_grid_desc fluid);
 /* Device memory boundary_init leaves held for the scene, in bytes, beside a fluid grid of n
  * particles and cells h (whose kind, dense or hashed, the wall grid takes); *peak: the most it
  * holds while it sorts them. */
-size_t boundary_device_bytes(const mz_scene *s, size_t n, double h, size_t *peak);
+size_t boundary_device_bytes(const mz_scene *s, size_t n, double h, bool on_fluid_lines,
+                             size_t *peak);
 void boundary_release(boundary_set *b);
 
 #endif

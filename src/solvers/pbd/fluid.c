@@ -277,7 +277,7 @@ int pbf_boundary_init(mz_sim *sim, pbd_state *st)
     fl->bparts = !scene_boundary_particles(s) ? 0 : s->n_colliders ? 2 : 1;
     float mass = (float)build_particle_mass(s, &s->fluids[0]);
     return boundary_init(&fl->bound, sim, mass, fl->P.h,
-                         st->grid.desc.hashed ? MZ_GRID_HASHED : MZ_GRID_DENSE);
+                         st->grid.desc.hashed ? MZ_GRID_HASHED : MZ_GRID_DENSE, false);
 }
 
 int pbf_boundary_move(mz_sim *sim, pbd_state *st, double t)

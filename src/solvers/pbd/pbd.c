@@ -423,7 +423,9 @@ static size_t pbd_device_bytes(const mz_scene *s, size_t n, size_t *held)
         copies = 2 * 4 * n;
     }
     size_t walls_sorting = 0,
-           walls = pbf ? boundary_device_bytes(s, n, scene_support_radius(s), &walls_sorting) : 0;
+           walls = pbf ? boundary_device_bytes(s, n, scene_support_radius(s), false,
+                                               &walls_sorting)
+                       : 0;
     *held = bytes + walls + pbd_loads_bytes(s, n);
     /* a rank's bodies (cloth_dist.c): every id's slot, λ at both ends, the gather's x*; every
      * rigid particle's x* by id (rigid_dist.c); the fluid's attributes by body */

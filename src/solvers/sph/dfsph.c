@@ -519,7 +519,7 @@ static int dfsph_init(mz_sim *sim)
                                          grid_register_owned(&st->grid, &st->p, 4)))
         return -1;
     if (boundary_init(&st->bound, sim, st->P.mass, st->P.h,
-                      st->grid.desc.hashed ? MZ_GRID_HASHED : MZ_GRID_DENSE) != 0 ||
+                      st->grid.desc.hashed ? MZ_GRID_HASHED : MZ_GRID_DENSE, false) != 0 ||
         sph_loads_init(&st->loads, sim, &st->bound, st->program, "dfsph_wall_loads") != 0)
         return -1;
     if (st->loads.on && !(st->S = dfsph_buffer(sim, 4 * (n ? n : 1), "clCreateBuffer(DFSPH)")))

@@ -31,7 +31,7 @@ size_t dfsph_device_bytes(const mz_scene *s, size_t n, size_t *held)
     size_t own = 8 * 4 * room + 16 * dfsph_error_groups(n, SPH_STEP_SIZE_CPU_LOCAL) + 16 +
                  sph_step_size_bytes() + room * sph_lists_bytes(s) + 4 +
                  grid_device_bytes(n, cells, elems, n_reg, slabs, 0);
-    size_t walls_sorting, walls = boundary_device_bytes(s, n, P.h, &walls_sorting);
+    size_t walls_sorting, walls = boundary_device_bytes(s, n, P.h, false, &walls_sorting);
     size_t loads = sph_loads_bytes(s, n);
     *held = own + walls + loads + (loads ? 4 * room : 0); /* S: with forces measured */
     return own + walls_sorting > *held ? own + walls_sorting : *held;

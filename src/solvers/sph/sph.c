@@ -180,7 +180,7 @@ static int sph_init(mz_sim *sim)
     if (grid_describe(n, st->P.h, s->sim.dimensions, s->domain.min, s->domain.max, mode,
                       &fluid_desc) != 0 ||
         boundary_init(&st->bound, sim, st->P.mass, st->P.h,
-                      fluid_desc.hashed ? MZ_GRID_HASHED : MZ_GRID_DENSE) != 0)
+                      fluid_desc.hashed ? MZ_GRID_HASHED : MZ_GRID_DENSE, true) != 0)
         return -1;
     st->vel_out = sph_buffer(sim, 16 * n, "clCreateBuffer(new velocity)");
     st->rho = sph_buffer(sim, 4 * n, "clCreateBuffer(density)");
@@ -643,7 +643,7 @@ static size_t sph_device_bytes(const mz_scene *s, size_t n, size_t *held_after)
     size_t grid = grid_device_bytes(n, cells, elems, n_reg, slabs,
                                     slabs ? 0
                                           : MZ_GRID_LENT4 | MZ_GRID_LENT16 | MZ_GRID_LENT_SORT);
-    size_t walls_sorting, walls = boundary_device_bytes(s, n, P.h, &walls_sorting);
+    size_t walls_sorting, walls = boundary_device_bytes(s, n, P.h, true, &walls_sorting);
     size_t held = n * per + fixed + grid + walls + sph_loads_bytes(s, n) + sph_step_size_bytes();
     *held_after = held;
     /* The walls are sorted before anything else of the solver's is made (sph_init): with many
