@@ -37,6 +37,25 @@
 #include <sys/stat.h>
 
 
+
+/* --profile: a stage's kernels by device time, where it launched more than one. */
+static void print_stage_kernels(const mz_sim *sim, int stage, double total)
+{
+    int of[MZ_MAX_KERNEL_STATS], n = 0;
+    for (int k = 0; k < sim->n_kernels; k++)
+        if (sim->kernels[k].stage == stage && sim->kernels[k].t.launches) {
+            int at = n++;
+            for (; at > 0 && sim->kernels[of[at - 1]].t.seconds < sim->kernels[k].t.seconds; at--)
+                of[at] = of[at - 1];
+            of[at] = k;
+        }
+    for (int i = 0; n > 1 && i < n; i++) {
+        const mz_kernel_stat *k = &sim->kernels[of[i]];
+        fprintf(stderr, "      %-24s %9.3f ms %5.1f%%  %8lu launches\n", k->name,
+                1e3 * k->t.seconds, total > 0 ? 100.0 * k->t.seconds / total : 0.0,
+                k->t.launches);
+    }
+}
 static void print_summary(const run_ctx *r, long frames_written, double setup_s, double run_s)
 {
     const mz_sim *sim = &r->sim;
@@ -88,17 +107,21 @@ static void print_summary(const run_ctx *r, long frames_written, double setup_s,
             total += sim->stages[i].seconds;
         total += sim->stages[MZ_STAGE_OBSERVE].seconds;
         fprintf(stderr, "  device time per stage (OpenCL events), %.3f s in all:\n", total);
-        for (int i = 0; sim->solver->stages[i]; i++)
+        for (int i = 0; sim->solver->stages[i]; i++) {
             fprintf(stderr, "    %-12s %9.3f ms %5.1f%%  %8lu launches  %8.2f ns/particle-step\n",
                     sim->solver->stages[i], 1e3 * sim->stages[i].seconds,
                     total > 0 ? 100.0 * sim->stages[i].seconds / total : 0.0,
                     sim->stages[i].launches,
                     psteps > 0 ? 1e9 * sim->stages[i].seconds / psteps : 0.0);
+            print_stage_kernels(sim, i, total);
+        }
         const mz_stage_stat *ob = &sim->stages[MZ_STAGE_OBSERVE];
-        if (ob->launches)
+        if (ob->launches) {
             fprintf(stderr, "    %-12s %9.3f ms %5.1f%%  %8lu launches\n", "observers",
                     1e3 * ob->seconds, total > 0 ? 100.0 * ob->seconds / total : 0.0,
                     ob->launches);
+            print_stage_kernels(sim, MZ_STAGE_OBSERVE, total);
+        }
     }
 }
 

@@ -268,7 +268,23 @@ const char *sim_check_progress(const mz_scene *scene, long frame_steps, double f
                                               : "the progress into the frame is not a step boundary";
 }
 
-static void keep_event(mz_sim *sim, cl_event ev, int stage)
+/* The kernel table's entry for a kernel launched in a stage (made on its first launch), or -1
+ * when the table is full. */
+static int kernel_stat(mz_sim *sim, const char *name, int stage)
+{
+    for (int i = 0; i < sim->n_kernels; i++)
+        if (sim->kernels[i].stage == stage && strncmp(sim->kernels[i].name, name,
+                                                      sizeof sim->kernels[i].name - 1) == 0)
+            return i;
+    if (sim->n_kernels == MZ_MAX_KERNEL_STATS)
+        return -1;
+    mz_kernel_stat *k = &sim->kernels[sim->n_kernels];
+    snprintf(k->name, sizeof k->name, "%s", name);
+    k->stage = stage;
+    return sim->n_kernels++;
+}
+
+static void keep_event(mz_sim *sim, cl_event ev, int stage, const char *kernel_name)
 {
     if (ev) {
         if (sim->n_events == sim->cap_events) {
@@ -276,8 +292,11 @@ static void keep_event(mz_sim *sim, cl_event ev, int stage)
             sim->events = xrealloc(sim->events, sim->cap_events * sizeof *sim->events);
             sim->event_stage =
                 xrealloc(sim->event_stage, sim->cap_events * sizeof *sim->event_stage);
+            sim->event_kernel =
+                xrealloc(sim->event_kernel, sim->cap_events * sizeof *sim->event_kernel);
         }
         sim->events[sim->n_events] = ev;
+        sim->event_kernel[sim->n_events] = kernel_stat(sim, kernel_name, stage);
         sim->event_stage[sim->n_events++] = stage;
     }
 }
@@ -298,7 +317,7 @@ bool sim_launch_local(mz_sim *sim, cl_kernel k, size_t offset, size_t global, si
                                       sim->cl->profiling ? &ev : NULL),
                what))
         return false;
-    keep_event(sim, ev, stage);
+    keep_event(sim, ev, stage, kernel_name);
     return true;
 }
 
@@ -310,7 +329,7 @@ bool sim_launch_range(mz_sim *sim, cl_kernel k, size_t begin, size_t end, int st
     snprintf(what, sizeof what, "clEnqueueNDRangeKernel(%s)", kernel_name);
     if (!mz_cl_run_range(sim->cl, k, begin, end, sim->cl->profiling ? &ev : NULL, what))
         return false;
-    keep_event(sim, ev, stage);
+    keep_event(sim, ev, stage, kernel_name);
     return true;
 }
 
@@ -354,6 +373,11 @@ void sim_collect_profile(mz_sim *sim)
         if (s >= 0 && s < MZ_MAX_STAGES && t1 >= t0) {
             sim->stages[s].seconds += (double)(t1 - t0) * 1e-9;
             sim->stages[s].launches++;
+            if (sim->event_kernel[i] >= 0) {
+                mz_stage_stat *k = &sim->kernels[sim->event_kernel[i]].t;
+                k->seconds += (double)(t1 - t0) * 1e-9;
+                k->launches++;
+            }
         }
         clReleaseEvent(sim->events[i]);
     }
@@ -380,6 +404,7 @@ void sim_release(mz_sim *sim)
             clReleaseMemObject(*bufs[i]);
     free(sim->events);
     free(sim->event_stage);
+    free(sim->event_kernel);
     pace_release(&sim->pace);
     memset(sim, 0, sizeof *sim);
 }

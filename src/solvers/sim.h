@@ -120,6 +120,15 @@ typedef struct mz_stage_stat {
     unsigned long launches;
 } mz_stage_stat;
 
+/* --profile's device time of one kernel in one stage; the first MZ_MAX_KERNEL_STATS kernels a
+ * run launches are told apart, any later ones are charged to their stage only. */
+#define MZ_MAX_KERNEL_STATS 64
+typedef struct mz_kernel_stat {
+    char name[40];
+    int stage;
+    mz_stage_stat t;
+} mz_kernel_stat;
+
 struct mz_sim {
     mz_cl *cl;
     const mz_scene *scene;
@@ -169,8 +178,10 @@ struct mz_sim {
 
     mz_stage_stat stages[MZ_MAX_STAGES];
     cl_event *events; /* launches not yet timed (profiling only) */
-    int *event_stage;
+    int *event_stage, *event_kernel; /* event_kernel: into kernels, or -1 */
     size_t n_events, cap_events;
+    mz_kernel_stat kernels[MZ_MAX_KERNEL_STATS];
+    int n_kernels;
 };
 
 /* Device memory a scene needs (the common buffers and the solver's own), in bytes. */

@@ -186,6 +186,28 @@ static void test_collapsed_step_warns(void **state)
     free(err);
 }
 
+/* --profile: the stages, and under a stage of several kernels each kernel (DFSPH's divergence
+ * solve: its error and apply passes), whose times add up to no more than the stage's. */
+static void test_profile_by_kernel(void **state)
+{
+    (void)state;
+    char args[512], *err;
+    snprintf(args, sizeof args,
+             "run scenes/dam_break_2d.json --set fluids[0].solver=dfsph --frames 2 --profile -o %s",
+             test_path("profile.h5"));
+    assert_int_equal(run_mizu(args, &err), 0);
+    const char *stage = strstr(err, "    divergence solve ");
+    const char *error = stage ? strstr(stage, "\n      dfsph_error ") : NULL;
+    const char *apply = stage ? strstr(stage, "\n      dfsph_apply ") : NULL;
+    if (!strstr(err, "device time per stage") || !stage || !error || !apply)
+        fail_msg("no stage or kernel lines: %s", err);
+    double t_stage = atof(stage + strlen("    divergence solve ")),
+           t_error = atof(error + strlen("\n      dfsph_error ")),
+           t_apply = atof(apply + strlen("\n      dfsph_apply "));
+    assert_true(t_error > 0 && t_apply > 0 && t_error + t_apply <= t_stage * 1.0001);
+    free(err);
+}
+
 /* A motion table that ends while the run goes on: held at its last value after, a stop no solver
  * feels. Ending moving, `mizu check` (and run) warn, naming the law and the speed; a table
  * whose last rows repeat its value ends at rest and says nothing. */
@@ -414,6 +436,7 @@ int main(void)
         cmocka_unit_test(test_check_info_keys_devices),
         cmocka_unit_test(test_until_every_fields),
         cmocka_unit_test(test_frame_times_exact),
+        cmocka_unit_test(test_profile_by_kernel),
     };
     return cmocka_run_group_tests_name("cli", tests, NULL, NULL);
 }
