@@ -105,6 +105,74 @@ kernel void fluid_list(uint n_nodes, uint chunk, flip_grid g, global const uchar
     }
 }
 
+/* The same counts and list on a GPU, a work-group a chunk: its work-items take neighbouring
+ * nodes, a tile of the group's size at a time, so that their reads coalesce; a tile's fluid
+ * cells are placed by an exclusive scan in local memory, in node order as above, so the list is
+ * the same. (One work-item a chunk walked thousands of nodes alone, its reads apart from its
+ * neighbours': 0.55 + 0.77 ms of an H200's 15 ms FLIP step at 10^7 cells.) The flags of both
+ * colours scan as one word: colour 1's in the high half (a tile counts at most 2^16). */
+inline uint fluid_flags(uint node, uint end, const flip_grid *g, global const uchar *type)
+{
+    if (node >= end)
+        return 0u;
+    int4 c = node_coord(g, node);
+    if (type_at(type, g, c) != FLIP_FLUID)
+        return 0u;
+    return ((c.x + c.y + c.z) & 1) ? 0x10000u : 1u;
+}
+
+kernel void fluid_count_groups(uint n_nodes, uint chunk, flip_grid g, global const uchar *type,
+                               global uint *counts, local uint *sums)
+{
+    uint w = get_group_id(0), l = get_local_id(0), size = get_local_size(0);
+    uint begin = w * chunk, end = min(n_nodes, begin + chunk);
+    uint n[2] = {0u, 0u};
+    for (uint node = begin + l; node < end; node += size) {
+        uint f = fluid_flags(node, end, &g, type);
+        n[0] += f & 0xFFFFu;
+        n[1] += f >> 16;
+    }
+    for (int colour = 0; colour < 2; colour++) {
+        sums[l] = n[colour];
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (uint part = size / 2; part > 0; part /= 2) {
+            if (l < part)
+                sums[l] += sums[l + part];
+            barrier(CLK_LOCAL_MEM_FENCE);
+        }
+        if (l == 0)
+            counts[2 * w + colour] = sums[0];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+}
+
+kernel void fluid_list_groups(uint n_nodes, uint chunk, flip_grid g, global const uchar *type,
+                              global const uint *offsets, global uint *list, local uint *scan)
+{
+    uint w = get_group_id(0), l = get_local_id(0), size = get_local_size(0);
+    uint begin = w * chunk, end = min(n_nodes, begin + chunk);
+    uint at0 = offsets[2 * w], at1 = offsets[2 * w + 1];
+    for (uint base = begin; base < end; base += size) {
+        uint node = base + l, f = fluid_flags(node, end, &g, type);
+        scan[l] = f;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (uint step = 1; step < size; step *= 2) { /* inclusive, Hillis–Steele */
+            uint add = l >= step ? scan[l - step] : 0u;
+            barrier(CLK_LOCAL_MEM_FENCE);
+            scan[l] += add;
+            barrier(CLK_LOCAL_MEM_FENCE);
+        }
+        uint before = scan[l] - f, total = scan[size - 1];
+        if (f & 0xFFFFu)
+            list[at0 + (before & 0xFFFFu)] = node;
+        else if (f)
+            list[at1 + (before >> 16)] = node;
+        at0 += total & 0xFFFFu;
+        at1 += total >> 16;
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+}
+
 /* Half a red-black SOR sweep, in place: the fluid cells of one colour (list[first ..
  * first + n_items)), whose neighbours are all of the other colour, so the order among them
  * does not matter. */

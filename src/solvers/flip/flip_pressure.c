@@ -8,6 +8,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* Damped Jacobi: ω = 1 leaves the checkerboard mode of a closed region (eigenvalue 2 of D⁻¹A)
  * undamped forever; 0.8 damps it by 0.6 a sweep and slows the smooth modes by only 20%. */
@@ -84,11 +85,16 @@ static bool sweep(mz_sim *sim, flip_state *st, float omega)
 bool flip_list_cells(mz_sim *sim, flip_state *st, const flip_grid *g, size_t nodes,
                      cl_mem type, cl_mem list, cl_uint n_fluid[2])
 {
-    size_t w = st->listers;
+    size_t w = st->listers, items = st->lister_groups ? w * st->local : w;
+    size_t local = st->lister_groups ? st->local : 0;
     cl_uint chunk = (cl_uint)((nodes + w - 1) / w), n_nodes = (cl_uint)nodes;
-    if (!KARGS(st->k_fluid_count, "fluid_count", A(n_nodes), A(chunk), A(*g), A(type),
-               A(st->fluid_counts)) ||
-        !sim_launch(sim, st->k_fluid_count, w, STAGE_PROJECTION, "fluid_count") ||
+    mz_karg scratch = {4 * st->local, NULL}; /* the groups' local sums */
+    if (!(st->lister_groups ? KARGS(st->k_fluid_count, "fluid_count_groups", A(n_nodes),
+                                    A(chunk), A(*g), A(type), A(st->fluid_counts), scratch)
+                            : KARGS(st->k_fluid_count, "fluid_count", A(n_nodes), A(chunk),
+                                    A(*g), A(type), A(st->fluid_counts))) ||
+        !sim_launch_local(sim, st->k_fluid_count, 0, items, local, STAGE_PROJECTION,
+                          "fluid_count") ||
         !cl_ok(clEnqueueReadBuffer(sim->cl->queue, st->fluid_counts, CL_TRUE, 0, 8 * w,
                                    st->lister_counts, 0, NULL, NULL),
                "clEnqueueReadBuffer(fluid counts)"))
@@ -109,9 +115,13 @@ bool flip_list_cells(mz_sim *sim, flip_state *st, const flip_grid *g, size_t nod
     return cl_ok(clEnqueueWriteBuffer(sim->cl->queue, st->fluid_offsets, CL_FALSE, 0, 8 * w,
                                       st->lister_counts, 0, NULL, NULL),
                  "clEnqueueWriteBuffer(fluid offsets)") &&
-           KARGS(st->k_fluid_list, "fluid_list", A(n_nodes), A(chunk), A(*g), A(type),
-                 A(st->fluid_offsets), A(list)) &&
-           sim_launch(sim, st->k_fluid_list, w, STAGE_PROJECTION, "fluid_list");
+           (st->lister_groups ? KARGS(st->k_fluid_list, "fluid_list_groups", A(n_nodes),
+                                      A(chunk), A(*g), A(type), A(st->fluid_offsets), A(list),
+                                      scratch)
+                              : KARGS(st->k_fluid_list, "fluid_list", A(n_nodes), A(chunk),
+                                      A(*g), A(type), A(st->fluid_offsets), A(list))) &&
+           sim_launch_local(sim, st->k_fluid_list, 0, items, local, STAGE_PROJECTION,
+                            "fluid_list");
 }
 
 /* Sweeps until the divergence left is below pressure_tolerance × the largest before, checked
@@ -200,6 +210,19 @@ static size_t listers(bool gpu, size_t local)
     return gpu ? 4096 : 2 * local;
 }
 
+/* Whether the listers are work-groups (fluid_count_groups: a GPU's) or single work-items (a
+ * CPU's, which walks a chunk fastest alone); MIZU_FLIP_LISTERS=groups|items forces it. Both
+ * make the same list. */
+static bool listers_in_groups(bool gpu)
+{
+    const char *e = getenv("MIZU_FLIP_LISTERS");
+    if (e && strcmp(e, "groups") == 0)
+        return true;
+    if (e && strcmp(e, "items") == 0)
+        return false;
+    return gpu;
+}
+
 size_t flip_pressure_bytes(const mz_scene *s, const flip_grid *g, size_t nodes)
 {
     /* a GPU's counts (larger than a CPU's): never less than a run holds */
@@ -213,19 +236,25 @@ size_t flip_pressure_bytes(const mz_scene *s, const flip_grid *g, size_t nodes)
 
 int flip_pressure_init(mz_sim *sim, flip_state *st)
 {
-    static const char *const names[] = {"pressure_setup", "pressure_jacobi",   "pressure_rbgs",
-                                        "pressure_residual", "pressure_gradient", "fluid_count",
-                                        "fluid_list",      NULL};
+    bool gpu = (sim->cl->type & CL_DEVICE_TYPE_GPU) != 0;
+    st->lister_groups = listers_in_groups(gpu);
+    const char *names[] = {"pressure_setup",
+                           "pressure_jacobi",
+                           "pressure_rbgs",
+                           "pressure_residual",
+                           "pressure_gradient",
+                           st->lister_groups ? "fluid_count_groups" : "fluid_count",
+                           st->lister_groups ? "fluid_list_groups" : "fluid_list",
+                           NULL};
     cl_kernel *const kernels[] = {&st->k_setup,    &st->k_jacobi,      &st->k_rbgs,
                                   &st->k_residual, &st->k_gradient,    &st->k_fluid_count,
                                   &st->k_fluid_list};
     st->pressure_program = sim_build_kernels(sim, "flip/flip_pressure.cl", names, kernels);
     if (!st->pressure_program)
         return -1;
-    st->local = (sim->cl->type & CL_DEVICE_TYPE_GPU) ? 256 : 64;
+    st->local = gpu ? 256 : 64;
     while (st->local > sim->cl->max_wg)
         st->local /= 2;
-    bool gpu = (sim->cl->type & CL_DEVICE_TYPE_GPU) != 0;
     st->groups = residual_groups(gpu);
     st->partial = flip_buffer(sim, 12 * st->groups, "clCreateBuffer(pressure residual)");
     st->partial_host = xcalloc(3 * st->groups, sizeof(float));

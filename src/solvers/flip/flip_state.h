@@ -20,11 +20,13 @@ typedef struct flip_state {
     cl_kernel k_p2g, k_prepare, k_setup, k_jacobi, k_rbgs, k_residual, k_gradient, k_extrapolate,
         k_g2p, k_loads, k_fluid_count, k_fluid_list;
     /* The fluid cells by colour (colour 0's, then colour 1's), rebuilt each step: what the
-     * sweeps and the residual visit. `listers` work-items each count and list a chunk of
-     * nodes; the host turns their counts into offsets. */
+     * sweeps and the residual visit. `listers` work-items (lister_groups: work-groups of
+     * `local`) each count and list a chunk of nodes; the host turns their counts into
+     * offsets. */
     cl_mem fluid_counts, fluid_offsets, fluid_list;
     cl_uint *lister_counts, n_fluid[2];
     size_t listers;
+    bool lister_groups;
     /* APIC: the particles' velocity gradients, ∇u, ∇v, ∇w (float4 each, per particle; ∇w only
      * in 3D: the 2D kernels never touch it), and whether the transfer is APIC's. */
     bool apic;
