@@ -78,8 +78,9 @@ kernel void pressure_jacobi(uint n_nodes, flip_grid g, float omega, global const
  * nothing to solve there), listed by colour ((i + j + k) % 2) in node order: work-item w
  * counts the fluid cells of each colour among nodes [w·chunk, (w + 1)·chunk) ... */
 kernel void fluid_count(uint n_nodes, uint chunk, flip_grid g, global const uchar *type,
-                        global uint *counts)
+                        uint base, global uint *counts)
 {
+    counts += base;
     uint w = get_global_id(0), end = min(n_nodes, (w + 1u) * chunk);
     uint n[2] = {0u, 0u};
     for (uint node = w * chunk; node < end; node++) {
@@ -94,8 +95,9 @@ kernel void fluid_count(uint n_nodes, uint chunk, flip_grid g, global const ucha
 /* ... and writes them from its offsets (the host's exclusive sums of the counts, colour 1
  * after all of colour 0). */
 kernel void fluid_list(uint n_nodes, uint chunk, flip_grid g, global const uchar *type,
-                       global const uint *offsets, global uint *list)
+                       uint base, global const uint *offsets, global uint *list)
 {
+    offsets += base;
     uint w = get_global_id(0), end = min(n_nodes, (w + 1u) * chunk);
     uint at[2] = {offsets[2 * w], offsets[2 * w + 1]};
     for (uint node = w * chunk; node < end; node++) {
@@ -122,8 +124,9 @@ inline uint fluid_flags(uint node, uint end, const flip_grid *g, global const uc
 }
 
 kernel void fluid_count_groups(uint n_nodes, uint chunk, flip_grid g, global const uchar *type,
-                               global uint *counts, local uint *sums)
+                               uint base, global uint *counts, local uint *sums)
 {
+    counts += base;
     uint w = get_group_id(0), l = get_local_id(0), size = get_local_size(0);
     uint begin = w * chunk, end = min(n_nodes, begin + chunk);
     uint n[2] = {0u, 0u};
@@ -147,8 +150,10 @@ kernel void fluid_count_groups(uint n_nodes, uint chunk, flip_grid g, global con
 }
 
 kernel void fluid_list_groups(uint n_nodes, uint chunk, flip_grid g, global const uchar *type,
-                              global const uint *offsets, global uint *list, local uint *scan)
+                              uint base, global const uint *offsets, global uint *list,
+                              local uint *scan)
 {
+    offsets += base;
     uint w = get_group_id(0), l = get_local_id(0), size = get_local_size(0);
     uint begin = w * chunk, end = min(n_nodes, begin + chunk);
     uint at0 = offsets[2 * w], at1 = offsets[2 * w + 1];

@@ -94,16 +94,18 @@ bool flip_mg_levels(mz_sim *sim, flip_state *st)
     mg->list[0] = st->fluid_list;
     mg->n_list[0][0] = st->n_fluid[0];
     mg->n_list[0][1] = st->n_fluid[1];
+    flip_level_cells cells[MG_MAX_LEVELS];
     for (int l = 1; l < mg->levels; l++) {
         cl_uint n = (cl_uint)mg->nodes[l];
         if (!KARGS(mg->k_coarsen, "mg_coarsen", A(n), A(mg->g[l - 1]), A(mg->g[l]),
                    A(mg->type[l - 1]), A(mg->type[l])) ||
-            !sim_launch(sim, mg->k_coarsen, n, STAGE_PROJECTION, "mg_coarsen") ||
-            !flip_list_cells(sim, st, &mg->g[l], mg->nodes[l], mg->type[l], mg->list[l],
-                             mg->n_list[l]))
+            !sim_launch(sim, mg->k_coarsen, n, STAGE_PROJECTION, "mg_coarsen"))
             return false;
+        cells[l - 1] = (flip_level_cells){&mg->g[l], mg->nodes[l], mg->type[l], mg->list[l],
+                                          mg->n_list[l]};
     }
-    return true;
+    /* the coarse levels' lists after all their types: one wait for the device, not one a level */
+    return mg->levels < 2 || flip_list_levels(sim, st, mg->levels - 1, cells);
 }
 
 static cl_uint listed(const flip_mg *mg, int l)

@@ -82,46 +82,75 @@ static bool sweep(mz_sim *sim, flip_state *st, float omega)
     return true;
 }
 
-bool flip_list_cells(mz_sim *sim, flip_state *st, const flip_grid *g, size_t nodes,
-                     cl_mem type, cl_mem list, cl_uint n_fluid[2])
+/* Level l's count (count: fluid_count*) or list launch, its counts and offsets at 2 w l. */
+static bool lister_launch(mz_sim *sim, flip_state *st, bool count, const flip_level_cells *c,
+                          int l)
 {
     size_t w = st->listers, items = st->lister_groups ? w * st->local : w;
     size_t local = st->lister_groups ? st->local : 0;
-    cl_uint chunk = (cl_uint)((nodes + w - 1) / w), n_nodes = (cl_uint)nodes;
-    mz_karg scratch = {4 * st->local, NULL}; /* the groups' local sums */
-    if (!(st->lister_groups ? KARGS(st->k_fluid_count, "fluid_count_groups", A(n_nodes),
-                                    A(chunk), A(*g), A(type), A(st->fluid_counts), scratch)
-                            : KARGS(st->k_fluid_count, "fluid_count", A(n_nodes), A(chunk),
-                                    A(*g), A(type), A(st->fluid_counts))) ||
-        !sim_launch_local(sim, st->k_fluid_count, 0, items, local, STAGE_PROJECTION,
-                          "fluid_count") ||
-        !cl_ok(clEnqueueReadBuffer(sim->cl->queue, st->fluid_counts, CL_TRUE, 0, 8 * w,
-                                   st->lister_counts, 0, NULL, NULL),
+    cl_uint chunk = (cl_uint)((c->nodes + w - 1) / w), n_nodes = (cl_uint)c->nodes;
+    cl_uint base = (cl_uint)(2 * w * (size_t)l);
+    size_t scratch = 4 * st->local; /* the groups' local sums or scan, bytes */
+    cl_kernel k = count ? st->k_fluid_count : st->k_fluid_list;
+    const char *name = count ? (st->lister_groups ? "fluid_count_groups" : "fluid_count")
+                             : (st->lister_groups ? "fluid_list_groups" : "fluid_list");
+    bool args = count ? KARGS(k, name, A(n_nodes), A(chunk), A(*c->g), A(c->type), A(base),
+                              A(st->fluid_counts))
+                      : KARGS(k, name, A(n_nodes), A(chunk), A(*c->g), A(c->type), A(base),
+                              A(st->fluid_offsets), A(c->list));
+    cl_uint last = count ? 6 : 7; /* the groups' kernels' scratch */
+    return args &&
+           (!st->lister_groups ||
+            cl_ok(clSetKernelArg(k, last, scratch, NULL), "clSetKernelArg(lister scratch)")) &&
+           sim_launch_local(sim, k, 0, items, local, STAGE_PROJECTION,
+                            count ? "fluid_count" : "fluid_list");
+}
+
+bool flip_list_levels(mz_sim *sim, flip_state *st, int levels, const flip_level_cells *cells)
+{
+    size_t w = st->listers;
+    if (levels > MG_MAX_LEVELS) {
+        mz_error("flip: %d grid levels to list, at most %d", levels, MG_MAX_LEVELS);
+        return false;
+    }
+    for (int l = 0; l < levels; l++)
+        if (!lister_launch(sim, st, true, &cells[l], l))
+            return false;
+    /* one read-back for all the levels: each is a wait for the device */
+    if (!cl_ok(clEnqueueReadBuffer(sim->cl->queue, st->fluid_counts, CL_TRUE, 0,
+                                   8 * w * (size_t)levels, st->lister_counts, 0, NULL, NULL),
                "clEnqueueReadBuffer(fluid counts)"))
         return false;
-    cl_uint total[2] = {0, 0};
-    for (size_t k = 0; k < w; k++)
-        for (int c = 0; c < 2; c++) {
-            cl_uint n = st->lister_counts[2 * k + c];
-            st->lister_counts[2 * k + c] = total[c];
-            total[c] += n;
-        }
-    for (size_t k = 0; k < w; k++)
-        st->lister_counts[2 * k + 1] += total[0];
-    n_fluid[0] = total[0];
-    n_fluid[1] = total[1];
+    for (int l = 0; l < levels; l++) {
+        cl_uint total[2] = {0, 0}, *at = st->lister_counts + 2 * w * (size_t)l;
+        for (size_t k = 0; k < w; k++)
+            for (int c = 0; c < 2; c++) {
+                cl_uint n = at[2 * k + c];
+                at[2 * k + c] = total[c];
+                total[c] += n;
+            }
+        for (size_t k = 0; k < w; k++)
+            at[2 * k + 1] += total[0];
+        cells[l].n_fluid[0] = total[0];
+        cells[l].n_fluid[1] = total[1];
+    }
     /* The in-order queue writes the offsets before a later call's read-back reuses the host
      * array. */
-    return cl_ok(clEnqueueWriteBuffer(sim->cl->queue, st->fluid_offsets, CL_FALSE, 0, 8 * w,
-                                      st->lister_counts, 0, NULL, NULL),
-                 "clEnqueueWriteBuffer(fluid offsets)") &&
-           (st->lister_groups ? KARGS(st->k_fluid_list, "fluid_list_groups", A(n_nodes),
-                                      A(chunk), A(*g), A(type), A(st->fluid_offsets), A(list),
-                                      scratch)
-                              : KARGS(st->k_fluid_list, "fluid_list", A(n_nodes), A(chunk),
-                                      A(*g), A(type), A(st->fluid_offsets), A(list))) &&
-           sim_launch_local(sim, st->k_fluid_list, 0, items, local, STAGE_PROJECTION,
-                            "fluid_list");
+    if (!cl_ok(clEnqueueWriteBuffer(sim->cl->queue, st->fluid_offsets, CL_FALSE, 0,
+                                    8 * w * (size_t)levels, st->lister_counts, 0, NULL, NULL),
+               "clEnqueueWriteBuffer(fluid offsets)"))
+        return false;
+    for (int l = 0; l < levels; l++)
+        if (!lister_launch(sim, st, false, &cells[l], l))
+            return false;
+    return true;
+}
+
+bool flip_list_cells(mz_sim *sim, flip_state *st, const flip_grid *g, size_t nodes,
+                     cl_mem type, cl_mem list, cl_uint n_fluid[2])
+{
+    flip_level_cells c = {g, nodes, type, list, n_fluid};
+    return flip_list_levels(sim, st, 1, &c);
 }
 
 /* Sweeps until the divergence left is below pressure_tolerance × the largest before, checked
@@ -228,7 +257,7 @@ size_t flip_pressure_bytes(const mz_scene *s, const flip_grid *g, size_t nodes)
     /* a GPU's counts (larger than a CPU's): never less than a run holds */
     size_t groups = residual_groups(true);
     /* the residual's partials; the listers' counts and offsets; the fluid cells' list */
-    size_t bytes = 12 * groups + 2 * 8 * listers(true, 0) + 4 * nodes;
+    size_t bytes = 12 * groups + 2 * 8 * listers(true, 0) * MG_MAX_LEVELS + 4 * nodes;
     if (s->sim.pressure_solver == MZ_PRESSURE_MGPCG)
         bytes += flip_mg_bytes(g, s->sim.dimensions, groups);
     return bytes;
@@ -263,12 +292,13 @@ int flip_pressure_init(mz_sim *sim, flip_state *st)
     /* Listers: on a GPU a few thousand chunks, each a few thousand nodes walked in order; on a
      * CPU one chunk per work-item of a group or two. */
     st->listers = listers(gpu, st->local);
-    st->lister_counts = xcalloc(2 * st->listers, sizeof *st->lister_counts);
+    st->lister_counts = xcalloc(2 * st->listers * MG_MAX_LEVELS, sizeof *st->lister_counts);
     if (sim->scene->sim.pressure_solver == MZ_PRESSURE_MGPCG && flip_mg_init(sim, st) != 0)
         return -1;
-    return (st->fluid_counts = flip_buffer(sim, 8 * st->listers, "clCreateBuffer(fluid counts)")) &&
+    size_t count_bytes = 8 * st->listers * MG_MAX_LEVELS; /* a level's after another's */
+    return (st->fluid_counts = flip_buffer(sim, count_bytes, "clCreateBuffer(fluid counts)")) &&
                    (st->fluid_offsets =
-                        flip_buffer(sim, 8 * st->listers, "clCreateBuffer(fluid offsets)")) &&
+                        flip_buffer(sim, count_bytes, "clCreateBuffer(fluid offsets)")) &&
                    (st->fluid_list = flip_buffer(sim, 4 * st->nodes, "clCreateBuffer(fluid cells)"))
                ? 0
                : -1;

@@ -76,6 +76,14 @@ size_t flip_pressure_bytes(const mz_scene *s, const flip_grid *g, size_t nodes);
  * sums over such a list are the same as over every node, so the results are too. */
 bool flip_list_cells(mz_sim *sim, flip_state *st, const flip_grid *g, size_t nodes,
                      cl_mem type, cl_mem list, cl_uint n_fluid[2]);
+/* The same for several grids (multigrid levels, at most MG_MAX_LEVELS) with one read-back. */
+typedef struct flip_level_cells {
+    const flip_grid *g;
+    size_t nodes;
+    cl_mem type, list;
+    cl_uint *n_fluid; /* [2] */
+} flip_level_cells;
+bool flip_list_levels(mz_sim *sim, flip_state *st, int levels, const flip_level_cells *cells);
 /* The largest |residual| and |rhs| over the fluid cells, and how many there are (reads back). */
 bool flip_pressure_residual(mz_sim *sim, flip_state *st, float *r, float *b, long *fluid);
 /* The same in two halves: the kernel and a read-back that does not wait (its event) ...; */
