@@ -41,7 +41,9 @@ int sph_lists_resize(sph_lists *l, mz_sim *sim, cl_uint cap)
     mz_cl_release_mems(old, 2);
     l->cap = eights(cap ? cap : 1);
     l->stride = l->rows ? l->cap : l->particles;
-    size_t bytes = (size_t)4 * l->particles * l->cap;
+    /* rows: blocks of eight particles (kernels/grid/neighbour_list.clh) */
+    size_t particles = l->rows ? (size_t)eights(l->particles) : l->particles;
+    size_t bytes = (size_t)4 * particles * l->cap;
     if (bytes > sim->cl->max_alloc) { /* grown past the device's largest buffer */
         mz_error("the neighbour lists of %u entries a particle need %.3g GB in one buffer; %s "
                  "allocates at most %.3g GB in one buffer. Use fewer particles or another "
