@@ -49,6 +49,21 @@ inline float4 mz_dfsph_grad(const mz_sph *P, float4 dx, float r2)
     return (P->spiky_grad * hr * hr / r) * dx;
 }
 
+/* The list's gradients (DFSPH_GRADS in src/solvers/sph/dfsph.c): ∇W_ij of entry `at` of the
+ * fluid list, each component a plane of the list's shape. The density pass writes them, the
+ * solves read them instead of computing them again: the same floats. */
+inline void mz_dfsph_grad_put(global float *grad, uint plane, uint at, float4 w)
+{
+    grad[at] = w.x;
+    grad[plane + at] = w.y;
+    grad[2 * plane + at] = w.z;
+}
+
+inline float4 mz_dfsph_grad_at(global const float *grad, uint plane, uint at)
+{
+    return (float4)(grad[at], grad[plane + at], grad[2 * plane + at], 0.0f);
+}
+
 /* The gradient ∇_i W_ij = gf d of eight lanes (mz_dfsph_grad's float operations; gf 0 at
  * r ≤ r_min), for d = x_i − x_j (z 0 in 2D, as mz_vec makes it). */
 #define MZ_DFSPH_GRAD8(P, R2, GF)                                                              \
@@ -110,7 +125,7 @@ inline void mz_dfsph_density_cell(const mz_sph *P, int min_neighbours, uint lo, 
                                   MZ_BOUNDARY_PARAMS, uint stride, uint cap, global uint *nl,
                                   global uint *nc, global uint *bl, global uint *bc,
                                   global uint *overflow, global float *rho_out,
-                                  global float *alpha_out)
+                                  global float *alpha_out, global float *grad, uint plane)
 {
     for (uint s = lo; s < hi; s += 8) {
         const uint e = min(hi, s + 8);
@@ -120,15 +135,16 @@ inline void mz_dfsph_density_cell(const mz_sph *P, int min_neighbours, uint lo, 
         uint counts[8] = {0, 0, 0, 0, 0, 0, 0, 0};
         uint rec_j[MZ_CELL_RECORDS];
         uchar rec_m[MZ_CELL_RECORDS];
+        float rec_g0[8 * MZ_CELL_RECORDS], rec_g1[8 * MZ_CELL_RECORDS], rec_g2[8 * MZ_CELL_RECORDS];
         uint nrec = 0;
         MZ_CELL_LANES_ALL_BEGIN(g, cs, ce, x, mz_p0, X, Y, Z, valid, j, xj, r2, in)
             const float8 q = P->h2 - r2;
             sum += select((float8)0.0f, q * q * q, in);
             const int8 other = in & as_int8(self != (uint8)j);
             MZ_DFSPH_GRAD8(P, r2, gf)
-            /* the gradient's d = x_i − x_j (z 0 in 2D) */
-            const float8 gx = P->mass * (gf * (X - xj.x)), gy = P->mass * (gf * (Y - xj.y)),
-                         gz = P->mass * (gf * MZ_DFSPH_DZ8(Z, xj.z));
+            /* the gradient ∇W_ij = gf d, d = x_i − x_j (z 0 in 2D), kept for the solves */
+            const float8 wx = gf * (X - xj.x), wy = gf * (Y - xj.y), wz = gf * MZ_DFSPH_DZ8(Z, xj.z);
+            const float8 gx = P->mass * wx, gy = P->mass * wy, gz = P->mass * wz;
             gsx += select((float8)0.0f, gx, other);
             gsy += select((float8)0.0f, gy, other);
             gsz += select((float8)0.0f, gz, other);
@@ -136,13 +152,18 @@ inline void mz_dfsph_density_cell(const mz_sph *P, int min_neighbours, uint lo, 
             const uint bits = mz_lanes_bits(other);
             rec_j[nrec] = j;
             rec_m[nrec] = (uchar)bits;
+            vstore8(wx, nrec, rec_g0);
+            vstore8(wy, nrec, rec_g1);
+            vstore8(wz, nrec, rec_g2);
             nrec += bits != 0u;
             if (nrec == MZ_CELL_RECORDS) {
-                mz_cell_records_put(rec_j, rec_m, nrec, e - s, s, stride, cap, nl, counts);
+                mz_cell_records_put(rec_j, rec_m, nrec, e - s, s, stride, cap, nl, counts, rec_g0,
+                                    rec_g1, rec_g2, grad, plane);
                 nrec = 0;
             }
         MZ_CELL_LANES_END
-        mz_cell_records_put(rec_j, rec_m, nrec, e - s, s, stride, cap, nl, counts);
+        mz_cell_records_put(rec_j, rec_m, nrec, e - s, s, stride, cap, nl, counts, rec_g0, rec_g1,
+                            rec_g2, grad, plane);
         float sums[8], sx[8], sy[8], sz[8], s2[8];
         vstore8(sum, 0, sums);
         vstore8(gsx, 0, sx);
@@ -169,7 +190,7 @@ kernel void dfsph_density_alpha(uint n, mz_sph P, int min_neighbours, mz_grid_de
                                 global const float4 *x, MZ_BOUNDARY_PARAMS, uint stride,
                                 uint cap, global uint *nl, global uint *nc, global uint *bl,
                                 global uint *bc, global uint *overflow, global float *rho_out,
-                                global float *alpha_out)
+                                global float *alpha_out, global float *grad, uint plane)
 {
     uint i = get_global_id(0);
     if (i >= n)
@@ -180,7 +201,7 @@ kernel void dfsph_density_alpha(uint n, mz_sph P, int min_neighbours, mz_grid_de
         if (hi)
             mz_dfsph_density_cell(&P, min_neighbours, i, hi, &g, cs, ce, x, gb, bcs, bce, bx,
                                   bm, nb, stride, cap, nl, nc, bl, bc, overflow, rho_out,
-                                  alpha_out);
+                                  alpha_out, grad, plane);
         return;
     }
 #endif
@@ -191,9 +212,11 @@ kernel void dfsph_density_alpha(uint n, mz_sph P, int min_neighbours, mz_grid_de
         sum += mz_poly6_unscaled(&P, r2);
         if (j == i)
             continue;
-        float4 gw = P.mass * mz_dfsph_grad(&P, mz_vec(xi - x[j]), r2);
+        float4 w = mz_dfsph_grad(&P, mz_vec(xi - x[j]), r2), gw = P.mass * w;
         grad_sum += gw;
         grad2 += mz_dot3(gw, gw);
+        if (grad && count < cap) /* kept for the solves */
+            mz_dfsph_grad_put(grad, plane, MZ_LIST_AT_(count, i, stride), w);
         mz_list_put(nl, cap, stride, i, &count, j);
     MZ_NEIGHBOURS_END
     mz_dfsph_finish(&P, i, xi, min_neighbours, sum, grad_sum, grad2, count, gb, bcs, bce, bx, bm,
@@ -335,12 +358,18 @@ inline float mz_dfsph_error_at(uint i, const float *fluid, int density, float dt
                                global const float4 *x, global const float4 *v,
                                global const float *rho, global const float *alpha,
                                MZ_LIST_PARAMS, global const float *K, global float *kprev,
-                               global float *k_out, MZ_WALL_MOTION)
+                               global float *k_out, MZ_WALL_MOTION, global const float *grad,
+                               uint plane)
 {
     float4 xi = x[i], vi = v[i];
     float rate = 0.0f;
     if (fluid) {
         rate = *fluid;
+    } else if (grad) {
+        for (uint k = 0; k < nc[i]; k++) {
+            const uint at = MZ_LIST_AT_(k, i, stride), j = nl[at];
+            rate += P->mass * mz_dot3(vi - v[j], mz_dfsph_grad_at(grad, plane, at));
+        }
     } else {
         MZ_LIST_BEGIN(nl, nc, stride, i, x, xi, j, r2)
             rate += P->mass * mz_dot3(vi - v[j], mz_dfsph_grad(P, mz_vec(xi - x[j]), r2));
@@ -378,11 +407,25 @@ inline float mz_dfsph_error_at(uint i, const float *fluid, int density, float dt
  * loop. */
 inline void mz_dfsph_rates8(const mz_sph *P, uint s, uint e, const uint *count,
                             global const uint *nl, uint stride, global const float4 *x,
-                            global const float4 *v, float *out)
+                            global const float4 *v, global const float *grad, uint plane,
+                            float *out)
 {
     MZ_LANES_OF(s, e, x, self, slot, X, Y, Z)
     MZ_LANES_GATHER3(v, slot, VX, VY, VZ)
     float8 rate = 0.0f;
+    if (grad) { /* the density pass's gradients */
+        MZ_LANES_ENTRIES_BEGIN(nl, stride, s, e, slot, count, j, active, k)
+            MZ_LANES_GATHER3(v, j, UX, UY, UZ)
+            const float8 gx = mz_lanes_entry_value(grad, stride, s, e, slot, k),
+                         gy = mz_lanes_entry_value(grad + plane, stride, s, e, slot, k),
+                         gz = mz_lanes_entry_value(grad + 2 * plane, stride, s, e, slot, k);
+            const float8 dot = (VX - UX) * gx + (VY - UY) * gy + (VZ - UZ) * gz;
+            rate += select((float8)0.0f, P->mass * dot, active);
+        MZ_LANES_LIST_END
+        (void)self;
+        vstore8(rate, 0, out);
+        return;
+    }
     MZ_LANES_LIST_BEGIN(nl, stride, s, e, slot, count, x, X, Y, Z, j, active, XJ, YJ, ZJ, r2)
         MZ_DFSPH_GRAD8(P, r2, gf)
         MZ_LANES_GATHER3(v, j, UX, UY, UZ)
@@ -400,7 +443,8 @@ kernel void dfsph_error(uint n, int density, float dt, float warm, float dt_last
                         global const float4 *v, global const float *rho,
                         global const float *alpha, MZ_LIST_PARAMS, global const float *K,
                         global float *kprev, global float *k_out, global ulong2 *partial,
-                        local ulong2 *scratch, MZ_WALL_MOTION)
+                        local ulong2 *scratch, MZ_WALL_MOTION, global const float *grad,
+                        uint plane)
 {
     uint i = get_global_id(0), lid = get_local_id(0);
 #if MZ_LANES && !MZ_SLABS
@@ -411,12 +455,12 @@ kernel void dfsph_error(uint n, int density, float dt, float warm, float dt_last
     const uint e_ = i < n ? mz_lanes_lead(i, n, nc, count) : 0u;
     if (e_) {
         float rates[8];
-        mz_dfsph_rates8(&P, i, e_, count, nl, stride, x, v, rates);
+        mz_dfsph_rates8(&P, i, e_, count, nl, stride, x, v, grad, plane, rates);
         for (uint q = i; q < e_; q++)
             fixed += mz_dfsph_fixed(mz_dfsph_error_at(q, &rates[q - i], density, dt, warm,
                                                       dt_last, dt_before, &P, x, v, rho, alpha,
                                                       stride, nl, nc, bl, bc, bx, bm, K, kprev,
-                                                      k_out, moving, bv, ba),
+                                                      k_out, moving, bv, ba, grad, plane),
                                     unit);
     }
     scratch[lid] = fixed;
@@ -425,7 +469,7 @@ kernel void dfsph_error(uint n, int density, float dt, float warm, float dt_last
     if (i < n)
         e = mz_dfsph_error_at(i, NULL, density, dt, warm, dt_last, dt_before, &P, x, v, rho,
                               alpha, stride, nl, nc, bl, bc, bx, bm, K, kprev, k_out, moving, bv,
-                              ba);
+                              ba, grad, plane);
     scratch[lid] = mz_dfsph_fixed(e, unit);
 #endif
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -468,12 +512,17 @@ inline void mz_dfsph_apply_at(uint i, const float4 *fluid, float scale, int firs
                               const mz_sph *P, global const float4 *x, global const float *rho,
                               global const float *k, MZ_LIST_PARAMS, global float *K,
                               global float4 *v, int keep_s, int s_first, float weight,
-                              global float *S)
+                              global float *S, global const float *grad, uint plane)
 {
     float4 xi = x[i], dv = (float4)(0.0f);
     float ki = k[i] / rho[i];
     if (fluid) {
         dv = *fluid;
+    } else if (grad) {
+        for (uint q = 0; q < nc[i]; q++) {
+            const uint at = MZ_LIST_AT_(q, i, stride), j = nl[at];
+            dv += (P->mass * (ki + k[j] / rho[j])) * mz_dfsph_grad_at(grad, plane, at);
+        }
     } else {
         MZ_LIST_BEGIN(nl, nc, stride, i, x, xi, j, r2)
             dv += (P->mass * (ki + k[j] / rho[j])) * mz_dfsph_grad(P, mz_vec(xi - x[j]), r2);
@@ -495,11 +544,30 @@ inline void mz_dfsph_apply_at(uint i, const float4 *fluid, float scale, int firs
  * lists, each in its own order: out[l], the same bits as the one-particle loop. */
 inline void mz_dfsph_apply8(const mz_sph *P, uint s, uint e, const uint *count,
                             global const uint *nl, uint stride, global const float4 *x,
-                            global const float *rho, global const float *k, float4 *out)
+                            global const float *rho, global const float *k,
+                            global const float *grad, uint plane, float4 *out)
 {
     MZ_LANES_OF(s, e, x, self, slot, X, Y, Z)
     const float8 ki = mz_gather8(k, slot) / mz_gather8(rho, slot);
     float8 dx8 = 0.0f, dy8 = 0.0f, dz8 = 0.0f;
+    if (grad) { /* the density pass's gradients */
+        MZ_LANES_ENTRIES_BEGIN(nl, stride, s, e, slot, count, j, active, q)
+            const float8 c = P->mass * (ki + mz_gather8(k, j) / mz_gather8(rho, j));
+            dx8 += select((float8)0.0f, c * mz_lanes_entry_value(grad, stride, s, e, slot, q),
+                          active);
+            dy8 += select((float8)0.0f,
+                          c * mz_lanes_entry_value(grad + plane, stride, s, e, slot, q), active);
+            dz8 += select((float8)0.0f,
+                          c * mz_lanes_entry_value(grad + 2 * plane, stride, s, e, slot, q),
+                          active);
+        MZ_LANES_LIST_END
+        (void)self;
+        (void)X;
+        (void)Y;
+        (void)Z;
+        mz_lanes_out3(dx8, dy8, dz8, e - s, out);
+        return;
+    }
     MZ_LANES_LIST_BEGIN(nl, stride, s, e, slot, count, x, X, Y, Z, j, active, XJ, YJ, ZJ, r2)
         MZ_DFSPH_GRAD8(P, r2, gf)
         const float8 c = P->mass * (ki + mz_gather8(k, j) / mz_gather8(rho, j));
@@ -515,7 +583,7 @@ inline void mz_dfsph_apply8(const mz_sph *P, uint s, uint e, const uint *count,
 kernel void dfsph_apply(uint n, float scale, int first, mz_sph P, global const float4 *x,
                         global const float *rho, global const float *k, MZ_LIST_PARAMS,
                         global float *K, global float4 *v, int keep_s, int s_first,
-                        float weight, global float *S)
+                        float weight, global float *S, global const float *grad, uint plane)
 {
     uint i = get_global_id(0);
     if (i >= n)
@@ -526,13 +594,13 @@ kernel void dfsph_apply(uint n, float scale, int first, mz_sph P, global const f
     if (!e)
         return;
     float4 dv[8];
-    mz_dfsph_apply8(&P, i, e, count, nl, stride, x, rho, k, dv);
+    mz_dfsph_apply8(&P, i, e, count, nl, stride, x, rho, k, grad, plane, dv);
     for (uint q = i; q < e; q++)
         mz_dfsph_apply_at(q, &dv[q - i], scale, first, &P, x, rho, k, stride, nl, nc, bl, bc, bx,
-                          bm, K, v, keep_s, s_first, weight, S);
+                          bm, K, v, keep_s, s_first, weight, S, grad, plane);
 #else
     mz_dfsph_apply_at(i, NULL, scale, first, &P, x, rho, k, stride, nl, nc, bl, bc, bx, bm, K, v,
-                      keep_s, s_first, weight, S);
+                      keep_s, s_first, weight, S, grad, plane);
 #endif
 }
 

@@ -176,6 +176,11 @@ int cmd_check(const mz_run_opts *o)
     if (scene_solver(&s) == MZ_SOLVER_WCSPH)
         printf("  and, where the device has room for them, neighbour lists: %.1f MB more "
                "(MIZU_SPH_LISTS=0: none)\n", (double)(n * sph_lists_bytes(&s)) / 1e6);
+    /* DFSPH's gradients likewise. */
+    if (scene_solver(&s) == MZ_SOLVER_DFSPH)
+        printf("  and, where the device has room for them, the neighbours' kernel gradients: "
+               "%.1f MB more (MIZU_DFSPH_GRADS=0: none)\n",
+               (double)(n * sph_lists_grad_bytes(&s)) / 1e6);
     mz_host_limit limit = host_memory_limit();
     printf("  host memory about %.1f MB beside the device's (%s: %.1f MB)\n",
            run_host_bytes(&s, n) / 1e6, limit.what, limit.bytes / 1e6);

@@ -3,7 +3,7 @@
  * 2% apart, over the start and a frame's steps, for every solver's kinds of scene (WCSPH,
  * DFSPH, PBF, cloth, soft and rigid bodies, FLIP with each pressure solver) and what a scene
  * may add (moving colliders, forces on solids, probes and gauges). Not held to it: FLIP scenes
- * under ~3.5 MB (the estimate takes a GPU's partial sums and listers, 69 KB more than a CPU's). */
+ * under ~1 MB (the estimate takes a GPU's partial sums and listers, 20 KB more than a CPU's). */
 #include "test_util.h"
 #include "test_world.h"
 
@@ -23,11 +23,13 @@ static void wait_released(size_t level)
 }
 
 /* The most the run held (the test holds no buffers of its own), and the estimate for it (with what
- * `mizu check` adds for neighbour lists when the run keeps them: MIZU_SPH_LISTS=1). */
+ * `mizu check` adds for WCSPH's neighbour lists and DFSPH's gradients when the run keeps them:
+ * MIZU_SPH_LISTS=1, MIZU_DFSPH_GRADS=1). */
 static void held_and_estimate(const char *path, const char *const *sets, size_t n_sets,
                               bool lists, size_t *held, size_t *estimate, size_t *n)
 {
     setenv("MIZU_SPH_LISTS", lists ? "1" : "0", 1);
+    setenv("MIZU_DFSPH_GRADS", lists ? "1" : "0", 1);
     wait_released(0);
     mz_cl_memory_reset_peak();
     world w;
@@ -36,10 +38,15 @@ static void held_and_estimate(const char *path, const char *const *sets, size_t 
     clFinish(cl.queue);
     *held = mz_cl_memory().peak;
     *n = w.parts.n;
-    *estimate = sim_device_bytes(&w.scene, *n) + (lists ? *n * sph_lists_bytes(&w.scene) : 0);
+    *estimate = sim_device_bytes(&w.scene, *n);
+    if (lists)
+        *estimate += *n * (scene_solver(&w.scene) == MZ_SOLVER_DFSPH
+                               ? sph_lists_grad_bytes(&w.scene)
+                               : sph_lists_bytes(&w.scene));
     world_close(&w);
     wait_released(0);
     unsetenv("MIZU_SPH_LISTS");
+    unsetenv("MIZU_DFSPH_GRADS");
 }
 
 /* Prints the case; whether the estimate is within 2% of what was held. */
@@ -97,6 +104,11 @@ static void test_wcsph_lists(void **state)
     size_t held, estimate, n;
     held_and_estimate("scenes/dam_break_3d.json", sets, 2, true, &held, &estimate, &n);
     check_within("dam_break_3d.json penalty walls, neighbour lists", held, estimate, n);
+    /* DFSPH's lists' gradients */
+    const char *dfsph[] = {"simulation.fps=500", "domain.boundary.type=penalty",
+                           "fluids[0].solver=dfsph"};
+    held_and_estimate("scenes/dam_break_3d.json", dfsph, 3, true, &held, &estimate, &n);
+    check_within("dam_break_3d.json penalty walls, DFSPH with gradients", held, estimate, n);
 }
 
 /* The other solvers and what any solver's scene may add: each case is measured and printed, and
@@ -131,10 +143,10 @@ static void test_other_kinds(void **state)
          {"simulation.substeps=1", "simulation.pressure_solver=mgpcg"}, false},
         {"scenes/flip_dam_break_3d.json",
          {"simulation.substeps=1", "simulation.pressure_solver=jacobi"}, false},
-        /* FLIP's estimate takes a GPU's partial sums and listers, 69 KB more than a CPU's: more
-         * than 2% of these small scenes' 0.3-2 MB here (exact less that) */
-        {"scenes/flip_dam_break_2d.json", {"simulation.substeps=1"}, true},
-        {"scenes/flip_flume_3d.json", {"simulation.substeps=1"}, true},
+        {"scenes/flip_dam_break_2d.json", {"simulation.substeps=1"}, false},
+        {"scenes/flip_flume_3d.json", {"simulation.substeps=1"}, false},
+        /* FLIP's estimate takes a GPU's partial sums and listers, 20 KB more than a CPU's: more
+         * than 2% of this small scene's 0.25 MB (exact less that) */
         {"scenes/flip_hydrostatic.json", {"simulation.substeps=1"}, true},
         /* moving colliders, forces on solids, probes and gauges */
         {"scenes/wave_flume.json", {"simulation.fps=2000"}, false},

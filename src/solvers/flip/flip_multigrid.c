@@ -47,6 +47,12 @@ static int mg_levels(const flip_grid *top, int dim, flip_grid g[MG_MAX_LEVELS])
     }
 }
 
+int flip_mg_level_count(const flip_grid *top, int dim)
+{
+    flip_grid g[MG_MAX_LEVELS];
+    return mg_levels(top, dim, g);
+}
+
 size_t flip_mg_bytes(const flip_grid *top, int dim, size_t groups)
 {
     flip_grid g[MG_MAX_LEVELS];

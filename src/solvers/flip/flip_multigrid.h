@@ -58,6 +58,8 @@ int flip_mg_init(mz_sim *sim, flip_state *st);
 /* Device memory flip_mg_init makes for the pressure grid `top` (its coarse levels and CG's
  * vectors), with `groups` partial sums, in bytes. */
 size_t flip_mg_bytes(const flip_grid *top, int dim, size_t groups);
+/* How many levels the multigrid of the pressure grid `top` has. */
+int flip_mg_level_count(const flip_grid *top, int dim);
 /* r·z's partial sums for a grid of `nodes` and work-groups of `local` items. */
 size_t flip_cg_dot_parts(size_t nodes, size_t local);
 /* The coarse levels' cell types from this step's and their fluid cells' lists (after level

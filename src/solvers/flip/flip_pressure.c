@@ -109,8 +109,8 @@ static bool lister_launch(mz_sim *sim, flip_state *st, bool count, const flip_le
 bool flip_list_levels(mz_sim *sim, flip_state *st, int levels, const flip_level_cells *cells)
 {
     size_t w = st->listers;
-    if (levels > MG_MAX_LEVELS) {
-        mz_error("flip: %d grid levels to list, at most %d", levels, MG_MAX_LEVELS);
+    if ((size_t)levels > st->lister_slices) {
+        mz_error("flip: %d grid levels to list, room for %zu", levels, st->lister_slices);
         return false;
     }
     for (int l = 0; l < levels; l++)
@@ -236,7 +236,17 @@ static size_t residual_groups(bool gpu)
 
 static size_t listers(bool gpu, size_t local)
 {
-    return gpu ? 4096 : 2 * local;
+    return gpu ? 1024 : 2 * local;
+}
+
+/* The grids listed with one read-back (flip_list_levels): the multigrid's coarse levels, or
+ * the pressure grid alone; each has its listers' counts and offsets. */
+static size_t lister_slices(const mz_scene *s, const flip_grid *g)
+{
+    if (s->sim.pressure_solver != MZ_PRESSURE_MGPCG)
+        return 1;
+    int levels = flip_mg_level_count(g, s->sim.dimensions);
+    return levels > 2 ? (size_t)levels - 1 : 1;
 }
 
 /* Whether the listers are work-groups (fluid_count_groups: a GPU's) or single work-items (a
@@ -257,7 +267,7 @@ size_t flip_pressure_bytes(const mz_scene *s, const flip_grid *g, size_t nodes)
     /* a GPU's counts (larger than a CPU's): never less than a run holds */
     size_t groups = residual_groups(true);
     /* the residual's partials; the listers' counts and offsets; the fluid cells' list */
-    size_t bytes = 12 * groups + 2 * 8 * listers(true, 0) * MG_MAX_LEVELS + 4 * nodes;
+    size_t bytes = 12 * groups + 2 * 8 * listers(true, 0) * lister_slices(s, g) + 4 * nodes;
     if (s->sim.pressure_solver == MZ_PRESSURE_MGPCG)
         bytes += flip_mg_bytes(g, s->sim.dimensions, groups);
     return bytes;
@@ -289,13 +299,14 @@ int flip_pressure_init(mz_sim *sim, flip_state *st)
     st->partial_host = xcalloc(3 * st->groups, sizeof(float));
     if (!st->partial)
         return -1;
-    /* Listers: on a GPU a few thousand chunks, each a few thousand nodes walked in order; on a
+    /* Listers: on a GPU a thousand work-groups, each a chunk of nodes a tile at a time; on a
      * CPU one chunk per work-item of a group or two. */
     st->listers = listers(gpu, st->local);
-    st->lister_counts = xcalloc(2 * st->listers * MG_MAX_LEVELS, sizeof *st->lister_counts);
+    st->lister_slices = lister_slices(sim->scene, &st->g);
+    st->lister_counts = xcalloc(2 * st->listers * st->lister_slices, sizeof *st->lister_counts);
     if (sim->scene->sim.pressure_solver == MZ_PRESSURE_MGPCG && flip_mg_init(sim, st) != 0)
         return -1;
-    size_t count_bytes = 8 * st->listers * MG_MAX_LEVELS; /* a level's after another's */
+    size_t count_bytes = 8 * st->listers * st->lister_slices; /* a level's after another's */
     return (st->fluid_counts = flip_buffer(sim, count_bytes, "clCreateBuffer(fluid counts)")) &&
                    (st->fluid_offsets =
                         flip_buffer(sim, count_bytes, "clCreateBuffer(fluid offsets)")) &&

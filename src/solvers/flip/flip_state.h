@@ -25,7 +25,7 @@ typedef struct flip_state {
      * offsets. */
     cl_mem fluid_counts, fluid_offsets, fluid_list;
     cl_uint *lister_counts, n_fluid[2];
-    size_t listers;
+    size_t listers, lister_slices; /* slices: grids listed at once (flip_list_levels) */
     bool lister_groups;
     /* APIC: the particles' velocity gradients, ∇u, ∇v, ∇w (float4 each, per particle; ∇w only
      * in 3D: the 2D kernels never touch it), and whether the transfer is APIC's. */

@@ -27,6 +27,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 enum dfsph_stage { STAGE_GRID, STAGE_DENSITY, STAGE_DIVERGENCE, STAGE_FORCES, STAGE_PRESSURE,
                    STAGE_ADVECT };
@@ -94,6 +95,21 @@ static boundary_args bound_of(const dfsph_state *st)
     return boundary_of(&st->bound, st->grid.desc);
 }
 
+/* Whether the fluid list keeps its kernel gradients (sph_lists.grads), which the solves' dozen
+ * passes then read instead of computing each again (a square root and a quotient a pair):
+ * MIZU_DFSPH_GRADS=1 or 0, else where the device has room for them beside what the run needs
+ * (the fit check counts only that, as with WCSPH's lists; the buffer is made only where the
+ * device can make one that large). The same bits either way. */
+static bool grads_wanted(const mz_sim *sim)
+{
+    const char *env = getenv("MIZU_DFSPH_GRADS");
+    if (env && (strcmp(env, "0") == 0 || strcmp(env, "1") == 0))
+        return env[0] == '1';
+    double grads = (double)sim->cap * (double)sph_lists_grad_bytes(sim->scene);
+    return (double)sim_device_bytes(sim->scene, sim->cap) + grads <
+           0.8 * (double)sim->cl->global_mem;
+}
+
 /* ρ and α at the current positions (after a grid build), and the neighbour lists the step's
  * other passes read: built again, longer, when a particle has more neighbours than they hold. */
 static bool density_alpha(mz_sim *sim, dfsph_state *st)
@@ -107,7 +123,7 @@ static bool density_alpha(mz_sim *sim, dfsph_state *st)
                    A(st->grid.cell_first), A(sim->pos), A(b.desc), A(b.words), A(b.first),
                    A(b.pos), A(b.mass), A(b.nb), A(l->stride), A(l->cap), A(l->fluid),
                    A(l->fluid_count), A(l->wall), A(l->wall_count), A(l->overflow),
-                   A(st->rho), A(st->alpha)) ||
+                   A(st->rho), A(st->alpha), A(l->grad), A(l->plane)) ||
             !dfsph_launch_owned(sim, st->k_density, STAGE_DENSITY, "dfsph_density_alpha"))
             return false;
         int fits = sph_lists_after_build(l, sim);
@@ -154,6 +170,10 @@ static bool error_pass(mz_sim *sim, dfsph_state *st, int density, double dt, dou
               "clSetKernelArg(dfsph_error)") &&
         cl_ok(clSetKernelArg(st->k_error, 26, sizeof b.acc, &b.acc),
               "clSetKernelArg(dfsph_error)") &&
+        cl_ok(clSetKernelArg(st->k_error, 27, sizeof l->grad, &l->grad),
+              "clSetKernelArg(dfsph_error)") &&
+        cl_ok(clSetKernelArg(st->k_error, 28, sizeof l->plane, &l->plane),
+              "clSetKernelArg(dfsph_error)") &&
         sim_launch_local(sim, st->k_error, begin, groups * local, local, stage,
                          "dfsph_error");
     if (!avg) {
@@ -191,7 +211,7 @@ static bool apply_pass(mz_sim *sim, dfsph_state *st, double scale, int first, cl
                  A(sim->pos), A(st->rho), A(st->k), A(l->stride), A(l->fluid),
                  A(l->fluid_count), A(l->wall), A(l->wall_count), A(b.pos), A(b.mass), A(K),
                  A(sim->vel), A(keep_s), A(s_first), A(weight_f),
-                 A(*(st->S ? &st->S : &st->k))) &&
+                 A(*(st->S ? &st->S : &st->k)), A(l->grad), A(l->plane)) &&
            dfsph_launch_owned(sim, st->k_apply, stage, "dfsph_apply") &&
            dfsph_dist_share(&st->dist, sim->vel, 16);
 }
@@ -439,6 +459,7 @@ static int dfsph_grow(void *ctx, size_t cap)
     long grown = st->lists.grown;
     sim->cap = cap;
     sph_lists_release(&st->lists);
+    st->lists.grads = grads_wanted(sim);
     if (sph_lists_init(&st->lists, sim) != 0 || sph_lists_resize(&st->lists, sim, list_cap) != 0)
         return -1;
     st->lists.grown = grown;
@@ -489,6 +510,7 @@ static int dfsph_init(mz_sim *sim)
             return -1;
     st->partial = dfsph_buffer(sim, 16 * groups, "clCreateBuffer(DFSPH error sums)");
     st->total = dfsph_buffer(sim, 16, "clCreateBuffer(DFSPH error)");
+    st->lists.grads = grads_wanted(sim);
     if (!st->partial || !st->total || sph_lists_init(&st->lists, sim) != 0)
         return -1;
     cl_float zero = 0.0f;

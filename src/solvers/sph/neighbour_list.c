@@ -30,6 +30,11 @@ size_t sph_lists_bytes(const mz_scene *s)
     return 2 * 4 * ((size_t)sph_lists_cap_first(s) + 1);
 }
 
+size_t sph_lists_grad_bytes(const mz_scene *s)
+{
+    return 3 * 4 * (size_t)sph_lists_cap_first(s);
+}
+
 static cl_mem list_buffer(mz_sim *sim, size_t bytes, const char *what)
 {
     return mz_cl_buffer(sim->cl, CL_MEM_READ_WRITE, bytes ? bytes : 4, NULL, what);
@@ -37,8 +42,9 @@ static cl_mem list_buffer(mz_sim *sim, size_t bytes, const char *what)
 
 int sph_lists_resize(sph_lists *l, mz_sim *sim, cl_uint cap)
 {
-    cl_mem old[] = {l->fluid, l->wall};
-    mz_cl_release_mems(old, 2);
+    cl_mem old[] = {l->fluid, l->wall, l->grad};
+    mz_cl_release_mems(old, 3);
+    l->grad = NULL;
     l->cap = eights(cap ? cap : 1);
     l->stride = l->rows ? l->cap : l->particles;
     /* rows: blocks of eight particles (kernels/grid/neighbour_list.clh) */
@@ -54,7 +60,13 @@ int sph_lists_resize(sph_lists *l, mz_sim *sim, cl_uint cap)
     }
     l->fluid = list_buffer(sim, bytes, "clCreateBuffer(neighbour list)");
     l->wall = list_buffer(sim, bytes, "clCreateBuffer(wall neighbour list)");
-    return l->fluid && l->wall ? 0 : -1;
+    if (!l->fluid || !l->wall)
+        return -1;
+    l->plane = (cl_uint)(bytes / 4);
+    if (l->grads && 3 * bytes <= sim->cl->max_alloc && 3 * (bytes / 4) <= 0xFFFFFFFFu &&
+        !(l->grad = list_buffer(sim, 3 * bytes, "clCreateBuffer(neighbour gradients)")))
+        return -1;
+    return 0;
 }
 
 int sph_lists_init(sph_lists *l, mz_sim *sim)
@@ -94,7 +106,7 @@ int sph_lists_after_build(sph_lists *l, mz_sim *sim)
 
 void sph_lists_release(sph_lists *l)
 {
-    cl_mem ms[] = {l->fluid, l->fluid_count, l->wall, l->wall_count, l->overflow};
+    cl_mem ms[] = {l->fluid, l->fluid_count, l->wall, l->wall_count, l->overflow, l->grad};
     mz_cl_release_mems(ms, sizeof ms / sizeof *ms);
     *l = (sph_lists){0};
 }

@@ -15,13 +15,20 @@ typedef struct sph_lists {
     cl_uint stride;            /* the kernels' stride: the particle capacity, or with rows cap */
     bool rows;                 /* the device's layout (mz_cl.list_rows) */
     long grown;                /* builds that found the lists short */
+    /* DFSPH: the fluid list's kernel gradients ∇W_ij, three planes (x, y, z) of the list's
+     * shape, `plane` floats apart, made where `grads` asks and each build's buffer can be made
+     * (else NULL: the kernels compute them as they go). */
+    bool grads;
+    cl_mem grad;
+    cl_uint plane;
 } sph_lists;
 
 /* Entries a particle the lists start with: 1.5 × the lattice's neighbours within h, + 8, up to
  * a multiple of 8 (every cap is). */
 cl_uint sph_lists_cap_first(const mz_scene *s);
-/* Device bytes a particle the lists take at their first capacity. */
+/* Device bytes a particle the lists take at their first capacity; the gradients' beside them. */
 size_t sph_lists_bytes(const mz_scene *s);
+size_t sph_lists_grad_bytes(const mz_scene *s);
 /* 0, or -1 after reporting. */
 int sph_lists_init(sph_lists *l, mz_sim *sim);
 /* Room for cap entries a particle from now on. 0, or -1 after reporting. */
