@@ -877,28 +877,36 @@ static void test_density_by_cells(void **state)
         }
     unsetenv("MIZU_SPH_LISTS");
     /* DFSPH (its density pass by cells, its solves' and viscosity's list passes in particle
-     * lanes) and collapsed SPH (its one pass by cells): whole runs give the same bits. */
+     * lanes) and collapsed SPH (its one pass by cells): whole runs give the same bits. DFSPH
+     * also with its solves reading the density pass's gradients (MIZU_DFSPH_GRADS), in lanes
+     * and one particle at a time (a GPU's way), against computing them. */
     static const char *const solvers[] = {"fluids[0].solver=dfsph",
                                           "fluids[0].solver=collapsed_sph"};
     for (int sc = 0; sc < 4; sc++) {
         const char *dsets[] = {solvers[sc / 2], "domain.boundary.type=particles"};
-        world w[2];
-        for (int k = 0; k < 2; k++) {
+        world w[3];
+        int runs = sc < 2 ? 3 : 2;
+        for (int k = 0; k < runs; k++) {
             cl.lanes = k == 1;
+            setenv("MIZU_DFSPH_GRADS", k > 0 ? "1" : "0", 1);
             world_open_file(&w[k], scenes[sc % 2], dsets, 2);
             for (int f = 0; f < 3; f++)
                 assert_int_equal(sim_advance_frame(&w[k].sim, scene_frame_dt(&w[k].scene)), 0);
             world_read(&w[k]);
         }
         cl.lanes = device.lanes;
+        unsetenv("MIZU_DFSPH_GRADS");
         size_t n = w[0].parts.n;
-        print_message("%s by cells (%s): %ld steps, bits as the one-particle walk's\n",
-                      solvers[sc / 2], scenes[sc % 2], w[0].sim.step);
-        assert_int_equal(w[0].sim.step, w[1].sim.step);
-        assert_memory_equal(w[0].pos, w[1].pos, 4 * sizeof(float) * n);
-        assert_memory_equal(w[0].vel, w[1].vel, 4 * sizeof(float) * n);
-        assert_memory_equal(w[0].rho, w[1].rho, sizeof(float) * n);
-        for (int k = 0; k < 2; k++)
+        print_message("%s by cells (%s): %ld steps, bits as the one-particle walk's%s\n",
+                      solvers[sc / 2], scenes[sc % 2], w[0].sim.step,
+                      runs > 2 ? ", with kept gradients too" : "");
+        for (int k = 1; k < runs; k++) {
+            assert_int_equal(w[0].sim.step, w[k].sim.step);
+            assert_memory_equal(w[0].pos, w[k].pos, 4 * sizeof(float) * n);
+            assert_memory_equal(w[0].vel, w[k].vel, 4 * sizeof(float) * n);
+            assert_memory_equal(w[0].rho, w[k].rho, sizeof(float) * n);
+        }
+        for (int k = 0; k < runs; k++)
             world_close(&w[k]);
     }
 }
