@@ -97,14 +97,19 @@ static boundary_args bound_of(const dfsph_state *st)
 
 /* Whether the fluid list keeps its kernel gradients (sph_lists.grads), which the solves' dozen
  * passes then read instead of computing each again (a square root and a quotient a pair):
- * MIZU_DFSPH_GRADS=1 or 0, else where the device has room for them beside what the run needs
- * (the fit check counts only that, as with WCSPH's lists; the buffer is made only where the
- * device can make one that large). The same bits either way. */
+ * MIZU_DFSPH_GRADS=1 or 0, else on CPU devices where there is room for them beside what the run
+ * needs (the fit check counts only that, as with WCSPH's lists; the buffer is made only where
+ * the device can make one that large). The same bits either way. Measured (docs/benchmarks.md):
+ * on PoCL the solves 1.5-1.7x faster, the density pass, which writes them, 1.2x slower; on an
+ * H200 the solves no faster (reading 12 bytes a pair costs what the arithmetic did) and the
+ * density pass 2.9x slower, so GPUs compute them. */
 static bool grads_wanted(const mz_sim *sim)
 {
     const char *env = getenv("MIZU_DFSPH_GRADS");
     if (env && (strcmp(env, "0") == 0 || strcmp(env, "1") == 0))
         return env[0] == '1';
+    if (sim->cl->type & CL_DEVICE_TYPE_GPU)
+        return false;
     double grads = (double)sim->cap * (double)sph_lists_grad_bytes(sim->scene);
     return (double)sim_device_bytes(sim->scene, sim->cap) + grads <
            0.8 * (double)sim->cl->global_mem;
