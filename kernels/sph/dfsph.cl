@@ -116,6 +116,34 @@ inline void mz_dfsph_finish(const mz_sph *P, uint i, float4 xi, int min_neighbou
 }
 
 #if MZ_LANES && !MZ_SLABS
+/* The density pass's gradient terms of a cell walk's records (candidates j[k] within h of the
+ * lanes of bits m[k], themselves left out), in record order, which is each lane's walk order:
+ * ∇W_ij = gf d into w0, w1, w2 (8 k + l: lane l) for the lists, m ∇W_ij summed into gs and its
+ * square into g2. Only here, for the ~40% of candidates some lane reaches, the square root and
+ * the quotient. R2 as the walk computes it, so the same bits. */
+inline void mz_dfsph_records_grads(const mz_sph *P, float8 X, float8 Y, float8 Z,
+                                   global const float4 *x, const uint *j, const uchar *m,
+                                   uint nrec, float *w0, float *w1, float *w2, float8 *gsx,
+                                   float8 *gsy, float8 *gsz, float8 *g2)
+{
+    for (uint k = 0; k < nrec; k++) {
+        const float4 xj = x[j[k]];
+        const float8 r2 = MZ_LANES_DIST2_(xj.x - X, xj.y - Y, xj.z - Z);
+        const int8 other = ((int8)(m[k]) >> (int8)(0, 1, 2, 3, 4, 5, 6, 7) & 1) != 0;
+        MZ_DFSPH_GRAD8(P, r2, gf)
+        /* the gradient ∇W_ij = gf d, d = x_i − x_j (z 0 in 2D), kept for the solves */
+        const float8 wx = gf * (X - xj.x), wy = gf * (Y - xj.y), wz = gf * MZ_DFSPH_DZ8(Z, xj.z);
+        const float8 gx = P->mass * wx, gy = P->mass * wy, gz = P->mass * wz;
+        *gsx += select((float8)0.0f, gx, other);
+        *gsy += select((float8)0.0f, gy, other);
+        *gsz += select((float8)0.0f, gz, other);
+        *g2 += select((float8)0.0f, gx * gx + gy * gy + gz * gz, other);
+        vstore8(wx, k, w0);
+        vstore8(wy, k, w1);
+        vstore8(wz, k, w2);
+    }
+}
+
 /* dfsph_density_alpha for the particles lo .. hi − 1 of one cell of a dense grid on a CPU device,
  * eight at a time against each fluid candidate (as mz_cell_poly6_sums, sph_lanes.clh): each lane
  * does its particle's float operations in its own walk's order, so the same bits. */
@@ -140,28 +168,20 @@ inline void mz_dfsph_density_cell(const mz_sph *P, int min_neighbours, uint lo, 
         MZ_CELL_LANES_ALL_BEGIN(g, cs, ce, x, mz_p0, X, Y, Z, valid, j, xj, r2, in)
             const float8 q = P->h2 - r2;
             sum += select((float8)0.0f, q * q * q, in);
-            const int8 other = in & as_int8(self != (uint8)j);
-            MZ_DFSPH_GRAD8(P, r2, gf)
-            /* the gradient ∇W_ij = gf d, d = x_i − x_j (z 0 in 2D), kept for the solves */
-            const float8 wx = gf * (X - xj.x), wy = gf * (Y - xj.y), wz = gf * MZ_DFSPH_DZ8(Z, xj.z);
-            const float8 gx = P->mass * wx, gy = P->mass * wy, gz = P->mass * wz;
-            gsx += select((float8)0.0f, gx, other);
-            gsy += select((float8)0.0f, gy, other);
-            gsz += select((float8)0.0f, gz, other);
-            g2 += select((float8)0.0f, gx * gx + gy * gy + gz * gz, other);
-            const uint bits = mz_lanes_bits(other);
+            const uint bits = mz_lanes_bits(in & as_int8(self != (uint8)j));
             rec_j[nrec] = j;
             rec_m[nrec] = (uchar)bits;
-            vstore8(wx, nrec, rec_g0);
-            vstore8(wy, nrec, rec_g1);
-            vstore8(wz, nrec, rec_g2);
             nrec += bits != 0u;
             if (nrec == MZ_CELL_RECORDS) {
+                mz_dfsph_records_grads(P, X, Y, Z, x, rec_j, rec_m, nrec, rec_g0, rec_g1, rec_g2,
+                                       &gsx, &gsy, &gsz, &g2);
                 mz_cell_records_put(rec_j, rec_m, nrec, e - s, s, stride, cap, nl, counts, rec_g0,
                                     rec_g1, rec_g2, grad, plane);
                 nrec = 0;
             }
         MZ_CELL_LANES_END
+        mz_dfsph_records_grads(P, X, Y, Z, x, rec_j, rec_m, nrec, rec_g0, rec_g1, rec_g2, &gsx,
+                               &gsy, &gsz, &g2);
         mz_cell_records_put(rec_j, rec_m, nrec, e - s, s, stride, cap, nl, counts, rec_g0, rec_g1,
                             rec_g2, grad, plane);
         float sums[8], sx[8], sy[8], sz[8], s2[8];
