@@ -88,17 +88,24 @@ inline ulong2 mz_dfsph_fixed(float e, float unit)
     return (ulong2)(q >> 24, q & 0xFFFFFFUL);
 }
 
-/* Particle i's wall sums and its results: ρ_i, α_i (see dfsph_density_alpha), the wall list. */
+/* Particle i's wall sums and its results: ρ_i, α_i (see dfsph_density_alpha), the wall list.
+ * walls: the wall sums given (bsum, grad_wall, bcount: a cell's lanes, mz_dfsph_walls_cell,
+ * the list written), else walked here. */
 inline void mz_dfsph_finish(const mz_sph *P, uint i, float4 xi, int min_neighbours, float sum,
                             float4 grad_sum, float grad2, uint count, MZ_BOUNDARY_PARAMS,
                             uint stride, uint cap, global uint *nc, global uint *bl,
                             global uint *bc, global uint *overflow, global float *rho_out,
-                            global float *alpha_out)
+                            global float *alpha_out, bool walls, float bsum_given,
+                            float4 grad_wall_given, uint bcount_given)
 {
     float4 grad_wall = (float4)(0.0f);
     uint bcount = 0;
     float rho = P->mass * P->poly6 * sum;
-    if (nb > 0) {
+    if (walls) {
+        grad_wall = grad_wall_given;
+        bcount = bcount_given;
+        rho += P->poly6 * bsum_given;
+    } else if (nb > 0) {
         float bsum = 0.0f;
         MZ_NEIGHBOURS_BEGIN(gb, bcs, bce, bx, xi, b, r2)
             bsum += bm[b] * mz_poly6_unscaled(P, r2);
@@ -144,6 +151,69 @@ inline void mz_dfsph_records_grads(const mz_sph *P, float8 X, float8 Y, float8 Z
     }
 }
 
+/* The wall terms m_b ∇W_ib of a wall walk's records (mz_dfsph_walls_cell), summed into a* in
+ * record order, each lane's walk order. */
+inline void mz_dfsph_walls_records(const mz_sph *P, float8 X, float8 Y, float8 Z,
+                                   global const float4 *bx, global const float *bm,
+                                   const uint *j, const uchar *m, uint nrec, float8 *ax,
+                                   float8 *ay, float8 *az)
+{
+    for (uint k = 0; k < nrec; k++) {
+        const float4 xb = bx[j[k]];
+        const float8 r2 = MZ_LANES_DIST2_(xb.x - X, xb.y - Y, xb.z - Z);
+        const int8 in = ((int8)(m[k]) >> (int8)(0, 1, 2, 3, 4, 5, 6, 7) & 1) != 0;
+        MZ_DFSPH_GRAD8(P, r2, gf)
+        const float mb = bm[j[k]];
+        *ax += select((float8)0.0f, mb * (gf * (X - xb.x)), in);
+        *ay += select((float8)0.0f, mb * (gf * (Y - xb.y)), in);
+        *az += select((float8)0.0f, mb * (gf * MZ_DFSPH_DZ8(Z, xb.z)), in);
+    }
+}
+
+/* The wall sums of lanes X, Y, Z (particles s .. s + lanes − 1 of one fluid cell) over a dense
+ * wall grid gb: Σ_b m_b (h² − r²)³ into bsum, Σ_b m_b ∇W_ib into gw*, the wall lists (bl,
+ * counts into bcount), each lane in its own walk's order (MZ_CELLS_UNION_BEGIN over the wall
+ * cells its particles lie in): mz_dfsph_finish's float operations, so the same bits. */
+inline void mz_dfsph_walls_cell(const mz_sph *P, float8 X, float8 Y, float8 Z, int8 valid,
+                                uint s, uint lanes, global const float4 *x, MZ_BOUNDARY_PARAMS,
+                                uint stride, uint cap, global uint *bl, float *bsum, float *gwx,
+                                float *gwy, float *gwz, uint *bcount)
+{
+    int4 lo = (int4)(INT_MAX), hi = (int4)(INT_MIN);
+    for (uint l = 0; l < lanes; l++) {
+        const int4 c = mz_cell_rel(&gb, mz_cell_coord(&gb, x[s + l]));
+        lo = min(lo, c);
+        hi = max(hi, c);
+    }
+    float8 acc = 0.0f, ax = 0.0f, ay = 0.0f, az = 0.0f;
+    uint rec_j[MZ_CELL_RECORDS];
+    uchar rec_m[MZ_CELL_RECORDS];
+    uint nrec = 0;
+    for (uint l = 0; l < 8; l++)
+        bcount[l] = 0;
+    MZ_CELLS_UNION_BEGIN(&gb, bcs, bce, bx, lo, hi, X, Y, Z, valid, b, xb, r2, in)
+        const float8 q = P->h2 - r2;
+        acc += select((float8)0.0f, bm[b] * (q * q * q), in);
+        const uint bits = mz_lanes_bits(in);
+        rec_j[nrec] = b;
+        rec_m[nrec] = (uchar)bits;
+        nrec += bits != 0u;
+        if (nrec == MZ_CELL_RECORDS) {
+            mz_dfsph_walls_records(P, X, Y, Z, bx, bm, rec_j, rec_m, nrec, &ax, &ay, &az);
+            mz_cell_records_put(rec_j, rec_m, nrec, lanes, s, stride, cap, bl, bcount, NULL,
+                                NULL, NULL, NULL, 0);
+            nrec = 0;
+        }
+    MZ_CELL_LANES_END
+    mz_dfsph_walls_records(P, X, Y, Z, bx, bm, rec_j, rec_m, nrec, &ax, &ay, &az);
+    mz_cell_records_put(rec_j, rec_m, nrec, lanes, s, stride, cap, bl, bcount, NULL, NULL, NULL,
+                        NULL, 0);
+    vstore8(acc, 0, bsum);
+    vstore8(ax, 0, gwx);
+    vstore8(ay, 0, gwy);
+    vstore8(az, 0, gwz);
+}
+
 /* dfsph_density_alpha for the particles lo .. hi − 1 of one cell of a dense grid on a CPU device,
  * eight at a time against each fluid candidate (as mz_cell_poly6_sums, sph_lanes.clh): each lane
  * does its particle's float operations in its own walk's order, so the same bits. */
@@ -184,6 +254,13 @@ inline void mz_dfsph_density_cell(const mz_sph *P, int min_neighbours, uint lo, 
                                &gsy, &gsz, &g2);
         mz_cell_records_put(rec_j, rec_m, nrec, e - s, s, stride, cap, nl, counts, rec_g0, rec_g1,
                             rec_g2, grad, plane);
+        /* the walls for the cell's lanes together (a dense wall grid), else each in finish */
+        const bool walls = nb > 0 && !gb.hashed;
+        float bsum[8], gwx[8], gwy[8], gwz[8];
+        uint bcount[8];
+        if (walls)
+            mz_dfsph_walls_cell(P, X, Y, Z, valid, s, e - s, x, gb, bcs, bce, bx, bm, nb, stride,
+                                cap, bl, bsum, gwx, gwy, gwz, bcount);
         float sums[8], sx[8], sy[8], sz[8], s2[8];
         vstore8(sum, 0, sums);
         vstore8(gsx, 0, sx);
@@ -195,7 +272,9 @@ inline void mz_dfsph_density_cell(const mz_sph *P, int min_neighbours, uint lo, 
             mz_dfsph_finish(P, i, x[i], min_neighbours, sums[l],
                             (float4)(sx[l], sy[l], sz[l], 0.0f), s2[l], counts[l], gb, bcs,
                             bce, bx, bm, nb, stride, cap, nc, bl, bc, overflow, rho_out,
-                            alpha_out);
+                            alpha_out, walls, walls ? bsum[l] : 0.0f,
+                            walls ? (float4)(gwx[l], gwy[l], gwz[l], 0.0f) : (float4)(0.0f),
+                            walls ? bcount[l] : 0u);
         }
     }
 }
@@ -240,7 +319,8 @@ kernel void dfsph_density_alpha(uint n, mz_sph P, int min_neighbours, mz_grid_de
         mz_list_put(nl, cap, stride, i, &count, j);
     MZ_NEIGHBOURS_END
     mz_dfsph_finish(&P, i, xi, min_neighbours, sum, grad_sum, grad2, count, gb, bcs, bce, bx, bm,
-                    nb, stride, cap, nc, bl, bc, overflow, rho_out, alpha_out);
+                    nb, stride, cap, nc, bl, bc, overflow, rho_out, alpha_out, false, 0.0f,
+                    (float4)(0.0f), 0u);
 }
 
 #define MZ_DFSPH_FORCES_IN                                                                     \
