@@ -37,7 +37,6 @@
 #include <sys/stat.h>
 
 
-
 /* --profile: a stage's kernels by device time, where it launched more than one. */
 static void print_stage_kernels(const mz_sim *sim, int stage, double total)
 {
@@ -56,6 +55,7 @@ static void print_stage_kernels(const mz_sim *sim, int stage, double total)
                 k->t.launches);
     }
 }
+
 static void print_summary(const run_ctx *r, long frames_written, double setup_s, double run_s)
 {
     const mz_sim *sim = &r->sim;
