@@ -110,9 +110,7 @@ static bool grads_wanted(const mz_sim *sim)
         return env[0] == '1';
     if (sim->cl->type & CL_DEVICE_TYPE_GPU)
         return false;
-    double grads = (double)sim->cap * (double)sph_lists_grad_bytes(sim->scene);
-    return (double)sim_device_bytes(sim->scene, sim->cap) + grads <
-           0.8 * (double)sim->cl->global_mem;
+    return sph_lists_room(sim, (double)sim->cap * (double)sph_lists_grad_bytes(sim->scene));
 }
 
 /* ρ and α at the current positions (after a grid build), and the neighbour lists the step's

@@ -35,6 +35,12 @@ size_t sph_lists_grad_bytes(const mz_scene *s)
     return 3 * 4 * (size_t)sph_lists_cap_first(s);
 }
 
+bool sph_lists_room(const mz_sim *sim, double bytes)
+{
+    return (double)sim_device_bytes(sim->scene, sim->cap) + bytes <
+           0.8 * (double)sim->cl->global_mem;
+}
+
 static cl_mem list_buffer(mz_sim *sim, size_t bytes, const char *what)
 {
     return mz_cl_buffer(sim->cl, CL_MEM_READ_WRITE, bytes ? bytes : 4, NULL, what);

@@ -29,6 +29,10 @@ cl_uint sph_lists_cap_first(const mz_scene *s);
 /* Device bytes a particle the lists take at their first capacity; the gradients' beside them. */
 size_t sph_lists_bytes(const mz_scene *s);
 size_t sph_lists_grad_bytes(const mz_scene *s);
+/* Whether the device has room for `bytes` more beside what the run needs (sim_device_bytes,
+ * which the fit check counts): at most 80% of its memory in all. What decides WCSPH's lists and
+ * DFSPH's gradients, which a run that fits without them is never refused for. */
+bool sph_lists_room(const mz_sim *sim, double bytes);
 /* 0, or -1 after reporting. */
 int sph_lists_init(sph_lists *l, mz_sim *sim);
 /* Room for cap entries a particle from now on. 0, or -1 after reporting. */

@@ -87,9 +87,7 @@ static bool sph_lists_wanted(const mz_sim *sim)
     if (env && (strcmp(env, "0") == 0 || strcmp(env, "1") == 0))
         return env[0] == '1';
     double lists = (double)sim->cap * (double)sph_lists_bytes(sim->scene);
-    double need = (double)sim_device_bytes(sim->scene, sim->cap) + lists;
-    return need < 0.8 * (double)sim->cl->global_mem &&
-           1.25 * lists / 2 <= (double)sim->cl->max_alloc;
+    return sph_lists_room(sim, lists) && 1.25 * lists / 2 <= (double)sim->cl->max_alloc;
 }
 
 static void swap_mem(cl_mem *a, cl_mem *b)
