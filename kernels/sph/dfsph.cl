@@ -183,7 +183,7 @@ inline float mz_dfsph_error_at(uint i, const float *fluid, int density, float dt
                                global const float *rho, global const float *alpha,
                                MZ_LIST_PARAMS, global const float *K, global float *kprev,
                                global float *k_out, MZ_WALL_MOTION, global const float *grad,
-                               uint plane)
+                               uint plane, global float *kq_out)
 {
     float4 xi = x[i], vi = v[i];
     float rate = 0.0f;
@@ -222,6 +222,7 @@ inline float mz_dfsph_error_at(uint i, const float *fluid, int density, float dt
         k = e > 0.0f ? warm * carried : 0.0f;
     }
     k_out[i] = k;
+    kq_out[i] = k / rho[i];
     return e;
 }
 
@@ -231,7 +232,7 @@ kernel void dfsph_error(uint n, int density, float dt, float warm, float dt_last
                         global const float *alpha, MZ_LIST_PARAMS, global const float *K,
                         global float *kprev, global float *k_out, global ulong2 *partial,
                         local ulong2 *scratch, MZ_WALL_MOTION, global const float *grad,
-                        uint plane)
+                        uint plane, global float *kq_out)
 {
     uint i = get_global_id(0), lid = get_local_id(0);
 #if MZ_LANES && !MZ_SLABS
@@ -247,7 +248,8 @@ kernel void dfsph_error(uint n, int density, float dt, float warm, float dt_last
             fixed += mz_dfsph_fixed(mz_dfsph_error_at(q, &rates[q - i], density, dt, warm,
                                                       dt_last, dt_before, &P, x, v, rho, alpha,
                                                       stride, nl, nc, bl, bc, bx, bm, K, kprev,
-                                                      k_out, moving, bv, ba, grad, plane),
+                                                      k_out, moving, bv, ba, grad, plane,
+                                                      kq_out),
                                     unit);
     }
     scratch[lid] = fixed;
@@ -256,7 +258,7 @@ kernel void dfsph_error(uint n, int density, float dt, float warm, float dt_last
     if (i < n)
         e = mz_dfsph_error_at(i, NULL, density, dt, warm, dt_last, dt_before, &P, x, v, rho,
                               alpha, stride, nl, nc, bl, bc, bx, bm, K, kprev, k_out, moving, bv,
-                              ba, grad, plane);
+                              ba, grad, plane, kq_out);
     scratch[lid] = mz_dfsph_fixed(e, unit);
 #endif
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -296,23 +298,23 @@ kernel void dfsph_sum(uint groups, global const ulong2 *partial, global ulong2 *
  * −2 m_b (S_i/ρ_i) ∇W_ib. */
 /* Particle i's apply after its fluid sum dv (fluid: NULL to sum it here). */
 inline void mz_dfsph_apply_at(uint i, const float4 *fluid, float scale, int first,
-                              const mz_sph *P, global const float4 *x, global const float *rho,
+                              const mz_sph *P, global const float4 *x, global const float *kq,
                               global const float *k, MZ_LIST_PARAMS, global float *K,
                               global float4 *v, int keep_s, int s_first, float weight,
                               global float *S, global const float *grad, uint plane)
 {
     float4 xi = x[i], dv = (float4)(0.0f);
-    float ki = k[i] / rho[i];
+    float ki = kq[i];
     if (fluid) {
         dv = *fluid;
     } else if (grad) {
         for (uint q = 0; q < nc[i]; q++) {
             const uint at = MZ_LIST_AT_(q, i, stride), j = nl[at];
-            dv += (P->mass * (ki + k[j] / rho[j])) * mz_dfsph_grad_at(grad, plane, at);
+            dv += (P->mass * (ki + kq[j])) * mz_dfsph_grad_at(grad, plane, at);
         }
     } else {
         MZ_LIST_BEGIN(nl, nc, stride, i, x, xi, j, r2)
-            dv += (P->mass * (ki + k[j] / rho[j])) * mz_dfsph_grad(P, mz_vec(xi - x[j]), r2);
+            dv += (P->mass * (ki + kq[j])) * mz_dfsph_grad(P, mz_vec(xi - x[j]), r2);
         MZ_LIST_END
     }
     if (ki != 0.0f) {
@@ -327,7 +329,7 @@ inline void mz_dfsph_apply_at(uint i, const float4 *fluid, float scale, int firs
 }
 
 kernel void dfsph_apply(uint n, float scale, int first, mz_sph P, global const float4 *x,
-                        global const float *rho, global const float *k, MZ_LIST_PARAMS,
+                        global const float *kq, global const float *k, MZ_LIST_PARAMS,
                         global float *K, global float4 *v, int keep_s, int s_first,
                         float weight, global float *S, global const float *grad, uint plane)
 {
@@ -340,12 +342,12 @@ kernel void dfsph_apply(uint n, float scale, int first, mz_sph P, global const f
     if (!e)
         return;
     float4 dv[8];
-    mz_dfsph_apply8(&P, i, e, count, nl, stride, x, rho, k, grad, plane, dv);
+    mz_dfsph_apply8(&P, i, e, count, nl, stride, x, kq, grad, plane, dv);
     for (uint q = i; q < e; q++)
-        mz_dfsph_apply_at(q, &dv[q - i], scale, first, &P, x, rho, k, stride, nl, nc, bl, bc, bx,
+        mz_dfsph_apply_at(q, &dv[q - i], scale, first, &P, x, kq, k, stride, nl, nc, bl, bc, bx,
                           bm, K, v, keep_s, s_first, weight, S, grad, plane);
 #else
-    mz_dfsph_apply_at(i, NULL, scale, first, &P, x, rho, k, stride, nl, nc, bl, bc, bx, bm, K, v,
+    mz_dfsph_apply_at(i, NULL, scale, first, &P, x, kq, k, stride, nl, nc, bl, bc, bx, bm, K, v,
                       keep_s, s_first, weight, S, grad, plane);
 #endif
 }

@@ -59,6 +59,7 @@ typedef struct dfsph_state {
     cl_mem S;        /* with loads: the step's Σ scale k per particle (dfsph_apply) */
     bool s_first;    /* the next apply is the step's first */
     cl_mem rho, alpha, k, K, Kv, p, a2;
+    cl_mem kq; /* k/ρ, which the error pass writes and the applies read a neighbour's of */
     cl_mem Kprev; /* the density solve's κ = K/dt² of the step before last (its warm start) */
     cl_mem partial, total; /* the error sums (two 64-bit integers a group, dfsph.cl) */
     sph_lists lists; /* the step's neighbours, written by the density pass */
@@ -177,6 +178,8 @@ static bool error_pass(mz_sim *sim, dfsph_state *st, int density, double dt, dou
               "clSetKernelArg(dfsph_error)") &&
         cl_ok(clSetKernelArg(st->k_error, 28, sizeof l->plane, &l->plane),
               "clSetKernelArg(dfsph_error)") &&
+        cl_ok(clSetKernelArg(st->k_error, 29, sizeof st->kq, &st->kq),
+              "clSetKernelArg(dfsph_error)") &&
         sim_launch_local(sim, st->k_error, begin, groups * local, local, stage,
                          "dfsph_error");
     if (!avg) {
@@ -208,10 +211,10 @@ static bool apply_pass(mz_sim *sim, dfsph_state *st, double scale, int first, cl
     cl_int keep_s = st->loads.on, s_first = st->s_first;
     cl_float weight_f = (cl_float)weight;
     st->s_first = false;
-    /* Distributed: the halo's k from their owners before, its velocities after. */
-    return dfsph_dist_share(&st->dist, st->k, 4) &&
+    /* Distributed: the halo's k/ρ from their owners before, its velocities after. */
+    return dfsph_dist_share(&st->dist, st->kq, 4) &&
            KARGS(st->k_apply, "dfsph_apply", A(sim->n_u), A(scale_f), A(first), A(st->P),
-                 A(sim->pos), A(st->rho), A(st->k), A(l->stride), A(l->fluid),
+                 A(sim->pos), A(st->kq), A(st->k), A(l->stride), A(l->fluid),
                  A(l->fluid_count), A(l->wall), A(l->wall_count), A(b.pos), A(b.mass), A(K),
                  A(sim->vel), A(keep_s), A(s_first), A(weight_f),
                  A(*(st->S ? &st->S : &st->k)), A(l->grad), A(l->plane)) &&
@@ -450,7 +453,7 @@ static int dfsph_grow(void *ctx, size_t cap)
     dfsph_state *st = sim->state;
     if (grid_reserve(&st->grid, cap) != 0)
         return -1;
-    cl_mem *scratch4[] = {&st->rho, &st->alpha, &st->k, &st->p, &st->a2, &st->S};
+    cl_mem *scratch4[] = {&st->rho, &st->alpha, &st->k, &st->kq, &st->p, &st->a2, &st->S};
     bool ok = renew(sim, &sim->pred, 16 * cap) &&
               renew(sim, &st->partial, 16 * dfsph_error_groups(cap, st->step_size.local)) &&
               (!st->loads.rest_on || renew(sim, &st->loads.rest, 16 * cap));
@@ -506,7 +509,7 @@ static int dfsph_init(mz_sim *sim)
     if (sph_step_size_init(&st->step_size, sim) != 0)
         return -1;
     size_t groups = dfsph_error_groups(n, st->step_size.local);
-    cl_mem *per4[] = {&st->rho, &st->alpha, &st->k,  &st->K,
+    cl_mem *per4[] = {&st->rho, &st->alpha, &st->k,  &st->kq, &st->K,
                       &st->Kv,  &st->p,     &st->a2, &st->Kprev};
     for (size_t i = 0; i < sizeof per4 / sizeof *per4; i++)
         if (!(*per4[i] = dfsph_buffer(sim, 4 * (n ? n : 1), "clCreateBuffer(DFSPH)")))
@@ -582,8 +585,8 @@ static void dfsph_release(mz_sim *sim)
     cl_kernel ks[] = {st->k_density, st->k_forces, st->k_predict, st->k_error,
                       st->k_sum,     st->k_apply,  st->k_advect,  st->k_max};
     mz_cl_release_kernels(ks, sizeof ks / sizeof *ks);
-    cl_mem ms[] = {st->rho, st->alpha,   st->k,     st->K,  st->Kv, st->p,
-                   st->a2,  st->partial, st->total, st->S,  st->Kprev};
+    cl_mem ms[] = {st->rho, st->alpha,   st->k,     st->kq, st->K,  st->Kv,
+                   st->p,   st->a2,      st->partial, st->total, st->S,  st->Kprev};
     mz_cl_release_mems(ms, sizeof ms / sizeof *ms);
     if (st->program)
         clReleaseProgram(st->program);
