@@ -20,8 +20,12 @@
  * the walls, so they push as fluid at the particle's own pressure would (k_b/ρ_b = k_i/ρ_i, as
  * the mirror of Adami et al. 2012): 2 m_b (k_i/ρ_i) ∇W_ib. With Akinci's one-sided factor 1 a
  * particle against a wall pushed its fluid neighbours twice as hard as the wall pushed it, and
- * a tank at rest bounced itself apart. Helpers: dfsph.clh; the passes on CPU devices, eight
- * particles at a time: dfsph_lanes.clh. */
+ * a tank at rest bounced itself apart. The walls' terms in the solves come from the sum the
+ * density pass makes for α, G_b,i = Σ_b m_b ∇W_ib (kept a step): the rate's Σ_b m_b v_i·∇W_ib
+ * = v_i·G_b,i (resting walls; moving ones are summed pair by pair, with their velocities) and
+ * the apply's 2 (k_i/ρ_i) G_b,i, one dot product where each pass walked the wall list (other
+ * round-off, the same sums). Helpers: dfsph.clh; the passes on CPU devices, eight particles at
+ * a time: dfsph_lanes.clh. */
 #include "common/common.clh"
 #include "grid/grid.clh"
 #include "grid/neighbour_list.clh"
@@ -41,7 +45,8 @@ kernel void dfsph_density_alpha(uint n, mz_sph P, int min_neighbours, mz_grid_de
                                 global const float4 *x, MZ_BOUNDARY_PARAMS, uint stride,
                                 uint cap, global uint *nl, global uint *nc, global uint *bl,
                                 global uint *bc, global uint *overflow, global float *rho_out,
-                                global float *alpha_out, global float *grad, uint plane)
+                                global float *alpha_out, global float *grad, uint plane,
+                                global float4 *gw)
 {
     uint i = get_global_id(0);
     if (i >= n)
@@ -52,7 +57,7 @@ kernel void dfsph_density_alpha(uint n, mz_sph P, int min_neighbours, mz_grid_de
         if (hi)
             mz_dfsph_density_cell(&P, min_neighbours, i, hi, &g, cs, ce, x, gb, bcs, bce, bx,
                                   bm, nb, stride, cap, nl, nc, bl, bc, overflow, rho_out,
-                                  alpha_out, grad, plane);
+                                  alpha_out, grad, plane, gw);
         return;
     }
 #endif
@@ -72,7 +77,7 @@ kernel void dfsph_density_alpha(uint n, mz_sph P, int min_neighbours, mz_grid_de
     MZ_NEIGHBOURS_END
     mz_dfsph_finish(&P, i, xi, min_neighbours, sum, grad_sum, grad2, count, gb, bcs, bce, bx, bm,
                     nb, stride, cap, nc, bl, bc, overflow, rho_out, alpha_out, false, 0.0f,
-                    (float4)(0.0f), 0u);
+                    (float4)(0.0f), 0u, gw);
 }
 
 #define MZ_DFSPH_FORCES_IN                                                                     \
@@ -183,7 +188,7 @@ inline float mz_dfsph_error_at(uint i, const float *fluid, int density, float dt
                                global const float *rho, global const float *alpha,
                                MZ_LIST_PARAMS, global const float *K, global float *kprev,
                                global float *k_out, MZ_WALL_MOTION, global const float *grad,
-                               uint plane, global float *kq_out)
+                               uint plane, global float *kq_out, global const float4 *gw)
 {
     float4 xi = x[i], vi = v[i];
     float rate = 0.0f;
@@ -199,9 +204,14 @@ inline float mz_dfsph_error_at(uint i, const float *fluid, int density, float dt
             rate += P->mass * mz_dot3(vi - v[j], mz_dfsph_grad(P, mz_vec(xi - x[j]), r2));
         MZ_LIST_END
     }
-    MZ_LIST_BEGIN(bl, bc, stride, i, bx, xi, b, r2)
-        rate += bm[b] * mz_dot3(vi - MZ_WALL_V(b), mz_dfsph_grad(P, mz_vec(xi - bx[b]), r2));
-    MZ_LIST_END
+    if (moving) {
+        MZ_LIST_BEGIN(bl, bc, stride, i, bx, xi, b, r2)
+            rate += bm[b] *
+                    mz_dot3(vi - MZ_WALL_V(b), mz_dfsph_grad(P, mz_vec(xi - bx[b]), r2));
+        MZ_LIST_END
+    } else { /* resting walls: Σ_b m_b v_i·∇W_ib = v_i·G_i */
+        rate += mz_dot3(vi, gw[i]);
+    }
     float a = alpha[i], k, e;
     if (density) {
         e = fmax(rho[i] + dt * rate - P->rest_density, 0.0f);
@@ -232,7 +242,7 @@ kernel void dfsph_error(uint n, int density, float dt, float warm, float dt_last
                         global const float *alpha, MZ_LIST_PARAMS, global const float *K,
                         global float *kprev, global float *k_out, global ulong2 *partial,
                         local ulong2 *scratch, MZ_WALL_MOTION, global const float *grad,
-                        uint plane, global float *kq_out)
+                        uint plane, global float *kq_out, global const float4 *gw)
 {
     uint i = get_global_id(0), lid = get_local_id(0);
 #if MZ_LANES && !MZ_SLABS
@@ -249,7 +259,7 @@ kernel void dfsph_error(uint n, int density, float dt, float warm, float dt_last
                                                       dt_last, dt_before, &P, x, v, rho, alpha,
                                                       stride, nl, nc, bl, bc, bx, bm, K, kprev,
                                                       k_out, moving, bv, ba, grad, plane,
-                                                      kq_out),
+                                                      kq_out, gw),
                                     unit);
     }
     scratch[lid] = fixed;
@@ -258,7 +268,7 @@ kernel void dfsph_error(uint n, int density, float dt, float warm, float dt_last
     if (i < n)
         e = mz_dfsph_error_at(i, NULL, density, dt, warm, dt_last, dt_before, &P, x, v, rho,
                               alpha, stride, nl, nc, bl, bc, bx, bm, K, kprev, k_out, moving, bv,
-                              ba, grad, plane, kq_out);
+                              ba, grad, plane, kq_out, gw);
     scratch[lid] = mz_dfsph_fixed(e, unit);
 #endif
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -301,7 +311,8 @@ inline void mz_dfsph_apply_at(uint i, const float4 *fluid, float scale, int firs
                               const mz_sph *P, global const float4 *x, global const float *kq,
                               global const float *k, MZ_LIST_PARAMS, global float *K,
                               global float4 *v, int keep_s, int s_first, float weight,
-                              global float *S, global const float *grad, uint plane)
+                              global float *S, global const float *grad, uint plane,
+                              global const float4 *gw)
 {
     float4 xi = x[i], dv = (float4)(0.0f);
     float ki = kq[i];
@@ -317,11 +328,7 @@ inline void mz_dfsph_apply_at(uint i, const float4 *fluid, float scale, int firs
             dv += (P->mass * (ki + kq[j])) * mz_dfsph_grad(P, mz_vec(xi - x[j]), r2);
         MZ_LIST_END
     }
-    if (ki != 0.0f) {
-        MZ_LIST_BEGIN(bl, bc, stride, i, bx, xi, b, r2)
-            dv += (2.0f * bm[b] * ki) * mz_dfsph_grad(P, mz_vec(xi - bx[b]), r2);
-        MZ_LIST_END
-    }
+    dv += (2.0f * ki) * gw[i]; /* Σ_b 2 m_b (k_i/ρ_i) ∇W_ib */
     v[i] -= scale * dv;
     K[i] = first ? k[i] : K[i] + k[i];
     if (keep_s)
@@ -331,7 +338,8 @@ inline void mz_dfsph_apply_at(uint i, const float4 *fluid, float scale, int firs
 kernel void dfsph_apply(uint n, float scale, int first, mz_sph P, global const float4 *x,
                         global const float *kq, global const float *k, MZ_LIST_PARAMS,
                         global float *K, global float4 *v, int keep_s, int s_first,
-                        float weight, global float *S, global const float *grad, uint plane)
+                        float weight, global float *S, global const float *grad, uint plane,
+                        global const float4 *gw)
 {
     uint i = get_global_id(0);
     if (i >= n)
@@ -345,10 +353,10 @@ kernel void dfsph_apply(uint n, float scale, int first, mz_sph P, global const f
     mz_dfsph_apply8(&P, i, e, count, nl, stride, x, kq, grad, plane, dv);
     for (uint q = i; q < e; q++)
         mz_dfsph_apply_at(q, &dv[q - i], scale, first, &P, x, kq, k, stride, nl, nc, bl, bc, bx,
-                          bm, K, v, keep_s, s_first, weight, S, grad, plane);
+                          bm, K, v, keep_s, s_first, weight, S, grad, plane, gw);
 #else
     mz_dfsph_apply_at(i, NULL, scale, first, &P, x, kq, k, stride, nl, nc, bl, bc, bx, bm, K, v,
-                      keep_s, s_first, weight, S, grad, plane);
+                      keep_s, s_first, weight, S, grad, plane, gw);
 #endif
 }
 

@@ -60,6 +60,7 @@ typedef struct dfsph_state {
     bool s_first;    /* the next apply is the step's first */
     cl_mem rho, alpha, k, K, Kv, p, a2;
     cl_mem kq; /* k/ρ, which the error pass writes and the applies read a neighbour's of */
+    cl_mem gw; /* G_i = Σ_b m_b ∇W_ib of the step's wall list (float4): the solves' wall terms */
     cl_mem Kprev; /* the density solve's κ = K/dt² of the step before last (its warm start) */
     cl_mem partial, total; /* the error sums (two 64-bit integers a group, dfsph.cl) */
     sph_lists lists; /* the step's neighbours, written by the density pass */
@@ -127,7 +128,7 @@ static bool density_alpha(mz_sim *sim, dfsph_state *st)
                    A(st->grid.cell_first), A(sim->pos), A(b.desc), A(b.words), A(b.first),
                    A(b.pos), A(b.mass), A(b.nb), A(l->stride), A(l->cap), A(l->fluid),
                    A(l->fluid_count), A(l->wall), A(l->wall_count), A(l->overflow),
-                   A(st->rho), A(st->alpha), A(l->grad), A(l->plane)) ||
+                   A(st->rho), A(st->alpha), A(l->grad), A(l->plane), A(st->gw)) ||
             !dfsph_launch_owned(sim, st->k_density, STAGE_DENSITY, "dfsph_density_alpha"))
             return false;
         int fits = sph_lists_after_build(l, sim);
@@ -180,6 +181,8 @@ static bool error_pass(mz_sim *sim, dfsph_state *st, int density, double dt, dou
               "clSetKernelArg(dfsph_error)") &&
         cl_ok(clSetKernelArg(st->k_error, 29, sizeof st->kq, &st->kq),
               "clSetKernelArg(dfsph_error)") &&
+        cl_ok(clSetKernelArg(st->k_error, 30, sizeof st->gw, &st->gw),
+              "clSetKernelArg(dfsph_error)") &&
         sim_launch_local(sim, st->k_error, begin, groups * local, local, stage,
                          "dfsph_error");
     if (!avg) {
@@ -217,7 +220,7 @@ static bool apply_pass(mz_sim *sim, dfsph_state *st, double scale, int first, cl
                  A(sim->pos), A(st->kq), A(st->k), A(l->stride), A(l->fluid),
                  A(l->fluid_count), A(l->wall), A(l->wall_count), A(b.pos), A(b.mass), A(K),
                  A(sim->vel), A(keep_s), A(s_first), A(weight_f),
-                 A(*(st->S ? &st->S : &st->k)), A(l->grad), A(l->plane)) &&
+                 A(*(st->S ? &st->S : &st->k)), A(l->grad), A(l->plane), A(st->gw)) &&
            dfsph_launch_owned(sim, st->k_apply, stage, "dfsph_apply") &&
            dfsph_dist_share(&st->dist, sim->vel, 16);
 }
@@ -454,7 +457,7 @@ static int dfsph_grow(void *ctx, size_t cap)
     if (grid_reserve(&st->grid, cap) != 0)
         return -1;
     cl_mem *scratch4[] = {&st->rho, &st->alpha, &st->k, &st->kq, &st->p, &st->a2, &st->S};
-    bool ok = renew(sim, &sim->pred, 16 * cap) &&
+    bool ok = renew(sim, &sim->pred, 16 * cap) && renew(sim, &st->gw, 16 * cap) &&
               renew(sim, &st->partial, 16 * dfsph_error_groups(cap, st->step_size.local)) &&
               (!st->loads.rest_on || renew(sim, &st->loads.rest, 16 * cap));
     for (size_t i = 0; ok && i < sizeof scratch4 / sizeof *scratch4; i++)
@@ -514,10 +517,11 @@ static int dfsph_init(mz_sim *sim)
     for (size_t i = 0; i < sizeof per4 / sizeof *per4; i++)
         if (!(*per4[i] = dfsph_buffer(sim, 4 * (n ? n : 1), "clCreateBuffer(DFSPH)")))
             return -1;
+    st->gw = dfsph_buffer(sim, 16 * (n ? n : 1), "clCreateBuffer(DFSPH wall gradients)");
     st->partial = dfsph_buffer(sim, 16 * groups, "clCreateBuffer(DFSPH error sums)");
     st->total = dfsph_buffer(sim, 16, "clCreateBuffer(DFSPH error)");
     st->lists.grads = grads_wanted(sim);
-    if (!st->partial || !st->total || sph_lists_init(&st->lists, sim) != 0)
+    if (!st->gw || !st->partial || !st->total || sph_lists_init(&st->lists, sim) != 0)
         return -1;
     cl_float zero = 0.0f;
     cl_mem *zeroed[] = {&st->K, &st->Kv, &st->p, &st->Kprev};
@@ -586,7 +590,7 @@ static void dfsph_release(mz_sim *sim)
                       st->k_sum,     st->k_apply,  st->k_advect,  st->k_max};
     mz_cl_release_kernels(ks, sizeof ks / sizeof *ks);
     cl_mem ms[] = {st->rho, st->alpha,   st->k,     st->kq, st->K,  st->Kv,
-                   st->p,   st->a2,      st->partial, st->total, st->S,  st->Kprev};
+                   st->p,   st->a2,      st->partial, st->total, st->S,  st->Kprev, st->gw};
     mz_cl_release_mems(ms, sizeof ms / sizeof *ms);
     if (st->program)
         clReleaseProgram(st->program);
