@@ -45,8 +45,7 @@ kernel void dfsph_density_alpha(uint n, mz_sph P, int min_neighbours, mz_grid_de
                                 global const float4 *x, MZ_BOUNDARY_PARAMS, uint stride,
                                 uint cap, global uint *nl, global uint *nc, global uint *bl,
                                 global uint *bc, global uint *overflow, global float *rho_out,
-                                global float *alpha_out, global float *grad, uint plane,
-                                global float4 *gw)
+                                global float *alpha_out, global float4 *gw)
 {
     uint i = get_global_id(0);
     if (i >= n)
@@ -57,7 +56,7 @@ kernel void dfsph_density_alpha(uint n, mz_sph P, int min_neighbours, mz_grid_de
         if (hi)
             mz_dfsph_density_cell(&P, min_neighbours, i, hi, &g, cs, ce, x, gb, bcs, bce, bx,
                                   bm, nb, stride, cap, nl, nc, bl, bc, overflow, rho_out,
-                                  alpha_out, grad, plane, gw);
+                                  alpha_out, gw);
         return;
     }
 #endif
@@ -71,8 +70,6 @@ kernel void dfsph_density_alpha(uint n, mz_sph P, int min_neighbours, mz_grid_de
         float4 w = mz_dfsph_grad(&P, mz_vec(xi - x[j]), r2), gw = P.mass * w;
         grad_sum += gw;
         grad2 += mz_dot3(gw, gw);
-        if (grad && count < cap) /* kept for the solves */
-            mz_dfsph_grad_put(grad, plane, MZ_LIST_AT_(count, i, stride), w);
         mz_list_put(nl, cap, stride, i, &count, j);
     MZ_NEIGHBOURS_END
     mz_dfsph_finish(&P, i, xi, min_neighbours, sum, grad_sum, grad2, count, gb, bcs, bce, bx, bm,
@@ -179,7 +176,8 @@ kernel void dfsph_predict(uint n, float dt, global const float4 *acc, global flo
  * not carried on, nor scaled up when the step grows. Per work-group sums of e_i into partial
  * (the kernel runs over whole groups of local size; items past n add 0), in fixed point
  * (mz_dfsph_fixed) so that any split of the particles, over ranks or groups, gives the same
- * sum. */
+ * sum. With grad (the lists' gradients kept) the pass reads them, or with fill (the step's
+ * first pass) computes them and writes them there. */
 /* Particle i's error pass after its fluid rate (fluid: NULL to sum it here): the walls' rate,
  * its error (returned) and stiffness. */
 inline float mz_dfsph_error_at(uint i, const float *fluid, int density, float dt, float warm,
@@ -187,22 +185,27 @@ inline float mz_dfsph_error_at(uint i, const float *fluid, int density, float dt
                                global const float4 *x, global const float4 *v,
                                global const float *rho, global const float *alpha,
                                MZ_LIST_PARAMS, global const float *K, global float *kprev,
-                               global float *k_out, MZ_WALL_MOTION, global const float *grad,
-                               uint plane, global float *kq_out, global const float4 *gw)
+                               global float *k_out, MZ_WALL_MOTION, global float *grad,
+                               uint plane, int fill, global float *kq_out,
+                               global const float4 *gw)
 {
     float4 xi = x[i], vi = v[i];
     float rate = 0.0f;
     if (fluid) {
         rate = *fluid;
-    } else if (grad) {
+    } else if (grad && !fill) {
         for (uint k = 0; k < nc[i]; k++) {
             const uint at = MZ_LIST_AT_(k, i, stride), j = nl[at];
             rate += P->mass * mz_dot3(vi - v[j], mz_dfsph_grad_at(grad, plane, at));
         }
     } else {
-        MZ_LIST_BEGIN(nl, nc, stride, i, x, xi, j, r2)
-            rate += P->mass * mz_dot3(vi - v[j], mz_dfsph_grad(P, mz_vec(xi - x[j]), r2));
-        MZ_LIST_END
+        for (uint k = 0; k < nc[i]; k++) {
+            const uint at = MZ_LIST_AT_(k, i, stride), j = nl[at];
+            const float4 w = mz_dfsph_grad(P, mz_vec(xi - x[j]), mz_grid_dist2_(x[j] - xi));
+            rate += P->mass * mz_dot3(vi - v[j], w);
+            if (grad) /* kept for the passes after this one */
+                mz_dfsph_grad_put(grad, plane, at, w);
+        }
     }
     if (moving) {
         MZ_LIST_BEGIN(bl, bc, stride, i, bx, xi, b, r2)
@@ -241,8 +244,8 @@ kernel void dfsph_error(uint n, int density, float dt, float warm, float dt_last
                         global const float4 *v, global const float *rho,
                         global const float *alpha, MZ_LIST_PARAMS, global const float *K,
                         global float *kprev, global float *k_out, global ulong2 *partial,
-                        local ulong2 *scratch, MZ_WALL_MOTION, global const float *grad,
-                        uint plane, global float *kq_out, global const float4 *gw)
+                        local ulong2 *scratch, MZ_WALL_MOTION, global float *grad,
+                        uint plane, global float *kq_out, global const float4 *gw, int fill)
 {
     uint i = get_global_id(0), lid = get_local_id(0);
 #if MZ_LANES && !MZ_SLABS
@@ -253,12 +256,12 @@ kernel void dfsph_error(uint n, int density, float dt, float warm, float dt_last
     const uint e_ = i < n ? mz_lanes_lead(i, n, nc, count) : 0u;
     if (e_) {
         float rates[8];
-        mz_dfsph_rates8(&P, i, e_, count, nl, stride, x, v, grad, plane, rates);
+        mz_dfsph_rates8(&P, i, e_, count, nl, stride, x, v, grad, plane, fill, rates);
         for (uint q = i; q < e_; q++)
             fixed += mz_dfsph_fixed(mz_dfsph_error_at(q, &rates[q - i], density, dt, warm,
                                                       dt_last, dt_before, &P, x, v, rho, alpha,
                                                       stride, nl, nc, bl, bc, bx, bm, K, kprev,
-                                                      k_out, moving, bv, ba, grad, plane,
+                                                      k_out, moving, bv, ba, grad, plane, 0,
                                                       kq_out, gw),
                                     unit);
     }
@@ -268,7 +271,7 @@ kernel void dfsph_error(uint n, int density, float dt, float warm, float dt_last
     if (i < n)
         e = mz_dfsph_error_at(i, NULL, density, dt, warm, dt_last, dt_before, &P, x, v, rho,
                               alpha, stride, nl, nc, bl, bc, bx, bm, K, kprev, k_out, moving, bv,
-                              ba, grad, plane, kq_out, gw);
+                              ba, grad, plane, fill, kq_out, gw);
     scratch[lid] = mz_dfsph_fixed(e, unit);
 #endif
     barrier(CLK_LOCAL_MEM_FENCE);

@@ -61,6 +61,7 @@ typedef struct dfsph_state {
     cl_mem rho, alpha, k, K, Kv, p, a2;
     cl_mem kq; /* k/ρ, which the error pass writes and the applies read a neighbour's of */
     cl_mem gw; /* G_i = Σ_b m_b ∇W_ib of the step's wall list (float4): the solves' wall terms */
+    bool grads_due; /* the lists are new: the next error pass writes their gradients */
     cl_mem Kprev; /* the density solve's κ = K/dt² of the step before last (its warm start) */
     cl_mem partial, total; /* the error sums (two 64-bit integers a group, dfsph.cl) */
     sph_lists lists; /* the step's neighbours, written by the density pass */
@@ -128,10 +129,11 @@ static bool density_alpha(mz_sim *sim, dfsph_state *st)
                    A(st->grid.cell_first), A(sim->pos), A(b.desc), A(b.words), A(b.first),
                    A(b.pos), A(b.mass), A(b.nb), A(l->stride), A(l->cap), A(l->fluid),
                    A(l->fluid_count), A(l->wall), A(l->wall_count), A(l->overflow),
-                   A(st->rho), A(st->alpha), A(l->grad), A(l->plane), A(st->gw)) ||
+                   A(st->rho), A(st->alpha), A(st->gw)) ||
             !dfsph_launch_owned(sim, st->k_density, STAGE_DENSITY, "dfsph_density_alpha"))
             return false;
         int fits = sph_lists_after_build(l, sim);
+        st->grads_due = true; /* new lists: the next error pass writes their gradients */
         if (fits != 0)
             return fits > 0;
     }
@@ -161,6 +163,8 @@ static bool error_pass(mz_sim *sim, dfsph_state *st, int density, double dt, dou
     cl_float unit_f = (cl_float)unit;
     const sph_lists *l = &st->lists;
     uint64_t total[2] = {0, 0};
+    cl_int fill = st->grads_due;
+    st->grads_due = false;
     bool ok =
         KARGS(st->k_error, "dfsph_error", A(end_u), A(density), A(dt_f), A(warm_f),
               A(dt_last_f), A(dt_before_f), A(unit_f), A(st->P), A(sim->pos), A(sim->vel),
@@ -182,6 +186,8 @@ static bool error_pass(mz_sim *sim, dfsph_state *st, int density, double dt, dou
         cl_ok(clSetKernelArg(st->k_error, 29, sizeof st->kq, &st->kq),
               "clSetKernelArg(dfsph_error)") &&
         cl_ok(clSetKernelArg(st->k_error, 30, sizeof st->gw, &st->gw),
+              "clSetKernelArg(dfsph_error)") &&
+        cl_ok(clSetKernelArg(st->k_error, 31, sizeof fill, &fill),
               "clSetKernelArg(dfsph_error)") &&
         sim_launch_local(sim, st->k_error, begin, groups * local, local, stage,
                          "dfsph_error");
