@@ -249,11 +249,14 @@ kernel void dfsph_error(uint n, int density, float dt, float warm, float dt_last
 {
     uint i = get_global_id(0), lid = get_local_id(0);
 #if MZ_LANES && !MZ_SLABS
-    /* Work-item 8m takes particles 8m .. 8m + 7 and puts their errors' fixed-point sum into the
-     * group's sum (integers: the same total); the others add 0. */
+    /* Work-item 8m takes particles 8m .. 8m + 7 and writes their errors' fixed-point sum to
+     * partial[m] (integers: the same total however they are grouped); no group sum, so no
+     * barrier (PoCL ran the group's tree a work-item at a time). */
     ulong2 fixed = (ulong2)(0);
     uint count[8];
     const uint e_ = i < n ? mz_lanes_lead(i, n, nc, count) : 0u;
+    (void)scratch;
+    (void)lid;
     if (e_) {
         float rates[8];
         mz_dfsph_rates8(&P, i, e_, count, nl, stride, x, v, grad, plane, fill, rates);
@@ -264,8 +267,8 @@ kernel void dfsph_error(uint n, int density, float dt, float warm, float dt_last
                                                       k_out, moving, bv, ba, grad, plane, 0,
                                                       kq_out, gw),
                                     unit);
+        partial[i >> 3] = fixed;
     }
-    scratch[lid] = fixed;
 #else
     float e = 0.0f;
     if (i < n)
@@ -273,7 +276,6 @@ kernel void dfsph_error(uint n, int density, float dt, float warm, float dt_last
                               alpha, stride, nl, nc, bl, bc, bx, bm, K, kprev, k_out, moving, bv,
                               ba, grad, plane, fill, kq_out, gw);
     scratch[lid] = mz_dfsph_fixed(e, unit);
-#endif
     barrier(CLK_LOCAL_MEM_FENCE);
     for (uint s = get_local_size(0) / 2; s > 0; s /= 2) {
         if (lid < s)
@@ -282,6 +284,7 @@ kernel void dfsph_error(uint n, int density, float dt, float warm, float dt_last
     }
     if (lid == 0)
         partial[get_group_id(0)] = scratch[0];
+#endif
 }
 
 /* The sum of partial[0 .. groups) by one work-group (integers: exact in any order). */

@@ -80,6 +80,11 @@ int sim_check_fits(const mz_cl *cl, const mz_scene *scene, size_t n)
     return -1;
 }
 
+bool sim_kernels_slabs(const mz_sim *sim)
+{
+    return sim->plan != NULL || sim->slabs != NULL;
+}
+
 static cl_program build_kernels(mz_sim *sim, const char *file, const char *const *names,
                                 cl_kernel *const *out, bool exact)
 {
@@ -87,8 +92,7 @@ static cl_program build_kernels(mz_sim *sim, const char *file, const char *const
     /* A distributed rank's grid holds a window of layers: its solver kernels query it so, and
      * so do the probes' (built after the solver's init, when the slabs are made). */
     snprintf(defines, sizeof defines, "-DMZ_DIM=%d -DMZ_SLABS=%d%s", sim->scene->sim.dimensions,
-             sim->plan != NULL || sim->slabs != NULL,
-             sim_frame_spins(sim->scene) ? " -DMZ_SPIN" : "");
+             sim_kernels_slabs(sim), sim_frame_spins(sim->scene) ? " -DMZ_SPIN" : "");
     cl_program p = cl_prog_build(sim->cl, file, defines, exact);
     bool ok = p != NULL;
     for (size_t i = 0; ok && names[i]; i++)

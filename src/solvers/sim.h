@@ -259,6 +259,9 @@ void sim_profile_grid(mz_sim *sim, struct mz_grid *g, int stage);
 /* Fold finished launches into the stage times (call after clFinish). */
 void sim_collect_profile(mz_sim *sim);
 
+/* Whether the kernels sim builds are a distributed rank's (-DMZ_SLABS=1: its grid a window of
+ * layers; the CPU lanes off). */
+bool sim_kernels_slabs(const mz_sim *sim);
 /* Build a solver's kernel file for the scene (-DMZ_DIM) and look up its kernels: names[i] into
  * *out[i], names NULL-terminated. The program, or NULL after reporting. */
 cl_program sim_build_kernels(mz_sim *sim, const char *file, const char *const *names,

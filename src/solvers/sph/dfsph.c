@@ -62,6 +62,7 @@ typedef struct dfsph_state {
     cl_mem kq; /* k/ρ, which the error pass writes and the applies read a neighbour's of */
     cl_mem gw; /* G_i = Σ_b m_b ∇W_ib of the step's wall list (float4): the solves' wall terms */
     bool grads_due; /* the lists are new: the next error pass writes their gradients */
+    bool eights;    /* dfsph_error's lanes: a partial error sum for each eight particles */
     cl_mem Kprev; /* the density solve's κ = K/dt² of the step before last (its warm start) */
     cl_mem partial, total; /* the error sums (two 64-bit integers a group, dfsph.cl) */
     sph_lists lists; /* the step's neighbours, written by the density pass */
@@ -102,10 +103,12 @@ static boundary_args bound_of(const dfsph_state *st)
  * passes then read instead of computing each again (a square root and a quotient a pair):
  * MIZU_DFSPH_GRADS=1 or 0, else on CPU devices where there is room for them beside what the run
  * needs (the fit check counts only that, as with WCSPH's lists; the buffer is made only where
- * the device can make one that large). The same bits either way. Measured (docs/benchmarks.md):
- * on PoCL the solves 1.5-1.7x faster, the density pass, which writes them, 1.2x slower; on an
- * H200 the solves no faster (reading 12 bytes a pair costs what the arithmetic did) and the
- * density pass 2.9x slower, so GPUs compute them. */
+ * the device can make one that large). The same bits either way. The step's first error pass
+ * computes them and writes them (eight lanes' entries one vector store on a CPU; the density
+ * pass wrote them until session 23, a record at a time, 20% of its time). Measured
+ * (docs/benchmarks.md): on PoCL the solves 1.5-1.7x faster; on an H200 the solves no faster
+ * (reading 12 bytes a pair costs what the arithmetic did) and the density pass that wrote them
+ * 2.9x slower, so GPUs compute them. */
 static bool grads_wanted(const mz_sim *sim)
 {
     const char *env = getenv("MIZU_DFSPH_GRADS");
@@ -153,9 +156,11 @@ static bool error_pass(mz_sim *sim, dfsph_state *st, int density, double dt, dou
     size_t groups = (end - begin + local - 1) / local;
     if (groups == 0)
         groups = 1;
+    /* the partials: a group's sum, or with the lanes one an eight (dfsph_error) */
+    size_t partials = st->eights ? (end + 7) / 8 : groups;
     cl_float dt_f = (cl_float)dt, warm_f = (cl_float)warm, dt_last_f = (cl_float)st->dt_last,
              dt_before_f = (cl_float)st->dt_before;
-    cl_uint groups_u = (cl_uint)groups, end_u = (cl_uint)end;
+    cl_uint partials_u = (cl_uint)partials, end_u = (cl_uint)end;
     /* The fixed point's unit: a power of two, 2^40 / ρ0 within a factor 2 (mz_dfsph_fixed),
      * kept a finite float for any ρ0. */
     int exponent = 40 - ilogb(st->P.rest_density);
@@ -197,7 +202,7 @@ static bool error_pass(mz_sim *sim, dfsph_state *st, int density, double dt, dou
         return ok;
     }
     ok = ok &&
-        KARGS(st->k_sum, "dfsph_sum", A(groups_u), A(st->partial), A(st->total)) &&
+        KARGS(st->k_sum, "dfsph_sum", A(partials_u), A(st->partial), A(st->total)) &&
         cl_ok(clSetKernelArg(st->k_sum, 3, 16 * local, NULL),
               "clSetKernelArg(dfsph_sum, scratch)") &&
         sim_launch_local(sim, st->k_sum, 0, local, local, stage, "dfsph_sum") &&
@@ -464,7 +469,7 @@ static int dfsph_grow(void *ctx, size_t cap)
         return -1;
     cl_mem *scratch4[] = {&st->rho, &st->alpha, &st->k, &st->kq, &st->p, &st->a2, &st->S};
     bool ok = renew(sim, &sim->pred, 16 * cap) && renew(sim, &st->gw, 16 * cap) &&
-              renew(sim, &st->partial, 16 * dfsph_error_groups(cap, st->step_size.local)) &&
+              renew(sim, &st->partial, 16 * dfsph_error_partials(cap)) &&
               (!st->loads.rest_on || renew(sim, &st->loads.rest, 16 * cap));
     for (size_t i = 0; ok && i < sizeof scratch4 / sizeof *scratch4; i++)
         ok = grid_moves(&st->grid, scratch4[i]) || renew(sim, scratch4[i], 4 * cap);
@@ -514,10 +519,11 @@ static int dfsph_init(mz_sim *sim)
     st->program = sim_build_exact_kernels(sim, "sph/dfsph.cl", names, kernels);
     if (!st->program)
         return -1;
+    st->eights = sim->cl->lanes && !sim_kernels_slabs(sim); /* MZ_LANES && !MZ_SLABS */
     size_t n = sim->cap;
     if (sph_step_size_init(&st->step_size, sim) != 0)
         return -1;
-    size_t groups = dfsph_error_groups(n, st->step_size.local);
+    size_t groups = dfsph_error_partials(n);
     cl_mem *per4[] = {&st->rho, &st->alpha, &st->k,  &st->kq, &st->K,
                       &st->Kv,  &st->p,     &st->a2, &st->Kprev};
     for (size_t i = 0; i < sizeof per4 / sizeof *per4; i++)

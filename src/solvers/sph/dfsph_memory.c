@@ -9,9 +9,9 @@
 #include "solvers/sph/sph.h"
 #include "solvers/sph/step_size.h"
 
-size_t dfsph_error_groups(size_t n, size_t local)
+size_t dfsph_error_partials(size_t n)
 {
-    return n / local + 1;
+    return n / 8 + 1;
 }
 
 /* As dfsph_init makes them: density, α, k, k/ρ, K, K_v, pressure, |a|², the κ before last, the
@@ -29,7 +29,7 @@ size_t dfsph_device_bytes(const mz_scene *s, size_t n, size_t *held)
     int n_reg = slabs && s->n_probes > 0 ? 10 : 8;
     size_t cells = grid_cells_in(n, P.h, s->sim.dimensions, s->domain.min, s->domain.max,
                                  slabs ? MZ_GRID_DENSE : MZ_GRID_AUTO);
-    size_t own = (9 * 4 + 16) * room + 16 * dfsph_error_groups(n, SPH_STEP_SIZE_CPU_LOCAL) + 16 +
+    size_t own = (9 * 4 + 16) * room + 16 * dfsph_error_partials(n) + 16 +
                  sph_step_size_bytes() + room * sph_lists_bytes(s) + 4 +
                  grid_device_bytes(n, cells, elems, n_reg, slabs, 0);
     size_t walls_sorting, walls = boundary_device_bytes(s, n, P.h, false, &walls_sorting);
