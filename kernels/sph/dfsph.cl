@@ -260,13 +260,16 @@ kernel void dfsph_error(uint n, int density, float dt, float warm, float dt_last
     if (e_) {
         float rates[8];
         mz_dfsph_rates8(&P, i, e_, count, nl, stride, x, v, grad, plane, fill, rates);
-        for (uint q = i; q < e_; q++)
-            fixed += mz_dfsph_fixed(mz_dfsph_error_at(q, &rates[q - i], density, dt, warm,
-                                                      dt_last, dt_before, &P, x, v, rho, alpha,
-                                                      stride, nl, nc, bl, bc, bx, bm, K, kprev,
-                                                      k_out, moving, bv, ba, grad, plane, 0,
-                                                      kq_out, gw),
-                                    unit);
+        if (e_ == i + 8u && !moving) /* a whole eight, resting walls: the rest in lanes too */
+            fixed = mz_dfsph_error8(i, vload8(0, rates), density, dt, warm, dt_last, dt_before,
+                                    unit, &P, v, rho, alpha, K, kprev, k_out, kq_out, gw);
+        else
+            for (uint q = i; q < e_; q++)
+                fixed += mz_dfsph_fixed(
+                    mz_dfsph_error_at(q, &rates[q - i], density, dt, warm, dt_last, dt_before,
+                                      &P, x, v, rho, alpha, stride, nl, nc, bl, bc, bx, bm, K,
+                                      kprev, k_out, moving, bv, ba, grad, plane, 0, kq_out, gw),
+                    unit);
         partial[i >> 3] = fixed;
     }
 #else
