@@ -215,25 +215,11 @@ inline float mz_dfsph_error_at(uint i, const float *fluid, int density, float dt
     } else { /* resting walls: Σ_b m_b v_i·∇W_ib = v_i·G_i */
         rate += mz_dot3(vi, gw[i]);
     }
-    float a = alpha[i], k, e;
-    if (density) {
-        e = fmax(rho[i] + dt * rate - P->rest_density, 0.0f);
-        k = fabs(a) * e;
-    } else {
-        float r = a < 0.0f ? 0.0f : fmax(rate, 0.0f);
-        e = dt * r;
-        k = a * r;
-    }
-    if (warm > 0.0f) {
-        float carried = K[i];
-        if (density) {
-            float kappa = K[i] / (dt_last * dt_last);
-            float d1 = fmin(dt, dt_last), d2 = fmin(dt, dt_before);
-            carried = fmin(kappa * d1 * d1, kprev[i] * d2 * d2);
-            kprev[i] = kappa;
-        }
-        k = e > 0.0f ? warm * carried : 0.0f;
-    }
+    float a = alpha[i], k, e, kappa;
+    MZ_DFSPH_STIFFNESS_(float, density, dt, warm, dt_last, dt_before, P, rate, a, rho[i], K[i],
+                        kprev[i], e, k, kappa)
+    if (warm > 0.0f && density)
+        kprev[i] = kappa;
     k_out[i] = k;
     kq_out[i] = k / rho[i];
     return e;
