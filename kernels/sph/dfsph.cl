@@ -87,8 +87,8 @@ kernel void dfsph_density_alpha(uint n, mz_sph P, int min_neighbours, mz_grid_de
         rest_out, wall_rest, moving, bv, ba
 
 /* Particle i's accelerations but pressure (fluid: its fluid pairs' sum, or NULL to sum it
- * here). */
-inline void mz_dfsph_forces_at(uint i, const float4 *fluid, MZ_DFSPH_FORCES_IN)
+ * here; walls_in: with its walls' pairs, which no-slip walls leave as they are summed). */
+inline void mz_dfsph_forces_at(uint i, const float4 *fluid, int walls_in, MZ_DFSPH_FORCES_IN)
 {
     float4 xi = x[i], vi = v[i];
     float rho_i = rho[i];
@@ -101,7 +101,7 @@ inline void mz_dfsph_forces_at(uint i, const float4 *fluid, MZ_DFSPH_FORCES_IN)
                              0.0f, mz_kgc_identity());
         MZ_LIST_END
     }
-    if (bc[i] > 0) {
+    if (bc[i] > 0 && !walls_in) {
         /* Pressure 0, no gravity and no repulsion (P.wall_d 0): the walls' push is the
          * solves'; friction stays. */
         mz_wall_sum ws = mz_wall_sum_zero();
@@ -142,12 +142,18 @@ kernel void dfsph_forces(MZ_DFSPH_FORCES_IN)
     const uint e = mz_lanes_lead(i, n, nc, count);
     if (!e)
         return;
+    /* resting no-slip walls (what mz_sph_wall_accel leaves as summed) in the lanes too */
+    const int in_lanes = !moving && P.friction == MZ_FRICTION_NO_SLIP && !P.kgc && !rest_out;
+    uint bcount[8];
+    for (uint l = 0; l < 8; l++)
+        bcount[l] = i + l < e ? bc[i + l] : 0u;
     float4 fluid[8];
-    mz_dfsph_forces8(&P, i, e, count, nl, stride, x, v, rho, fluid);
+    mz_dfsph_forces8(&P, i, e, count, nl, stride, x, v, rho, in_lanes, bcount, bl, bx, bm,
+                     fluid);
     for (uint q = i; q < e; q++)
-        mz_dfsph_forces_at(q, &fluid[q - i], MZ_DFSPH_FORCES_ARGS);
+        mz_dfsph_forces_at(q, &fluid[q - i], in_lanes, MZ_DFSPH_FORCES_ARGS);
 #else
-    mz_dfsph_forces_at(i, NULL, MZ_DFSPH_FORCES_ARGS);
+    mz_dfsph_forces_at(i, NULL, 0, MZ_DFSPH_FORCES_ARGS);
 #endif
 }
 
