@@ -590,10 +590,12 @@ static void test_hydrostatic_uncorrected(void **state)
  * (measured: within 14%, most within 6%) and in sum. A weak test, known: this build's bits read
  * 13.6% and +1.42%, but runs whose gravity differs by 1e-6 (round-off only) read the layers
  * within 11.5-19.7% and the sum at +0.8% to +11.6% (6 runs; the build before, with the walls'
- * terms summed pair by pair, +1.0% to +28.9%), and averaged over 200 frames of 300 the sum
+ * terms summed pair by pair, +1.0% to +28.9%; 6 more in session 24, by 1 to 3e-6: layers
+ * 11.5-37.5%, sum -10.3% to +20.9%), and averaged over 200 frames of 300 the sum
  * still +2.0% to +16.7%: the frame-end pressure (κρ of a frame's last, shortened step) of a
  * tank with bursts of heavy solves, not the water's balance, which test_buoyancy_dfsph's floor
- * holds within 1% in every such run (docs/ARCHITECTURE.md, DFSPH's resting tank). */
+ * holds within 1% in 11 of 12 such runs (+1.38% in one; docs/ARCHITECTURE.md, DFSPH's resting
+ * tank; docs/benchmarks.md, session 24). */
 static void test_hydrostatic_dfsph(void **state)
 {
     (void)state;
