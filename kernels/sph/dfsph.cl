@@ -412,11 +412,16 @@ kernel void dfsph_wall_loads(uint n_elems, int pass, float dt, mz_sph P, mz_grid
 }
 
 /* x += dt v, the domain clamp behind the walls (a clamped axis loses its velocity), and the
- * pressure the density solve applied, from its total stiffness K = κ dt²: p = κ ρ (the pressure that gives the same acceleration in WCSPH's symmetric form,
- * p/ρ² = κ/ρ). */
+ * pressure the density solve applied, from its total stiffness K = κ dt²: κ ρ (the pressure
+ * that gives the same acceleration in WCSPH's symmetric form, p/ρ² = κ/ρ), as its mean over the
+ * frame's steps so far, each weighted by its length: p_sum = Σ κ ρ dt (from 0 at the frame's
+ * first step), p = p_sum / frame_time. A step's κ is where its solve stopped (in a still tank
+ * 4 iterations at one step, 40 at the next: the average error's stop leaves compression for the
+ * next), the frame's mean the pressure the water stood on (docs/scene.md, DFSPH). */
 kernel void dfsph_advect(uint n, float dt, mz_walls walls, global const float *rho,
                          global const float *K, global float4 *x, global float4 *v,
-                         global float *p)
+                         global float *p, global float *p_sum, int frame_first,
+                         float frame_time)
 {
     uint i = get_global_id(0);
     if (i >= n)
@@ -427,5 +432,7 @@ kernel void dfsph_advect(uint n, float dt, mz_walls walls, global const float *r
     float4 xc = mz_clamp_box(xn, walls.min, walls.max);
     v[i] = select(vi, (float4)(0.0f), isnotequal(xc, xn));
     x[i] = xc;
-    p[i] = K[i] * rho[i] / (dt * dt);
+    const float sum = (frame_first ? 0.0f : p_sum[i]) + K[i] * rho[i] / dt;
+    p_sum[i] = sum;
+    p[i] = sum / frame_time;
 }

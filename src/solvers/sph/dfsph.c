@@ -64,6 +64,8 @@ typedef struct dfsph_state {
     bool grads_due; /* the lists are new: the next error pass writes their gradients */
     bool eights;    /* dfsph_error's lanes: a partial error sum for each eight particles */
     cl_mem Kprev; /* the density solve's κ = K/dt² of the step before last (its warm start) */
+    cl_mem p_sum;      /* Σ p dt over the frame's steps so far (dfsph_advect) */
+    double frame_time; /* the frame's time so far: 0 before its first step */
     cl_mem partial, total; /* the error sums (two 64-bit integers a group, dfsph.cl) */
     sph_lists lists; /* the step's neighbours, written by the density pass */
     sph_step_size step_size; /* |v|max and |a|max */
@@ -434,8 +436,12 @@ static int dfsph_step(mz_sim *sim, dfsph_state *st, double frame_dt)
         warn_capped(sim, st, "density", left, f->density_tolerance * rho0);
     if (loads && !gather_loads(sim, st, 1, dt))
         return -1;
+    cl_int frame_first = st->frame_time == 0.0;
+    st->frame_time += dt;
+    cl_float frame_time_f = (cl_float)st->frame_time;
     if (!KARGS(st->k_advect, "dfsph_advect", A(sim->n_u), A(dt_f), A(st->walls), A(st->rho),
-               A(st->K), A(sim->pos), A(sim->vel), A(st->p)) ||
+               A(st->K), A(sim->pos), A(sim->vel), A(st->p), A(st->p_sum), A(frame_first),
+               A(frame_time_f)) ||
         !dfsph_launch_owned(sim, st->k_advect, STAGE_ADVECT, "dfsph_advect"))
         return -1;
     st->dt_before = st->dt_last;
@@ -454,6 +460,7 @@ static int dfsph_advance(mz_sim *sim, double frame_dt)
         if (sim_frame_left(sim, frame_dt) && sim_stop_here(sim))
             return 1;
     }
+    st->frame_time = 0.0; /* the next step starts a frame (its pressure's mean) */
     dfsph_dist_rebalance(&st->dist);
     return 0;
 }
@@ -524,8 +531,8 @@ static int dfsph_init(mz_sim *sim)
     if (sph_step_size_init(&st->step_size, sim) != 0)
         return -1;
     size_t groups = dfsph_error_partials(n);
-    cl_mem *per4[] = {&st->rho, &st->alpha, &st->k,  &st->kq, &st->K,
-                      &st->Kv,  &st->p,     &st->a2, &st->Kprev};
+    cl_mem *per4[] = {&st->rho, &st->alpha, &st->k,     &st->kq, &st->K,
+                      &st->Kv,  &st->p,     &st->p_sum, &st->a2, &st->Kprev};
     for (size_t i = 0; i < sizeof per4 / sizeof *per4; i++)
         if (!(*per4[i] = dfsph_buffer(sim, 4 * (n ? n : 1), "clCreateBuffer(DFSPH)")))
             return -1;
@@ -536,7 +543,7 @@ static int dfsph_init(mz_sim *sim)
     if (!st->gw || !st->partial || !st->total || sph_lists_init(&st->lists, sim) != 0)
         return -1;
     cl_float zero = 0.0f;
-    cl_mem *zeroed[] = {&st->K, &st->Kv, &st->p, &st->Kprev};
+    cl_mem *zeroed[] = {&st->K, &st->Kv, &st->p, &st->p_sum, &st->Kprev};
     for (size_t i = 0; i < sizeof zeroed / sizeof *zeroed; i++)
         if (!cl_ok(clEnqueueFillBuffer(sim->cl->queue, *zeroed[i], &zero, sizeof zero, 0,
                                        4 * (n ? n : 1), 0, NULL, NULL),
@@ -548,9 +555,11 @@ static int dfsph_init(mz_sim *sim)
         return -1;
     st->grid_made = true;
     sim->grid = &st->grid;
-    /* The stiffnesses travel with the particles: the next step's warm start. No pass reads a
-     * neighbour's, nor its id, body or inverse mass: a distributed run's halo copies go without. */
-    cl_mem *owned4[] = {&sim->inv_mass, &sim->id, &sim->body, &st->K, &st->Kv, &st->Kprev};
+    /* The stiffnesses travel with the particles: the next step's warm start; so does the frame's
+     * pressure sum. No pass reads a neighbour's, nor its id, body or inverse mass: a distributed
+     * run's halo copies go without. */
+    cl_mem *owned4[] = {&sim->inv_mass, &sim->id, &sim->body, &st->K,
+                        &st->Kv,        &st->Kprev, &st->p_sum};
     if (grid_set_count(&st->grid, sim->n) != 0 || grid_register(&st->grid, &sim->pos, 16) ||
         grid_register(&st->grid, &sim->vel, 16))
         return -1;
@@ -601,8 +610,8 @@ static void dfsph_release(mz_sim *sim)
     cl_kernel ks[] = {st->k_density, st->k_forces, st->k_predict, st->k_error,
                       st->k_sum,     st->k_apply,  st->k_advect,  st->k_max};
     mz_cl_release_kernels(ks, sizeof ks / sizeof *ks);
-    cl_mem ms[] = {st->rho, st->alpha,   st->k,     st->kq, st->K,  st->Kv,
-                   st->p,   st->a2,      st->partial, st->total, st->S,  st->Kprev, st->gw};
+    cl_mem ms[] = {st->rho, st->alpha, st->k,       st->kq,    st->K, st->Kv,    st->p,
+                   st->a2,  st->p_sum, st->partial, st->total, st->S, st->Kprev, st->gw};
     mz_cl_release_mems(ms, sizeof ms / sizeof *ms);
     if (st->program)
         clReleaseProgram(st->program);
@@ -621,6 +630,8 @@ static size_t dfsph_state_parts(mz_sim *sim, mz_state_part *parts, size_t max)
         {"dfsph_divergence_stiffness", &st->Kv, NULL, 0, 4},
         {"dfsph_pressure", &st->p, NULL, 0, 4},
         {"dfsph_previous_stiffness", &st->Kprev, NULL, 0, 4},
+        {"dfsph_frame_pressure_sum", &st->p_sum, NULL, 0, 4},
+        {"dfsph_frame_time", NULL, &st->frame_time, sizeof st->frame_time, 0},
         {"dfsph_last_dt", NULL, &st->dt_last, sizeof st->dt_last, 0},
         {"dfsph_before_last_dt", NULL, &st->dt_before, sizeof st->dt_before, 0},
         {"dfsph_solves_step", NULL, &st->dt_solves, sizeof st->dt_solves, 0},

@@ -14,22 +14,22 @@ size_t dfsph_error_partials(size_t n)
     return n / 8 + 1;
 }
 
-/* As dfsph_init makes them: density, α, k, k/ρ, K, K_v, pressure, |a|², the κ before last, the
- * walls' gradient sums and the error sums; the step size's maxima; the neighbour lists; the
- * grid (position, velocity, inverse mass, id, body, K, K_v and the κ before last move with
- * it); then the walls, sorted last (the most may be held while they are), and the forces on
- * solids. */
+/* As dfsph_init makes them: density, α, k, k/ρ, K, K_v, pressure, the frame's pressure sum,
+ * |a|², the κ before last, the walls' gradient sums and the error sums; the step size's maxima;
+ * the neighbour lists; the grid (position, velocity, inverse mass, id, body, K, K_v, the κ
+ * before last and the pressure sum move with it); then the walls, sorted last (the most may be
+ * held while they are), and the forces on solids. */
 size_t dfsph_device_bytes(const mz_scene *s, size_t n, size_t *held)
 {
     sph_params P = sph_params_for(s);
     /* Distributed: a dense grid of the window, and with probes the densities and pressures
      * travel too (dfsph_init). */
     bool slabs = dist_active();
-    size_t room = n ? n : 1, elems[] = {16, 16, 4, 4, 4, 4, 4, 4, 4, 4};
-    int n_reg = slabs && s->n_probes > 0 ? 10 : 8;
+    size_t room = n ? n : 1, elems[] = {16, 16, 4, 4, 4, 4, 4, 4, 4, 4, 4};
+    int n_reg = slabs && s->n_probes > 0 ? 11 : 9;
     size_t cells = grid_cells_in(n, P.h, s->sim.dimensions, s->domain.min, s->domain.max,
                                  slabs ? MZ_GRID_DENSE : MZ_GRID_AUTO);
-    size_t own = (9 * 4 + 16) * room + 16 * dfsph_error_partials(n) + 16 +
+    size_t own = (10 * 4 + 16) * room + 16 * dfsph_error_partials(n) + 16 +
                  sph_step_size_bytes() + room * sph_lists_bytes(s) + 4 +
                  grid_device_bytes(n, cells, elems, n_reg, slabs, 0);
     size_t walls_sorting, walls = boundary_device_bytes(s, n, P.h, false, &walls_sorting);
