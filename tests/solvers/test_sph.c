@@ -591,8 +591,9 @@ static void test_hydrostatic_uncorrected(void **state)
  * 11.5-37.5% and their sum at -10% to +21% in runs whose gravity differed by 1 to 3e-6
  * (round-off only), so the test passed on one build's bits. The frame's mean, in 7 such runs:
  * the worst layer 9.9-19.2% (the top one, 2.6 spacings deep; the others within about 5%), the sum
- * -0.6% to +1.3% (docs/benchmarks.md, session 24). Particles are rough (up to ±90% averaged
- * over 36 frames). */
+ * -0.6% to +1.3%; with one least density iteration, as now, 10.2-19.6% and +0.7% to +1.7%
+ * (docs/benchmarks.md, session 24): the layers' bound has little room left, all of it the top
+ * layer's. Particles are rough (up to ±90% averaged over 36 frames). */
 static void test_hydrostatic_dfsph(void **state)
 {
     (void)state;
