@@ -145,8 +145,7 @@ kernel void dfsph_forces(MZ_DFSPH_FORCES_IN)
     /* resting no-slip walls (what mz_sph_wall_accel leaves as summed) in the lanes too */
     const int in_lanes = !moving && P.friction == MZ_FRICTION_NO_SLIP && !P.kgc && !rest_out;
     uint bcount[8];
-    for (uint l = 0; l < 8; l++)
-        bcount[l] = i + l < e ? bc[i + l] : 0u;
+    mz_lanes_lead(i, n, bc, bcount); /* the same eight's wall list lengths */
     float4 fluid[8];
     mz_dfsph_forces8(&P, i, e, count, nl, stride, x, v, rho, in_lanes, bcount, bl, bx, bm,
                      fluid);

@@ -74,8 +74,7 @@ typedef struct dfsph_state {
     bool grads_due; /* the lists are new: the next error pass writes their gradients */
     bool eights;    /* dfsph_error's lanes: a partial error sum for each eight particles */
     cl_mem Kprev; /* the density solve's κ = K/dt² of the step before last (its warm start) */
-    cl_mem p_sum;      /* Σ p dt over the frame's steps so far (dfsph_advect) */
-    double frame_time; /* the frame's time so far: 0 before its first step */
+    cl_mem p_sum; /* Σ p dt over the frame's steps so far (dfsph_advect) */
     cl_mem partial, total; /* the error sums (two 64-bit integers a group, dfsph.cl) */
     sph_lists lists; /* the step's neighbours, written by the density pass */
     sph_step_size step_size; /* |v|max and |a|max */
@@ -447,9 +446,9 @@ static int dfsph_step(mz_sim *sim, dfsph_state *st, double frame_dt)
         warn_capped(sim, st, "density", left, f->density_tolerance * rho0);
     if (loads && !gather_loads(sim, st, 1, dt))
         return -1;
-    cl_int frame_first = st->frame_time == 0.0;
-    st->frame_time += dt;
-    cl_float frame_time_f = (cl_float)st->frame_time;
+    /* the frame's progress, which sim keeps (and checkpoints), with this step */
+    cl_int frame_first = sim->frame_steps == 0;
+    cl_float frame_time_f = (cl_float)(sim->frame_time + dt);
     if (!KARGS(st->k_advect, "dfsph_advect", A(sim->n_u), A(dt_f), A(st->walls), A(st->rho),
                A(st->K), A(sim->pos), A(sim->vel), A(st->p), A(st->p_sum), A(frame_first),
                A(frame_time_f)) ||
@@ -471,7 +470,6 @@ static int dfsph_advance(mz_sim *sim, double frame_dt)
         if (sim_frame_left(sim, frame_dt) && sim_stop_here(sim))
             return 1;
     }
-    st->frame_time = 0.0; /* the next step starts a frame (its pressure's mean) */
     dfsph_dist_rebalance(&st->dist);
     return 0;
 }
@@ -642,7 +640,6 @@ static size_t dfsph_state_parts(mz_sim *sim, mz_state_part *parts, size_t max)
         {"dfsph_pressure", &st->p, NULL, 0, 4},
         {"dfsph_previous_stiffness", &st->Kprev, NULL, 0, 4},
         {"dfsph_frame_pressure_sum", &st->p_sum, NULL, 0, 4},
-        {"dfsph_frame_time", NULL, &st->frame_time, sizeof st->frame_time, 0},
         {"dfsph_last_dt", NULL, &st->dt_last, sizeof st->dt_last, 0},
         {"dfsph_before_last_dt", NULL, &st->dt_before, sizeof st->dt_before, 0},
         {"dfsph_solves_step", NULL, &st->dt_solves, sizeof st->dt_solves, 0},
