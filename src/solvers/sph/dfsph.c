@@ -7,21 +7,13 @@
  * divergence_tolerance for the density change the velocity field would make in a step), at
  * least once after their warm passes, at most MAX_ITERATIONS times: the error that stops a
  * solve is its last velocities', so what it leaves is checked (DENSITY_MIN_ITERATIONS). Both
- * start warm, from the stiffnesses of the last steps (see solve). The errors are summed on the
+ * start warm, from the stiffnesses of the last steps (dfsph_solve.c). The errors are summed on the
  * device as integers (fixed point) and read back once an iteration: the same sum however the
  * particles are split, so that ranks under mpirun (dfsph_dist.c) take one process's
  * iterations. */
 #include "build/build.h"
-#include "device/grid.h"
-#include "solvers/sim.h"
-#include "solvers/boundary.h"
-#include "solvers/sph/dfsph.h"
-#include "solvers/sph/dfsph_dist.h"
 #include "solvers/sph/dfsph_memory.h"
-#include "solvers/sph/loads.h"
-#include "solvers/sph/neighbour_list.h"
-#include "solvers/sph/sph.h"
-#include "solvers/sph/step_size.h"
+#include "solvers/sph/dfsph_state.h"
 #include "dist/dist.h"
 #include "util/err.h"
 
@@ -30,12 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum dfsph_stage { STAGE_GRID, STAGE_DENSITY, STAGE_DIVERGENCE, STAGE_FORCES, STAGE_PRESSURE,
-                   STAGE_ADVECT };
 static const char *const dfsph_stages[] = {"grid",     "density", "divergence solve", "forces",
                                            "pressure solve", "advect", NULL};
-
-enum { MAX_ITERATIONS = 100 };
 
 /* The density solve's least iterations after its warm pass. Each solve stops on the error of
  * the velocities it ends with, so one iteration is enough for the tolerance; a second, when the
@@ -47,45 +35,13 @@ enum { MAX_ITERATIONS = 100 };
 enum { DENSITY_MIN_ITERATIONS = 1 };
 
 /* The density solve's warm pass applies this fraction of the pressure the last two steps
- * applied (the smaller, never scaled up; see solve). */
+ * applied (the smaller, never scaled up; dfsph_solve.c). */
 static const double DENSITY_WARM = 0.7;
 
 /* The step the solves carry (solves_control): a step whose two solves took more than
  * SOLVES_HEAVY iterations together (warm passes not counted) caps the next at 0.9 of its own; a
  * step under SOLVES_LIGHT lets the cap grow by 1.1. */
 enum { SOLVES_HEAVY = 20, SOLVES_LIGHT = 8 };
-
-typedef struct dfsph_state {
-    sph_params P;
-    mz_walls_arg walls;
-    mz_frame_arg frame; /* the domain's frame at this step's start */
-    cl_int penalty, min_neighbours;
-    cl_program program;
-    cl_kernel k_density, k_forces, k_predict, k_error, k_sum, k_apply, k_advect, k_max;
-    mz_grid grid;
-    bool grid_made;
-    boundary_set bound;
-    sph_loads loads; /* forces on walls and colliders, when the scene measures them */
-    cl_mem S;        /* with loads: the step's Σ scale k per particle (dfsph_apply) */
-    bool s_first;    /* the next apply is the step's first */
-    cl_mem rho, alpha, k, K, Kv, p, a2;
-    cl_mem kq; /* k/ρ, which the error pass writes and the applies read a neighbour's of */
-    cl_mem gw; /* G_i = Σ_b m_b ∇W_ib of the step's wall list (float4): the solves' wall terms */
-    bool grads_due; /* the lists are new: the next error pass writes their gradients */
-    bool eights;    /* dfsph_error's lanes: a partial error sum for each eight particles */
-    cl_mem Kprev; /* the density solve's κ = K/dt² of the step before last (its warm start) */
-    cl_mem p_sum; /* Σ p dt over the frame's steps so far (dfsph_advect) */
-    cl_mem partial, total; /* the error sums (two 64-bit integers a group, dfsph.cl) */
-    sph_lists lists; /* the step's neighbours, written by the density pass */
-    sph_step_size step_size; /* |v|max and |a|max */
-    double dt_last; /* the last step's dt (the first step's guess before any) */
-    double dt_before; /* the dt of the step before (of Kprev's κ) */
-    double dt_viscous; /* the explicit viscosity's stable step (infinite without) */
-    double dt_solves;  /* the step the solves carry (solves_control; infinite at first) */
-    mz_dfsph_stats stats; /* over the run, for the summary and tests */
-    long capped_warned_step;
-    dfsph_dist dist; /* under mpirun */
-} dfsph_state;
 
 static cl_mem dfsph_buffer(mz_sim *sim, size_t bytes, const char *what)
 {
@@ -103,11 +59,6 @@ static bool renew(mz_sim *sim, cl_mem *b, size_t bytes)
     clReleaseMemObject(*b);
     *b = nb;
     return true;
-}
-
-static boundary_args bound_of(const dfsph_state *st)
-{
-    return boundary_of(&st->bound, st->grid.desc);
 }
 
 /* Whether the fluid list keeps its kernel gradients (sph_lists.grads), which the solves' dozen
@@ -134,7 +85,7 @@ static bool grads_wanted(const mz_sim *sim)
  * other passes read: built again, longer, when a particle has more neighbours than they hold. */
 static bool density_alpha(mz_sim *sim, dfsph_state *st)
 {
-    boundary_args b = bound_of(st);
+    boundary_args b = dfsph_bound_of(st);
     sph_lists *l = &st->lists;
     for (;;) {
         if (sph_lists_before_build(l, sim) != 0 ||
@@ -151,143 +102,6 @@ static bool density_alpha(mz_sim *sim, dfsph_state *st)
         if (fits != 0)
             return fits > 0;
     }
-}
-
-/* One error pass: every particle's error and stiffness into k, and with avg the average error
- * (in units of density) into *avg: summed, read back (the host waits for the queue) and, under
- * mpirun, added over the ranks. Without (NULL: a pass whose average decides nothing) the queue
- * runs on. warm > 0: the warm pass (dfsph_error). */
-static bool error_pass(mz_sim *sim, dfsph_state *st, int density, double dt, double warm,
-                       cl_mem K, int stage, double *avg)
-{
-    boundary_args b = bound_of(st);
-    size_t local = st->step_size.local; /* the error sums' groups: the step size's */
-    size_t begin, end; /* the owned particles (all of them in one process) */
-    sim_owned(sim, &begin, &end);
-    size_t groups = (end - begin + local - 1) / local;
-    if (groups == 0)
-        groups = 1;
-    /* the partials: a group's sum, or with the lanes one an eight (dfsph_error) */
-    size_t partials = st->eights ? (end + 7) / 8 : groups;
-    cl_float dt_f = (cl_float)dt, warm_f = (cl_float)warm, dt_last_f = (cl_float)st->dt_last,
-             dt_before_f = (cl_float)st->dt_before;
-    cl_uint partials_u = (cl_uint)partials, end_u = (cl_uint)end;
-    /* The fixed point's unit: a power of two, 2^40 / ρ0 within a factor 2 (mz_dfsph_fixed),
-     * kept a finite float for any ρ0. */
-    int exponent = 40 - ilogb(st->P.rest_density);
-    double unit = ldexp(1.0, exponent < -100 ? -100 : exponent > 100 ? 100 : exponent);
-    cl_float unit_f = (cl_float)unit;
-    const sph_lists *l = &st->lists;
-    uint64_t total[2] = {0, 0};
-    cl_int fill = st->grads_due;
-    st->grads_due = false;
-    bool ok =
-        KARGS(st->k_error, "dfsph_error", A(end_u), A(density), A(dt_f), A(warm_f),
-              A(dt_last_f), A(dt_before_f), A(unit_f), A(st->P), A(sim->pos), A(sim->vel),
-              A(st->rho), A(st->alpha), A(l->stride), A(l->fluid), A(l->fluid_count),
-              A(l->wall), A(l->wall_count), A(b.pos), A(b.mass), A(K), A(st->Kprev), A(st->k),
-              A(st->partial)) &&
-        cl_ok(clSetKernelArg(st->k_error, 23, 16 * local, NULL),
-              "clSetKernelArg(dfsph_error, scratch)") &&
-        cl_ok(clSetKernelArg(st->k_error, 24, sizeof b.moving, &b.moving),
-              "clSetKernelArg(dfsph_error)") &&
-        cl_ok(clSetKernelArg(st->k_error, 25, sizeof b.vel, &b.vel),
-              "clSetKernelArg(dfsph_error)") &&
-        cl_ok(clSetKernelArg(st->k_error, 26, sizeof b.acc, &b.acc),
-              "clSetKernelArg(dfsph_error)") &&
-        cl_ok(clSetKernelArg(st->k_error, 27, sizeof l->grad, &l->grad),
-              "clSetKernelArg(dfsph_error)") &&
-        cl_ok(clSetKernelArg(st->k_error, 28, sizeof l->plane, &l->plane),
-              "clSetKernelArg(dfsph_error)") &&
-        cl_ok(clSetKernelArg(st->k_error, 29, sizeof st->kq, &st->kq),
-              "clSetKernelArg(dfsph_error)") &&
-        cl_ok(clSetKernelArg(st->k_error, 30, sizeof st->gw, &st->gw),
-              "clSetKernelArg(dfsph_error)") &&
-        cl_ok(clSetKernelArg(st->k_error, 31, sizeof fill, &fill),
-              "clSetKernelArg(dfsph_error)") &&
-        sim_launch_local(sim, st->k_error, begin, groups * local, local, stage,
-                         "dfsph_error");
-    if (!avg) {
-        if (!ok && st->dist.on)
-            dist_abort(MZ_EXIT_RUNTIME);
-        return ok;
-    }
-    ok = ok &&
-        KARGS(st->k_sum, "dfsph_sum", A(partials_u), A(st->partial), A(st->total)) &&
-        cl_ok(clSetKernelArg(st->k_sum, 3, 16 * local, NULL),
-              "clSetKernelArg(dfsph_sum, scratch)") &&
-        sim_launch_local(sim, st->k_sum, 0, local, local, stage, "dfsph_sum") &&
-        cl_ok(clEnqueueReadBuffer(sim->cl->queue, st->total, CL_TRUE, 0, sizeof total, total, 0,
-                                  NULL, NULL),
-              "clEnqueueReadBuffer(DFSPH error)");
-    if (!ok && st->dist.on) /* the other ranks wait in the sum */
-        dist_abort(MZ_EXIT_RUNTIME);
-    *avg = dfsph_dist_average(sim, total, unit);
-    return ok;
-}
-
-/* weight: scale over the step the pass's impulse belongs to (the forces on walls). */
-static bool apply_pass(mz_sim *sim, dfsph_state *st, double scale, int first, cl_mem K,
-                       int stage, double weight)
-{
-    boundary_args b = bound_of(st);
-    cl_float scale_f = (cl_float)scale;
-    const sph_lists *l = &st->lists;
-    cl_int keep_s = st->loads.on, s_first = st->s_first;
-    cl_float weight_f = (cl_float)weight;
-    st->s_first = false;
-    /* Distributed: the halo's k/ρ from their owners before, its velocities after. */
-    return dfsph_dist_share(&st->dist, st->kq, 4) &&
-           KARGS(st->k_apply, "dfsph_apply", A(sim->n_u), A(scale_f), A(first), A(st->P),
-                 A(sim->pos), A(st->kq), A(st->k), A(l->stride), A(l->fluid),
-                 A(l->fluid_count), A(l->wall), A(l->wall_count), A(b.pos), A(b.mass), A(K),
-                 A(sim->vel), A(keep_s), A(s_first), A(weight_f),
-                 A(*(st->S ? &st->S : &st->k)), A(l->grad), A(l->plane), A(st->gw)) &&
-           dfsph_launch_owned(sim, st->k_apply, stage, "dfsph_apply") &&
-           dfsph_dist_share(&st->dist, sim->vel, 16);
-}
-
-/* A solve: the warm pass (warm > 0), then iterations until the average error is below tol (in
- * units of density) and at least min_iterations were taken. The average error it ended with
- * into *left; its iterations, or -1 on failure. K, the solve's total stiffness, includes the
- * warm pass (its first apply), so the pressure and the forces on solids are all it applied.
- *
- * The iterations only add pressure where a particle is compressed: a warm start above what
- * this step needs cannot be taken back, and lifts the water. The density solve starts from
- * DENSITY_WARM × the smaller of the last two steps' pressures (κ = K/dt², the same pressure at
- * this step's dt, but no more K than that step's when the step grows): the last step's alone
- * carries one-off corrections (a compression left over, a short step's), and at half of it a
- * resting tank bounced in bursts that lengthened its steps until solves ran out of iterations;
- * scaled up by (dt/dt_last)² the dam break's steps fell to 0.05 ms; at 0.6 a frame's end read
- * the tank's pressure 6% low, at 0.8 its layers 27% off (docs/scene.md). The divergence solve
- * starts from the whole last K_v. */
-static int solve(mz_sim *sim, dfsph_state *st, int density, double dt, double warm, double tol,
-                 int min_iterations, double *left)
-{
-    cl_mem K = density ? st->K : st->Kv;
-    int stage = density ? STAGE_PRESSURE : STAGE_DIVERGENCE;
-    double scale = density ? 1.0 / dt : 1.0, avg = 0;
-    int first = 1;
-    if (warm > 0) {
-        if (!error_pass(sim, st, density, dt, warm, K, stage, NULL) ||
-            !apply_pass(sim, st, scale, 1, K, stage, scale / dt))
-            return -1;
-        first = 0;
-    }
-    int it = 0;
-    for (;; it++) {
-        /* Below min_iterations the solve goes on whatever the error: no read back. */
-        bool decides = it >= min_iterations;
-        if (!error_pass(sim, st, density, dt, 0, K, stage, decides ? &avg : NULL))
-            return -1;
-        if (decides && (avg <= tol || it == MAX_ITERATIONS))
-            break;
-        if (!apply_pass(sim, st, scale, first, K, stage, scale / dt))
-            return -1;
-        first = 0;
-    }
-    *left = avg;
-    return it;
 }
 
 /* The CFL step: dt = cfl · min(h / |v|max, sqrt(h / |a|max)), within the frame. */
@@ -367,7 +181,7 @@ static void warn_capped(mz_sim *sim, dfsph_state *st, const char *what, double e
 static bool gather_loads(mz_sim *sim, dfsph_state *st, cl_int pass, double dt)
 {
     mz_load_elems *e = &sim->loads;
-    boundary_args b = bound_of(st);
+    boundary_args b = dfsph_bound_of(st);
     cl_uint n = (cl_uint)e->n;
     cl_float dt_f = (cl_float)dt;
     size_t begin, end; /* distributed: the pairs of the fluid this rank owns */
@@ -404,14 +218,15 @@ static int dfsph_step(mz_sim *sim, dfsph_state *st, double frame_dt)
         return -1;
     st->s_first = true;
     /* The divergence solve ends the last step (its velocities at the new positions). */
-    int it = solve(sim, st, 0, st->dt_last, 1.0, f->divergence_tolerance * rho0, 1, &left);
+    int it =
+        dfsph_solve(sim, st, 0, st->dt_last, 1.0, f->divergence_tolerance * rho0, 1, &left);
     if (it < 0)
         return -1;
     st->stats.divergence_iterations += it;
     int divergence_it = it;
     if (it == MAX_ITERATIONS && left > f->divergence_tolerance * rho0)
         warn_capped(sim, st, "divergence", left, f->divergence_tolerance * rho0);
-    boundary_args b = bound_of(st);
+    boundary_args b = dfsph_bound_of(st);
     cl_float dt_last = (cl_float)st->dt_last;
     const sph_lists *l = &st->lists;
     if (!KARGS(st->k_forces, "dfsph_forces", A(sim->n_u), A(dt_last), A(st->P), A(st->frame),
@@ -435,8 +250,8 @@ static int dfsph_step(mz_sim *sim, dfsph_state *st, double frame_dt)
         !dfsph_launch_owned(sim, st->k_predict, STAGE_FORCES, "dfsph_predict") ||
         !dfsph_dist_share(&st->dist, sim->vel, 16))
         return -1;
-    it = solve(sim, st, 1, dt, DENSITY_WARM, f->density_tolerance * rho0, DENSITY_MIN_ITERATIONS,
-               &left);
+    it = dfsph_solve(sim, st, 1, dt, DENSITY_WARM, f->density_tolerance * rho0,
+                     DENSITY_MIN_ITERATIONS, &left);
     if (it < 0)
         return -1;
     st->stats.density_iterations += it;
