@@ -947,6 +947,44 @@ static void test_dfsph_lists_grow(void **state)
     world_close(&b);
 }
 
+static bool stop_every_step(void) { return true; }
+
+/* DFSPH's first steps: the first at most sqrt(tol · spacing / |g|), each after it at most 1.1
+ * times the bound before (dfsph.c, start_ramp), where the CFL alone would take the acceleration
+ * bound cfl sqrt(h/|g|), 12 times longer here: from that a 10^7-particle column's first solves
+ * ran out of iterations and threw its foot apart (docs/scene.md, DFSPH, the start's ramp). */
+static void test_dfsph_start_ramp(void **state)
+{
+    (void)state;
+    const char *sets[] = {"fluids[0].solver=dfsph"};
+    world a;
+    world_open_file(&a, "scenes/dam_break_flume_3d.json", sets, 1);
+    const mz_fluid *f = &a.scene.fluids[0];
+    const double *gv = a.scene.sim.gravity;
+    double g = sqrt(gv[0] * gv[0] + gv[1] * gv[1] + gv[2] * gv[2]);
+    double dt0 = sqrt(f->density_tolerance * f->spacing / g);
+    double cfl_first = scene_cfl(&a.scene) * sqrt(scene_support_radius(&a.scene) / g);
+    assert_true(dt0 < cfl_first / 4); /* the ramp, not the CFL, sets the first steps */
+    a.sim.pace.stop_requested = stop_every_step; /* back from each step */
+    double t = 0, bound = dt0, dt = 0;
+    for (int k = 0; k < 8; k++) { /* 5.8 ms: inside the first frame */
+        assert_int_equal(sim_advance_frame(&a.sim, scene_frame_dt(&a.scene)), 1);
+        dt = a.sim.time - t;
+        t = a.sim.time;
+        assert_true(dt <= bound * (1 + 1e-6)); /* g in float on the device side */
+        if (k == 0)
+            assert_true(fabs(dt - dt0) <= 1e-6 * dt0);
+        bound *= 1.1;
+    }
+    mz_dfsph_stats st;
+    assert_int_equal(dfsph_stats(&a.sim, &st), 0);
+    print_message("DFSPH's start: first step %.4g ms (the CFL's would be %.4g ms), the 8th %.4g "
+                  "ms; %ld steps set by the ramp\n", 1e3 * dt0, 1e3 * cfl_first, 1e3 * dt,
+                  st.by_start);
+    assert_int_equal(st.by_start, 8);
+    world_close(&a);
+}
+
 int main(void)
 {
     test_filter_from_env("SPH_TEST"); /* e.g. SPH_TEST='*dfsph*' */
@@ -965,6 +1003,7 @@ int main(void)
         cmocka_unit_test(test_flume_3d),
         cmocka_unit_test(test_flume_3d_dfsph),
         cmocka_unit_test(test_dfsph_lists_grow),
+        cmocka_unit_test(test_dfsph_start_ramp),
         cmocka_unit_test(test_wcsph_lists),
         cmocka_unit_test(test_density_by_cells),
         cmocka_unit_test(test_colliders),

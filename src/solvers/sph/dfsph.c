@@ -104,6 +104,23 @@ static bool density_alpha(mz_sim *sim, dfsph_state *st)
     }
 }
 
+/* The first steps' bound: water starting at rest under gravity moves g dt in its first step,
+ * which the floor takes as a compression of g dt² over a spacing; the first step makes it at
+ * most the density tolerance (g dt² ≤ tol · spacing), and each step after it may be 1.1 times
+ * longer (about 30 steps to the CFL's). A function of the step count alone: a resumed run
+ * takes the same steps. From the CFL's first step instead (the acceleration bound, cfl
+ * sqrt(h/g)), a deep column's first solves ran out of iterations before the floor's push
+ * reached its top: at 10^7 particles (215 layers) that left the water under the column 12%
+ * expanded for 0.1 s, whose closing threw particles at 38 m/s (docs/benchmarks.md, session
+ * 25). */
+static double start_ramp(const mz_scene *s, double g, long step)
+{
+    const mz_fluid *f = &s->fluids[0];
+    if (!(g > 0) || step > 400) /* 1.1^400: past any step */
+        return INFINITY;
+    return sqrt(f->density_tolerance * f->spacing / g) * pow(1.1, (double)step);
+}
+
 /* The CFL step: dt = cfl · min(h / |v|max, sqrt(h / |a|max)), within the frame. */
 static int choose_dt(mz_sim *sim, dfsph_state *st, double frame_dt, double *dt)
 {
@@ -134,10 +151,15 @@ static int choose_dt(mz_sim *sim, dfsph_state *st, double frame_dt, double *dt)
         st->stats.solves_shortened++;
     }
     want = fmin(want, st->dt_viscous);
+    double ramp = start_ramp(sim->scene, st->g, sim->step);
+    bool ramped = ramp < want;
+    want = fmin(want, ramp);
     *dt = sim_frame_step(sim, frame_dt, want);
     /* What set the step, for the summary (a frame's end counts as none of them). */
     if (*dt >= want) {
-        if (want == st->dt_viscous)
+        if (ramped)
+            st->stats.by_start++;
+        else if (want == st->dt_viscous)
             st->stats.by_viscosity++;
         else if (want == by_a)
             st->stats.by_accel++;
@@ -408,6 +430,7 @@ static int dfsph_init(mz_sim *sim)
      * force criterion for gravity, or a CFL step of the initial speeds. */
     double g = sqrt(st->frame.g.s[0] * st->frame.g.s[0] + st->frame.g.s[1] * st->frame.g.s[1] +
                     st->frame.g.s[2] * st->frame.g.s[2]);
+    st->g = g;
     st->dt_last = scene_frame_dt(s);
     if (g > 0)
         st->dt_last = fmin(st->dt_last, scene_cfl(s) * sqrt(st->P.h / g));
@@ -490,12 +513,14 @@ static void dfsph_report(const mz_sim *sim, FILE *out)
                  "%.3g%%; %ld solves stopped at %d iterations above tolerance; %ld steps shortened "
                  "for heavy solves\n"
                  "  DFSPH steps set by the speed bound %ld, the acceleration bound %ld, the "
-                 "viscous bound %ld (fastest particle %.3g m/s, largest explicit |a| %.3g m/s^2)\n",
+                 "viscous bound %ld, the start's ramp %ld (fastest particle %.3g m/s, largest "
+                 "explicit |a| %.3g m/s^2)\n",
             (double)st->stats.density_iterations / steps,
             (double)st->stats.divergence_iterations / steps, 100 * f->density_tolerance,
             100 * f->divergence_tolerance, 100 * st->stats.worst_density_error, st->stats.capped,
             MAX_ITERATIONS, st->stats.solves_shortened, st->stats.by_speed, st->stats.by_accel,
-            st->stats.by_viscosity, st->stats.fastest, st->stats.largest_accel);
+            st->stats.by_viscosity, st->stats.by_start, st->stats.fastest,
+            st->stats.largest_accel);
 }
 
 /* The next step's grid now (mz_solver.grid_now), indexed: the step builds it from the same

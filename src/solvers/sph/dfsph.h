@@ -11,6 +11,7 @@ typedef struct mz_dfsph_stats {
     long solves_shortened;      /* steps the solves' step control shortened below the CFL's */
     long by_speed, by_accel, by_viscosity; /* steps the CFL's speed, acceleration or viscous
                                             * bound set (the rest: the solves' cap, frame ends) */
+    long by_start;              /* steps the start's ramp set (dfsph.c, start_ramp) */
     double fastest, largest_accel;         /* the largest |v|max and |a|max a step saw */
     double worst_density_error; /* the largest average density error a solve ended with, of ρ0 */
     unsigned list_cap;          /* the neighbour lists' entries a particle now */
