@@ -985,6 +985,44 @@ static void test_dfsph_start_ramp(void **state)
     world_close(&a);
 }
 
+/* Water 215 spacings deep at rest (2D, 20 spacings wide between walls), 0.2 s: it is not thrown
+ * up. The solves stop at the average error, which the floor's compression hardly moves in 215
+ * layers; when they then ran heavy near a frame's end, their step cap followed the frame's
+ * end down by halves, and a solve's velocities go as 1/dt: the column's top rose from 0.946 m
+ * to 1.20 m and a particle reached 14.3 m/s. With the cap from the wanted step (dfsph.c,
+ * solves_control): 0.976 m and 4.3 m/s. Bounds: the top within 10% of the depth above it, no
+ * particle faster than twice sqrt(2 g H) (docs/benchmarks.md, session 25). */
+static void test_dfsph_deep_column(void **state)
+{
+    (void)state;
+    const char *json =
+        "{\"mizu_scene\": 1, \"simulation\": {\"fps\": 100, \"frames\": 20, \"dimensions\": 2},"
+        " \"domain\": {\"min\": [0, 0, 0], \"max\": [0.088, 1.2, 0],"
+        " \"boundary\": {\"type\": \"particles\"}},"
+        " \"fluids\": [{\"solver\": \"dfsph\", \"box\": {\"min\": [0, 0, 0],"
+        " \"max\": [0.088, 0.946, 0]}, \"spacing\": 0.0044, \"support_radius\": 0.0088,"
+        " \"artificial_viscosity\": 0.05}]}";
+    world w;
+    world_open(&w, json, NULL, 0);
+    double depth = 0.946, fastest = 0, top = 0;
+    for (int f = 0; f < w.scene.sim.frames; f++) {
+        assert_int_equal(sim_advance_frame(&w.sim, scene_frame_dt(&w.scene)), 0);
+        world_read(&w);
+        for (size_t i = 0; i < w.parts.n; i++) {
+            const float *x = &w.pos[4 * i], *v = &w.vel[4 * i];
+            top = fmax(top, x[1]);
+            fastest = fmax(fastest, sqrt((double)v[0] * v[0] + (double)v[1] * v[1]));
+        }
+    }
+    double bound_v = 2 * sqrt(2 * 9.81 * depth);
+    print_message("deep column (dfsph, %zu particles, 215 layers): top %.3f m (bound %.3f), "
+                  "fastest %.2f m/s (bound %.2f)\n", w.parts.n, top, 1.1 * depth, fastest,
+                  bound_v);
+    assert_true(top < 1.1 * depth);
+    assert_true(fastest < bound_v);
+    world_close(&w);
+}
+
 int main(void)
 {
     test_filter_from_env("SPH_TEST"); /* e.g. SPH_TEST='*dfsph*' */
@@ -1004,6 +1042,7 @@ int main(void)
         cmocka_unit_test(test_flume_3d_dfsph),
         cmocka_unit_test(test_dfsph_lists_grow),
         cmocka_unit_test(test_dfsph_start_ramp),
+        cmocka_unit_test(test_dfsph_deep_column),
         cmocka_unit_test(test_wcsph_lists),
         cmocka_unit_test(test_density_by_cells),
         cmocka_unit_test(test_colliders),

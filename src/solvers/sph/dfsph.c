@@ -121,8 +121,9 @@ static double start_ramp(const mz_scene *s, double g, long step)
     return sqrt(f->density_tolerance * f->spacing / g) * pow(1.1, (double)step);
 }
 
-/* The CFL step: dt = cfl · min(h / |v|max, sqrt(h / |a|max)), within the frame. */
-static int choose_dt(mz_sim *sim, dfsph_state *st, double frame_dt, double *dt)
+/* The CFL step: dt = cfl · min(h / |v|max, sqrt(h / |a|max)), within the frame: *dt, and the
+ * step wanted before the frame's end cut it, *want. */
+static int choose_dt(mz_sim *sim, dfsph_state *st, double frame_dt, double *dt, double *want_out)
 {
     size_t begin, end;
     sim_owned(sim, &begin, &end);
@@ -154,6 +155,19 @@ static int choose_dt(mz_sim *sim, dfsph_state *st, double frame_dt, double *dt)
     double ramp = start_ramp(sim->scene, st->g, sim->step);
     bool ramped = ramp < want;
     want = fmin(want, ramp);
+    /* A step a million times below the first one is a blow-up (velocities that grow as the
+     * step shrinks): stop with the frames so far rather than run on with steps of zero. */
+    double first = fmin(start_ramp(sim->scene, st->g, 0), frame_dt);
+    if (!(want >= 1e-6 * first)) {
+        mz_error("the simulation blew up at t = %.6g s (step %ld): the step fell to %.3g ms, "
+                 "below a millionth of the first (%.3g ms), with the fastest particle at %.3g "
+                 "m/s. Likely causes: water more layers deep than the solves reach (a coarser "
+                 "fluids[].spacing, or a tighter fluids[].density_tolerance), or particles "
+                 "started on top of each other or of a wall",
+                 sim->time, sim->step, 1e3 * want, 1e3 * first, sqrt(v2));
+        return -1;
+    }
+    *want_out = want;
     *dt = sim_frame_step(sim, frame_dt, want);
     /* What set the step, for the summary (a frame's end counts as none of them). */
     if (*dt >= want) {
@@ -175,11 +189,15 @@ static int choose_dt(mz_sim *sim, dfsph_state *st, double frame_dt, double *dt)
  * builds up unseen until a solve takes 100 iterations to push it back and throws the water up
  * (docs/scene.md, DFSPH's walls). Heavy solves shorten the step until they are light again;
  * the peer's dam break, 1.3 + 1.0 iterations a step, never meets the cap. Iteration counts are the
- * same on every rank and device: deterministic. */
-static void solves_control(dfsph_state *st, double dt, int iterations)
+ * same on every rank and device: deterministic. The cap is 0.9 of the step the solver wanted,
+ * not of the one taken: a step a frame's end had cut to half of what was left gave a cap that
+ * the next cut halved again, and a 215-layer column's heavy solves chased its first frame's
+ * end from 1.2 ms to 0.005 ms in 9 steps (a solve's velocities go as 1/dt), which threw it
+ * apart at 30 m/s (docs/benchmarks.md, session 25). */
+static void solves_control(dfsph_state *st, double want, int iterations)
 {
     if (iterations > SOLVES_HEAVY)
-        st->dt_solves = 0.9 * dt;
+        st->dt_solves = 0.9 * want;
     else if (iterations < SOLVES_LIGHT)
         st->dt_solves *= 1.1;
 }
@@ -259,8 +277,8 @@ static int dfsph_step(mz_sim *sim, dfsph_state *st, double frame_dt)
                A(b.acc)) ||
         !dfsph_launch_owned(sim, st->k_forces, STAGE_FORCES, "dfsph_forces"))
         return -1;
-    double dt;
-    if (choose_dt(sim, st, frame_dt, &dt) != 0)
+    double dt, want;
+    if (choose_dt(sim, st, frame_dt, &dt, &want) != 0)
         return -1;
     /* Forces on solids due at this step's end: the pairs now, the pressure after the solve. */
     bool loads = st->loads.on && sim_loads_due(sim, dt);
@@ -277,7 +295,7 @@ static int dfsph_step(mz_sim *sim, dfsph_state *st, double frame_dt)
     if (it < 0)
         return -1;
     st->stats.density_iterations += it;
-    solves_control(st, dt, it + divergence_it);
+    solves_control(st, want, it + divergence_it);
     st->stats.worst_density_error = fmax(st->stats.worst_density_error, left / rho0);
     if (it == MAX_ITERATIONS && left > f->density_tolerance * rho0)
         warn_capped(sim, st, "density", left, f->density_tolerance * rho0);
