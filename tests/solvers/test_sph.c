@@ -988,10 +988,10 @@ static void test_dfsph_start_ramp(void **state)
 /* Water 215 spacings deep at rest (2D, 20 spacings wide between walls), 0.2 s: it is not thrown
  * up. The solves stop at the average error, which the floor's compression hardly moves in 215
  * layers; when they then ran heavy near a frame's end, their step cap followed the frame's
- * end down by halves, and a solve's velocities go as 1/dt: the column's top rose from 0.946 m
- * to 1.20 m and a particle reached 14.3 m/s. With the cap from the wanted step (dfsph.c,
- * solves_control): 0.976 m and 4.3 m/s. Bounds: the top within 10% of the depth above it, no
- * particle faster than twice sqrt(2 g H) (docs/benchmarks.md, session 25). */
+ * end down by halves, and a solve's velocities go as 1/dt: at the frames, the column's top
+ * rose from 0.946 m to 1.200 m and a particle reached 9.18 m/s. With the cap from the wanted
+ * step (dfsph.c, solves_control): 0.983 m and 3.85 m/s. Bounds: the top within 10% of the
+ * depth above it, no particle faster than twice sqrt(2 g H) (docs/benchmarks.md, session 25). */
 static void test_dfsph_deep_column(void **state)
 {
     (void)state;
