@@ -113,12 +113,15 @@ static bool density_alpha(mz_sim *sim, dfsph_state *st)
  * reached its top: at 10^7 particles (215 layers) that left the water under the column 12%
  * expanded for 0.1 s, whose closing threw particles at 38 m/s (docs/benchmarks.md, session
  * 25). */
-static double start_ramp(const mz_scene *s, double g, long step)
+static double start_step(const mz_scene *s, double g)
 {
     const mz_fluid *f = &s->fluids[0];
-    if (!(g > 0) || step > 400) /* 1.1^400: past any step */
-        return INFINITY;
-    return sqrt(f->density_tolerance * f->spacing / g) * pow(1.1, (double)step);
+    return g > 0 ? sqrt(f->density_tolerance * f->spacing / g) : INFINITY;
+}
+
+static double start_ramp(const dfsph_state *st, long step)
+{
+    return step > 400 ? INFINITY : st->dt_start * pow(1.1, (double)step); /* 1.1^400: past any */
 }
 
 /* The CFL step: dt = cfl · min(h / |v|max, sqrt(h / |a|max)), within the frame: *dt, and the
@@ -152,12 +155,12 @@ static int choose_dt(mz_sim *sim, dfsph_state *st, double frame_dt, double *dt, 
         st->stats.solves_shortened++;
     }
     want = fmin(want, st->dt_viscous);
-    double ramp = start_ramp(sim->scene, st->g, sim->step);
+    double ramp = start_ramp(st, sim->step);
     bool ramped = ramp < want;
     want = fmin(want, ramp);
     /* A step a million times below the first one is a blow-up (velocities that grow as the
      * step shrinks): stop with the frames so far rather than run on with steps of zero. */
-    double first = fmin(start_ramp(sim->scene, st->g, 0), frame_dt);
+    double first = fmin(st->dt_start, frame_dt);
     if (!(want >= 1e-6 * first)) {
         mz_error("the simulation blew up at t = %.6g s (step %ld): the step fell to %.3g ms, "
                  "below a millionth of the first (%.3g ms), with the fastest particle at %.3g "
@@ -448,7 +451,7 @@ static int dfsph_init(mz_sim *sim)
      * force criterion for gravity, or a CFL step of the initial speeds. */
     double g = sqrt(st->frame.g.s[0] * st->frame.g.s[0] + st->frame.g.s[1] * st->frame.g.s[1] +
                     st->frame.g.s[2] * st->frame.g.s[2]);
-    st->g = g;
+    st->dt_start = start_step(s, g);
     st->dt_last = scene_frame_dt(s);
     if (g > 0)
         st->dt_last = fmin(st->dt_last, scene_cfl(s) * sqrt(st->P.h / g));

@@ -43,7 +43,7 @@ typedef struct dfsph_state {
     double dt_last; /* the last step's dt (the first step's guess before any) */
     double dt_before; /* the dt of the step before (of Kprev's κ) */
     double dt_viscous; /* the explicit viscosity's stable step (infinite without) */
-    double g;          /* |g| at the start, for the start's ramp (dfsph.c, start_ramp) */
+    double dt_start;   /* the first step's bound (dfsph.c, start_step, start_ramp) */
     double dt_solves;  /* the step the solves carry (solves_control; infinite at first) */
     mz_dfsph_stats stats; /* over the run, for the summary and tests */
     long capped_warned_step;
