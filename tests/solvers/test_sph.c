@@ -949,6 +949,14 @@ static void test_dfsph_lists_grow(void **state)
 
 static bool stop_every_step(void) { return true; }
 
+/* DFSPH's first step as the start's ramp sets it, sqrt(tol · spacing / |g|) (dfsph.c). */
+static double dfsph_first_step(const mz_scene *s)
+{
+    const double *gv = s->sim.gravity;
+    double g = sqrt(gv[0] * gv[0] + gv[1] * gv[1] + gv[2] * gv[2]);
+    return sqrt(s->fluids[0].density_tolerance * s->fluids[0].spacing / g);
+}
+
 /* DFSPH's first steps: the first at most sqrt(tol · spacing / |g|), each after it at most 1.1
  * times the bound before (dfsph.c, start_ramp), where the CFL alone would take the acceleration
  * bound cfl sqrt(h/|g|), 12 times longer here: from that a 10^7-particle column's first solves
@@ -959,10 +967,9 @@ static void test_dfsph_start_ramp(void **state)
     const char *sets[] = {"fluids[0].solver=dfsph"};
     world a;
     world_open_file(&a, "scenes/dam_break_flume_3d.json", sets, 1);
-    const mz_fluid *f = &a.scene.fluids[0];
     const double *gv = a.scene.sim.gravity;
     double g = sqrt(gv[0] * gv[0] + gv[1] * gv[1] + gv[2] * gv[2]);
-    double dt0 = sqrt(f->density_tolerance * f->spacing / g);
+    double dt0 = dfsph_first_step(&a.scene);
     double cfl_first = scene_cfl(&a.scene) * sqrt(scene_support_radius(&a.scene) / g);
     assert_true(dt0 < cfl_first / 4); /* the ramp, not the CFL, sets the first steps */
     a.sim.pace.stop_requested = stop_every_step; /* back from each step */
@@ -1004,8 +1011,7 @@ static void test_dfsph_frame_end_cap(void **state)
         " \"artificial_viscosity\": 0.05}]}";
     world w;
     world_open(&w, json, NULL, 0);
-    const mz_fluid *f = &w.scene.fluids[0];
-    double dt0 = sqrt(f->density_tolerance * f->spacing / 9.81);
+    double dt0 = dfsph_first_step(&w.scene);
     assert_int_equal(sim_advance_frame(&w.sim, scene_frame_dt(&w.scene)), 0);
     mz_dfsph_stats st;
     assert_int_equal(dfsph_stats(&w.sim, &st), 0);
