@@ -409,6 +409,8 @@ kernel void key_bounds(uint n, global const uint *keys, uint m, global const uin
     out[t] = lo;
 }
 
+#include "grid/resort.clh"
+
 /* count[i] = particles within h of slot i, itself included. */
 kernel void count_neighbours(uint n, mz_grid_desc g, global const uint *words,
                              global const uint *first, global const float4 *pos,

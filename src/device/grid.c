@@ -58,7 +58,8 @@ static bool choose_geometry(const mz_cl *cl, sort_geometry *geo)
     return true;
 }
 
-static bool launch(mz_grid *g, cl_kernel k, size_t global, size_t local, const char *name)
+/* (grid_internal.h) */
+bool grid_launch(mz_grid *g, cl_kernel k, size_t global, size_t local, const char *name)
 {
     cl_event *ev = grid_next_event(g);
     cl_int s = clEnqueueNDRangeKernel(g->cl->queue, k, 1, NULL, &global, local ? &local : NULL,
@@ -75,10 +76,11 @@ static bool launch(mz_grid *g, cl_kernel k, size_t global, size_t local, const c
 /* (grid_internal.h) */
 bool grid_launch_n(mz_grid *g, cl_kernel k, size_t n, const char *name)
 {
-    return n == 0 || launch(g, k, mz_cl_global(g->cl, n), g->cl->wg, name);
+    return n == 0 || grid_launch(g, k, mz_cl_global(g->cl, n), g->cl->wg, name);
 }
 
-static bool copy_buffer(mz_grid *g, cl_mem src, cl_mem dst, size_t bytes, const char *name)
+/* (grid_internal.h) */
+bool grid_copy(mz_grid *g, cl_mem src, cl_mem dst, size_t bytes, const char *name)
 {
     cl_event *ev = grid_next_event(g);
     cl_int s = clEnqueueCopyBuffer(g->cl->queue, src, dst, 0, 0, bytes, 0, NULL, ev);
@@ -117,23 +119,23 @@ static bool scan_hist(mz_grid *g, cl_uint count)
     cl_uint zero = 0;
     if (!hist_spread(g))
         return KARGS(g->k_scan, "radix_scan", A(count), A(zero), A(g->hist)) &&
-               launch(g, g->k_scan, g->group_size, g->group_size, "radix_scan");
+               grid_launch(g, g->k_scan, g->group_size, g->group_size, "radix_scan");
     size_t block = g->group_size * g->items_per_item, blocks = (count + block - 1) / block;
     cl_uint blocks_u = (cl_uint)blocks;
     return KARGS(g->k_hist_sums, "hist_sums", A(count), A(g->hist), A(count)) &&
-           launch(g, g->k_hist_sums, blocks * g->group_size, g->group_size, "hist_sums") &&
+           grid_launch(g, g->k_hist_sums, blocks * g->group_size, g->group_size, "hist_sums") &&
            KARGS(g->k_scan, "radix_scan", A(blocks_u), A(count), A(g->hist)) &&
-           launch(g, g->k_scan, g->group_size, g->group_size, "hist_sums scan") &&
+           grid_launch(g, g->k_scan, g->group_size, g->group_size, "hist_sums scan") &&
            KARGS(g->k_hist_bases, "hist_bases", A(count), A(g->hist), A(count)) &&
-           launch(g, g->k_hist_bases, blocks * g->group_size, g->group_size, "hist_bases");
+           grid_launch(g, g->k_hist_bases, blocks * g->group_size, g->group_size, "hist_bases");
 }
 
-/* Stable LSD radix passes over n pairs by the low `bits` bits of the keys, ping-ponging between
- * (keys, vals) and (keys2, vals2). The number of passes: an odd count ends in the second pair. */
-static int radix_passes(int bits, int radix_bits) { return (bits + radix_bits - 1) / radix_bits; }
+/* (grid_internal.h) */
+int grid_radix_passes(int bits, int radix_bits) { return (bits + radix_bits - 1) / radix_bits; }
 
-static bool radix_sort(mz_grid *g, cl_mem keys, cl_mem vals, cl_mem keys2, cl_mem vals2,
-                       size_t n, int bits)
+/* (grid_internal.h) */
+bool grid_radix_sort(mz_grid *g, cl_mem keys, cl_mem vals, cl_mem keys2, cl_mem vals2,
+                     size_t n, int bits)
 {
     size_t block = g->group_size * g->items_per_item;
     size_t groups = (n + block - 1) / block;
@@ -143,11 +145,11 @@ static bool radix_sort(mz_grid *g, cl_mem keys, cl_mem vals, cl_mem keys2, cl_me
         int digit_bits = bits - shift < g->radix_bits ? bits - shift : g->radix_bits;
         cl_uint sh = (cl_uint)shift, mask = (1u << digit_bits) - 1u;
         if (!KARGS(g->k_count, "radix_count", A(n_u), A(sh), A(mask), A(src_k), A(g->hist)) ||
-            !launch(g, g->k_count, groups * g->group_size, g->group_size, "radix_count") ||
+            !grid_launch(g, g->k_count, groups * g->group_size, g->group_size, "radix_count") ||
             !scan_hist(g, hist_count) ||
             !KARGS(g->k_scatter, "radix_scatter", A(n_u), A(sh), A(mask), A(src_k), A(src_v),
                    A(dst_k), A(dst_v), A(g->hist)) ||
-            !launch(g, g->k_scatter, groups * g->group_size, g->group_size, "radix_scatter"))
+            !grid_launch(g, g->k_scatter, groups * g->group_size, g->group_size, "radix_scatter"))
             return false;
         cl_mem t = src_k;
         src_k = dst_k;
@@ -170,10 +172,11 @@ static cl_mem grid_buffer(mz_grid *g, size_t bytes, const char *what)
     return mz_cl_buffer(g->cl, CL_MEM_READ_WRITE, bytes, NULL, what);
 }
 
-/* The sort's copies of keys and values: the owner's (grid_borrow_sort_copies); else the
- * reorder scratch of both sizes where the grid has its own (whose contents are dead until the
- * gather); else its own copies, made on the first sort (so that the others never hold them). */
-static bool sort_copies(mz_grid *g, cl_mem *keys2, cl_mem *vals2)
+/* (grid_internal.h) The sort's copies of keys and values: the owner's
+ * (grid_borrow_sort_copies); else the reorder scratch of both sizes where the grid has its own
+ * (whose contents are dead until the gather); else its own copies, made on the first sort (so
+ * that the others never hold them). */
+bool grid_sort_copies(mz_grid *g, cl_mem *keys2, cl_mem *vals2)
 {
     if (g->lent_keys) {
         *keys2 = *g->lent_keys;
@@ -284,8 +287,14 @@ static int create(mz_grid *g, mz_cl *cl, size_t n, double h, int dim, const doub
         return -1;
     }
     sort_geometry geo;
-    if (choose_layout(g, n, h, dim, dmin, dmax, mode) != 0 || !choose_geometry(cl, &geo))
+    cl_uint align_bits = 0;
+    if (choose_layout(g, n, h, dim, dmin, dmax, mode) != 0 || !choose_geometry(cl, &geo) ||
+        !grid_resort_mode(&g->resort_mode) ||
+        !cl_ok(clGetDeviceInfo(cl->device, CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof align_bits,
+                               &align_bits, NULL),
+               "clGetDeviceInfo(CL_DEVICE_MEM_BASE_ADDR_ALIGN)"))
         return -1;
+    g->base_align = align_bits / 8;
     g->group_size = geo.gs;
     g->items_per_item = geo.items;
     g->radix_bits = geo.bits;
@@ -312,7 +321,8 @@ static int create(mz_grid *g, mz_cl *cl, size_t n, double h, int dim, const doub
               {&g->k_gather4, "gather4"},    {&g->k_gather16, "gather16"},
               {&g->k_slab_keys, "slab_keys"}, {&g->k_bounds, "key_bounds"},
               {&g->k_slab_segments, "slab_segments"}, {&g->k_gather4_at, "gather4_at"},
-              {&g->k_gather16_at, "gather16_at"}};
+              {&g->k_gather16_at, "gather16_at"}, {&g->k_moved_sums, "moved_sums"},
+              {&g->k_moved_pack, "moved_pack"}, {&g->k_resort_merge, "resort_merge"}};
     for (size_t i = 0; i < sizeof ks / sizeof *ks; i++)
         if (!(*ks[i].k = cl_prog_kernel(g->program, ks[i].name)))
             return -1;
@@ -324,7 +334,8 @@ static int create(mz_grid *g, mz_cl *cl, size_t n, double h, int dim, const doub
         !(g->cell_first = grid_buffer(g, 4 * (n + 1), "grid cells' first slots")) ||
         !(g->word_sums = grid_buffer(g, 4 * ((g->words + block - 1) / block),
                                      "grid cell word sums")) ||
-        !(g->hist = grid_buffer(g, 4 * hist_entries(g, g->groups), "grid radix histograms")))
+        !(g->hist = grid_buffer(g, 4 * hist_entries(g, g->groups), "grid radix histograms")) ||
+        !(g->moved = grid_buffer(g, 4, "grid resort count")))
         return -1;
     /* Empty tables and all-zero "previous keys", so the first build's clearing (grid_build)
      * finds a consistent state. */
@@ -358,7 +369,7 @@ int grid_describe(size_t n, double h, int dim, const double dmin[3], const doubl
 static bool regrow(mz_grid *g, cl_mem *old, size_t bytes, size_t keep, const char *what)
 {
     cl_mem b = grid_buffer(g, bytes, what);
-    if (!b || (keep > 0 && !copy_buffer(g, *old, b, keep, what))) {
+    if (!b || (keep > 0 && !grid_copy(g, *old, b, keep, what))) {
         if (b)
             clReleaseMemObject(b);
         return false;
@@ -406,8 +417,8 @@ int grid_reserve(mz_grid *g, size_t cap)
     return 0;
 }
 
-/* The handle of the scratch that registered buffers of elem bytes share. */
-static cl_mem *spare_of(mz_grid *g, size_t elem)
+/* (grid_internal.h) */
+cl_mem *grid_spare_of(mz_grid *g, size_t elem)
 {
     if (elem == 16)
         return g->lent16 ? g->lent16 : &g->spare16;
@@ -416,7 +427,7 @@ static cl_mem *spare_of(mz_grid *g, size_t elem)
 
 int grid_borrow_scratch(mz_grid *g, cl_mem *buf, size_t elem)
 {
-    if (g->own_scratch || (elem != 4 && elem != 16) || *spare_of(g, elem)) {
+    if (g->own_scratch || (elem != 4 && elem != 16) || *grid_spare_of(g, elem)) {
         mz_error("neighbour grid: cannot borrow a %zu-byte reorder scratch here", elem);
         return -1;
     }
@@ -445,7 +456,7 @@ int grid_register(mz_grid *g, cl_mem *buf, size_t elem)
         mz_error("neighbour grid: registered elements are 4 or 16 bytes, not %zu", elem);
         return -1;
     }
-    cl_mem scratch = NULL, *spare = spare_of(g, elem);
+    cl_mem scratch = NULL, *spare = grid_spare_of(g, elem);
     if (g->own_scratch ? !(scratch = grid_buffer(g, elem * g->cap, "grid reorder scratch"))
                        : !*spare && !(*spare = grid_buffer(g, elem * g->cap,
                                                             "grid reorder scratch")))
@@ -475,11 +486,11 @@ static bool cell_tables(mz_grid *g)
     return KARGS(g->k_marks, "cell_marks", A(n_u), A(g->keys), A(g->cell_words)) &&
            grid_launch_n(g, g->k_marks, g->n, "cell_marks") &&
            KARGS(g->k_word_sums, "word_sums", A(words_u), A(g->cell_words), A(g->word_sums)) &&
-           launch(g, g->k_word_sums, groups * gs, gs, "word_sums") &&
+           grid_launch(g, g->k_word_sums, groups * gs, gs, "word_sums") &&
            KARGS(g->k_scan, "radix_scan", A(groups_u), A(zero), A(g->word_sums)) &&
-           launch(g, g->k_scan, gs, gs, "word_sums scan") &&
+           grid_launch(g, g->k_scan, gs, gs, "word_sums scan") &&
            KARGS(g->k_word_bases, "word_bases", A(words_u), A(g->cell_words), A(g->word_sums)) &&
-           launch(g, g->k_word_bases, groups * gs, gs, "word_bases") &&
+           grid_launch(g, g->k_word_bases, groups * gs, gs, "word_bases") &&
            KARGS(g->k_firsts, "cell_firsts", A(n_u), A(g->keys), A(g->cell_words),
                  A(g->cell_first)) &&
            grid_launch_n(g, g->k_firsts, g->n, "cell_firsts");
@@ -505,24 +516,28 @@ static bool sort_cells(mz_grid *g, cl_mem key_source)
                   : KARGS(g->k_cell_clear, "cell_clear", A(built_u), A(g->keys),
                           A(g->cell_words)) &&
                         grid_launch_n(g, g->k_cell_clear, g->built, "cell_clear");
+    if (g->n != g->built)
+        g->in_order = false; /* not the last build's particles: their keys are not the resort's */
     g->built = g->n;
     if (g->n == 0)
         return ok;
     /* The sorted pairs end in keys and vals, never in the copies (which may be borrowed): with
      * an odd number of passes the cell keys go into the copies first. */
     cl_mem keys2, vals2;
-    if (!ok || !sort_copies(g, &keys2, &vals2))
+    if (!ok || !grid_sort_copies(g, &keys2, &vals2))
         return false;
-    bool odd = radix_passes(g->key_bits, g->radix_bits) % 2 != 0;
+    bool odd = grid_radix_passes(g->key_bits, g->radix_bits) % 2 != 0;
     cl_mem k0 = odd ? keys2 : g->keys, v0 = odd ? vals2 : g->vals;
     cl_mem k1 = odd ? g->keys : keys2, v1 = odd ? g->vals : vals2;
     if (key_source == keys2 || key_source == vals2) {
         mz_error("neighbour grid: keys from a buffer lent as the sort's copies");
         return false;
     }
+    if (grid_resort_chosen(g, key_source))
+        return grid_resort(g, key_source) && cell_tables(g);
     return KARGS(g->k_keys, "cell_keys", A(n_u), A(g->desc), A(key_source), A(k0), A(v0)) &&
            grid_launch_n(g, g->k_keys, g->n, "cell_keys") &&
-           radix_sort(g, k0, v0, k1, v1, g->n, g->key_bits) && cell_tables(g);
+           grid_radix_sort(g, k0, v0, k1, v1, g->n, g->key_bits) && cell_tables(g);
 }
 
 int grid_build(mz_grid *g, cl_mem key_source)
@@ -530,12 +545,14 @@ int grid_build(mz_grid *g, cl_mem key_source)
     g->indexed = false;
     if (!sort_cells(g, key_source))
         return -1;
+    g->in_order = true;
     return g->n == 0 || grid_gather(g, g->vals, g->n) == 0 ? 0 : -1;
 }
 
 int grid_index(mz_grid *g, cl_mem key_source)
 {
     g->indexed = true;
+    g->in_order = false;
     return sort_cells(g, key_source) ? 0 : -1;
 }
 
@@ -558,12 +575,12 @@ int grid_sort(mz_grid *g, cl_mem keys, cl_mem vals, size_t n, int bits)
     if (n == 0)
         return 0;
     cl_mem keys2, vals2;
-    if (!sort_copies(g, &keys2, &vals2) || !radix_sort(g, keys, vals, keys2, vals2, n, bits))
+    if (!grid_sort_copies(g, &keys2, &vals2) || !grid_radix_sort(g, keys, vals, keys2, vals2, n, bits))
         return -1;
     /* An odd number of passes ends in the copies: home again. */
-    return radix_passes(bits, g->radix_bits) % 2 == 0 ||
-                   (copy_buffer(g, keys2, keys, 4 * n, "sort keys back") &&
-                    copy_buffer(g, vals2, vals, 4 * n, "sort values back"))
+    return grid_radix_passes(bits, g->radix_bits) % 2 == 0 ||
+                   (grid_copy(g, keys2, keys, 4 * n, "sort keys back") &&
+                    grid_copy(g, vals2, vals, 4 * n, "sort values back"))
                ? 0
                : -1;
 }
@@ -585,7 +602,7 @@ int grid_gather(mz_grid *g, cl_mem vals, size_t n)
         bool wide = g->reg[r].elem == 16;
         cl_kernel k = wide ? g->k_gather16 : g->k_gather4;
         const char *name = wide ? "gather16" : "gather4";
-        cl_mem *scratch = g->reg[r].scratch ? &g->reg[r].scratch : spare_of(g, g->reg[r].elem);
+        cl_mem *scratch = g->reg[r].scratch ? &g->reg[r].scratch : grid_spare_of(g, g->reg[r].elem);
         if (!KARGS(k, name, A(n_u), A(vals), A(*g->reg[r].buf), A(*scratch)) ||
             !grid_launch_n(g, k, n, name))
             return -1;
@@ -638,12 +655,13 @@ void grid_release(mz_grid *g)
                       g->k_clear,   g->k_cell_clear, g->k_marks, g->k_word_sums,
                       g->k_word_bases, g->k_firsts, g->k_gather4,   g->k_gather16,
                       g->k_slab_keys, g->k_bounds, g->k_slab_segments, g->k_gather4_at,
-                      g->k_gather16_at, g->k_hist_sums, g->k_hist_bases};
+                      g->k_gather16_at, g->k_hist_sums, g->k_hist_bases, g->k_moved_sums,
+                      g->k_moved_pack, g->k_resort_merge};
     mz_cl_release_kernels(ks, sizeof ks / sizeof *ks);
     if (g->program)
         clReleaseProgram(g->program);
     cl_mem ms[] = {g->keys, g->vals, g->keys_tmp, g->vals_tmp, g->cell_words, g->cell_first,
-                   g->word_sums, g->hist};
+                   g->word_sums, g->hist, g->moved};
     mz_cl_release_mems(ms, sizeof ms / sizeof *ms);
     cl_mem own[MZ_GRID_MAX_REGISTERED + 2] = {g->spare4, g->spare16};
     for (int r = 0; r < g->n_reg; r++)

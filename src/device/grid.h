@@ -8,7 +8,10 @@
  *      neighbour sets stay exact (clamping never separates two points closer than h).
  *   2. stable LSD radix sort of (key, slot) on the device: equal keys keep their order. Its
  *      copies of keys and values are borrowed where they can be (grid_borrow_sort_copies, or
- *      the reorder scratch, dead until step 4).
+ *      the reorder scratch, dead until step 4). On GPUs at 2 × 10^6 particles and more, a
+ *      build after a build of the same particles resorts instead (grid_resort.c): it sorts
+ *      only the particles that left their cells and merges them with the rest, the same
+ *      permutation at about half the cost.
  *   3. the cell tables: cell_words, a uint pair per 32 cells (their occupancy bits, and the
  *      number of non-empty cells before the word), and cell_first, the first slot of each
  *      non-empty cell in key order plus n at the end. Cell k's slots are first[r] ..
@@ -93,6 +96,16 @@ typedef struct mz_grid {
     bool own_scratch;  /* MZ_GRID_SLABS: a scratch buffer per registered buffer */
     cl_mem spare4, spare16; /* otherwise: the scratch all buffers of that size share */
     cl_mem *lent4, *lent16; /* or its owner's buffer standing in for it (grid_borrow_scratch) */
+    /* The resort (grid_resort.c): a build from the last one's keys, which sorts only the
+     * particles that changed cells and merges them with the rest (the same permutation). */
+    cl_kernel k_moved_sums, k_moved_pack, k_resort_merge;
+    cl_mem moved;          /* 1 uint: how many changed cells in the resort */
+    cl_uint moved_seen;    /* its read-back: the radix passes' count, the next build's choice */
+    int resort_mode;       /* MIZU_GRID_RESORT: 0 never, 1 when it pays (default), 2 always */
+    bool no_resort;        /* grid_no_resort */
+    bool in_order;         /* the last build was grid_build's: slot i's particle had keys[i] */
+    unsigned full_sorts;   /* full sorts since the last resort (a retry after a few) */
+    size_t base_align;     /* the device's sub-buffer alignment, bytes */
     bool settled;      /* grid_settle: never built again */
     bool indexed;      /* the last build was grid_index's: the buffers were not reordered */
     double last_build_ms; /* device time of the last build when the queue profiles, else 0 */
@@ -136,6 +149,10 @@ int grid_borrow_sort_copies(mz_grid *g, cl_mem *keys, cl_mem *vals);
 int grid_register_owned(mz_grid *g, cl_mem *buf, size_t elem);
 /* Keys from key_source, sort, ranges, reorder. Enqueued on the device's queue, not waited for. */
 int grid_build(mz_grid *g, cl_mem key_source);
+/* The owner puts its particles in another order before every build (moving colliders' wall
+ * particles, placed from their rest positions): the resort would find them all moved, so
+ * every build sorts them from scratch. */
+void grid_no_resort(mz_grid *g);
 /* grid_build without the reorder: the cells' ranges are of sorted slots, and vals maps sorted
  * slot k to the particle's slot, vals[k] (the sort is stable, so a grid_build that follows
  * gives every cell the same particles in the same order). For what reads the particles as the

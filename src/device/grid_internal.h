@@ -34,6 +34,31 @@ static const sort_geometry gpu_geometry = {256, 8, 4};
 /* Hashed tables: a power of two at least twice the particle count, and at least this. */
 #define MIN_TABLE 1024u
 
+/* A launch of `global` work-items in groups of `local` (0: the driver's choice), timed with the
+ * build when the queue profiles. */
+bool grid_launch(mz_grid *g, cl_kernel k, size_t global, size_t local, const char *name);
+/* A device copy of `bytes` from src to dst, timed likewise. */
+bool grid_copy(mz_grid *g, cl_mem src, cl_mem dst, size_t bytes, const char *name);
+
+/* Radix passes for keys of `bits` bits. */
+int grid_radix_passes(int bits, int radix_bits);
+/* Stable LSD radix passes over n (key, value) pairs by the low `bits` bits of the keys,
+ * ping-ponging between (keys, vals) and (keys2, vals2): an odd pass count ends in the second
+ * pair. */
+bool grid_radix_sort(mz_grid *g, cl_mem keys, cl_mem vals, cl_mem keys2, cl_mem vals2,
+                     size_t n, int bits);
+/* The sort's copies of keys and values (made on first use where nobody lends them). */
+bool grid_sort_copies(mz_grid *g, cl_mem *keys2, cl_mem *vals2);
+/* The handle of the reorder scratch that registered buffers of elem bytes share. */
+cl_mem *grid_spare_of(mz_grid *g, size_t elem);
+
+/* The resort (grid_resort.c): whether this build takes it, and the sort it does, leaving the
+ * sorted keys in g->keys and their slots in g->vals as the full sort would. */
+bool grid_resort_chosen(mz_grid *g, cl_mem key_source);
+bool grid_resort(mz_grid *g, cl_mem key_source);
+/* MIZU_GRID_RESORT's mode (mz_grid.resort_mode; 1 unset); false after reporting a bad value. */
+bool grid_resort_mode(int *mode);
+
 /* An element-wise kernel over n items, the device's usual work-group size, timed with the
  * build when the queue profiles; nothing for n = 0 (OpenCL rejects an empty launch). */
 bool grid_launch_n(mz_grid *g, cl_kernel k, size_t n, const char *name);

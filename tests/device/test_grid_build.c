@@ -352,6 +352,174 @@ static void test_borrowed_sort_copies(void **state)
     unsetenv("MIZU_GRID_SORT");
 }
 
+/* ---- the resort ------------------------------------------------------------------------------ */
+
+/* A grid and its six buffers, registered as a solver's own (pos, vel, id, body, the grid's
+ * scratch) or as WCSPH's (sph.c: the scratch of both sizes and the sort's copies lent, the
+ * 16-byte scratch doubling as the sort's value copy). */
+typedef struct resort_grid {
+    mz_grid g;
+    cl_mem pos, vel, id, body, lent16, lent4, lent_keys;
+} resort_grid;
+
+static void resort_grid_create(resort_grid *r, const cloud *c, int way, int resort)
+{
+    size_t n = c->n;
+    uint32_t *ids = iota(n);
+    assert_int_equal(grid_create(&r->g, &cl, n, c->h, 3, c->lo, c->hi, c->mode), 0);
+    r->g.resort_mode = resort;
+    r->pos = upload(c->pos, 16 * n);
+    r->vel = upload(c->pos, 16 * n);
+    r->id = upload(ids, 4 * n);
+    r->body = upload(ids, 4 * n);
+    r->lent16 = r->lent4 = r->lent_keys = NULL;
+    if (way == 1) {
+        r->lent16 = upload(c->pos, 16 * n);
+        r->lent4 = upload(ids, 4 * n);
+        r->lent_keys = upload(c->pos, 16 * n);
+        assert_int_equal(grid_borrow_scratch(&r->g, &r->lent16, 16), 0);
+        assert_int_equal(grid_borrow_scratch(&r->g, &r->lent4, 4), 0);
+        assert_int_equal(grid_borrow_sort_copies(&r->g, &r->lent_keys, &r->lent16), 0);
+    }
+    assert_int_equal(grid_register(&r->g, &r->pos, 16), 0);
+    assert_int_equal(grid_register(&r->g, &r->vel, 16), 0);
+    assert_int_equal(grid_register(&r->g, &r->id, 4), 0);
+    assert_int_equal(grid_register(&r->g, &r->body, 4), 0);
+    free(ids);
+}
+
+static void resort_grid_release(resort_grid *r)
+{
+    cl_mem ms[] = {r->pos, r->vel, r->id, r->body, r->lent16, r->lent4, r->lent_keys};
+    mz_cl_release_mems(ms, sizeof ms / sizeof *ms);
+    grid_release(&r->g);
+}
+
+enum { STILL, JITTER, STIR, REVERSED, LOST, CROWD, N_MOVES };
+static const char *const move_names[] = {"still", "jitter", "stir", "reversed slots",
+                                         "lost particles", "one cell"};
+
+/* The next step's buffers from the last build's (grid order): particles moved, or put in
+ * another order (which the resort must sort like any other). */
+static void move_particles(float *pos, float *vel, uint32_t *id, uint32_t *body, size_t n,
+                           double h, int move)
+{
+    for (size_t i = 0; i < n; i++) {
+        float *p = pos + 4 * i;
+        switch (move) {
+        case JITTER: /* a step's move: a few % change cells */
+        case STIR:   /* most do */
+            for (int a = 0; a < 3; a++)
+                p[a] += (float)((move == JITTER ? 0.03 : 0.8) * h * (2.0 * rnd_unit() - 1.0));
+            break;
+        case LOST: /* far outside, non-finite */
+            if (i % 97 == 0)
+                p[0] = i % 2 ? NAN : 1e6f;
+            break;
+        case CROWD:
+            p[0] = p[1] = p[2] = 0.25f;
+            break;
+        }
+    }
+    if (move == REVERSED)
+        for (size_t i = 0; i < n / 2; i++) {
+            size_t j = n - 1 - i;
+            for (int a = 0; a < 4; a++) {
+                float t = pos[4 * i + a];
+                pos[4 * i + a] = pos[4 * j + a];
+                pos[4 * j + a] = t;
+                t = vel[4 * i + a];
+                vel[4 * i + a] = vel[4 * j + a];
+                vel[4 * j + a] = t;
+            }
+            uint32_t t = id[i];
+            id[i] = id[j];
+            id[j] = t;
+            t = body[i];
+            body[i] = body[j];
+            body[j] = t;
+        }
+}
+
+/* The resort (grid_resort.c) gives the full sort's build, byte for byte (keys, values, cell
+ * tables, the reordered buffers), through steps that move a few particles, most of them, none,
+ * reverse the slots, lose some far outside or crowd all into one cell; with the grid's own
+ * scratch and with WCSPH's lent buffers; under the device's geometry, a GPU's, and odd ones
+ * (an odd pass count packs the moved pairs elsewhere). */
+static void test_resort_is_the_full_sort(void **state)
+{
+    (void)state;
+    const char *geometries[] = {NULL, "256,8,4", "32,3,5", "1,64,7"};
+    for (size_t t = 0; t < sizeof geometries / sizeof *geometries; t++) {
+        if (geometries[t])
+            setenv("MIZU_GRID_SORT", geometries[t], 1);
+        for (int m = 0; m < 2; m++)
+            for (int way = 0; way < 2; way++) {
+                cloud c = uniform(20000, 3, -1.0, 1.0, modes[m]);
+                size_t n = c.n;
+                resort_grid full, re;
+                resort_grid_create(&full, &c, way, 0);
+                resort_grid_create(&re, &c, way, 2);
+                float *pos = malloc(16 * n), *vel = malloc(16 * n);
+                uint32_t *id = malloc(4 * n), *body = malloc(4 * n);
+                for (int step = -1; step < N_MOVES; step++) {
+                    if (step >= 0) { /* both grids get the same next step */
+                        download(re.pos, pos, 16 * n);
+                        download(re.vel, vel, 16 * n);
+                        download(re.id, id, 4 * n);
+                        download(re.body, body, 4 * n);
+                        move_particles(pos, vel, id, body, n, c.h, step);
+                        for (int k = 0; k < 2; k++) {
+                            resort_grid *r = k ? &re : &full;
+                            write_buf(r->pos, pos, 16 * n);
+                            write_buf(r->vel, vel, 16 * n);
+                            write_buf(r->id, id, 4 * n);
+                            write_buf(r->body, body, 4 * n);
+                        }
+                    }
+                    re.g.moved_seen = UINT32_MAX; /* a resort counts the moved ones */
+                    assert_int_equal(grid_build(&full.g, full.pos), 0);
+                    assert_int_equal(grid_build(&re.g, re.pos), 0);
+                    /* the first build sorts in full; every later one resorts */
+                    assert_true((re.g.moved_seen != UINT32_MAX) == (step >= 0));
+                    snapshot a, b;
+                    cl_mem *const regs_full[4] = {&full.pos, &full.vel, &full.id, &full.body};
+                    cl_mem *const regs_re[4] = {&re.pos, &re.vel, &re.id, &re.body};
+                    take(&full.g, regs_full, &a);
+                    take(&re.g, regs_re, &b);
+                    const uint32_t *keys = a.b[KEYS];
+                    size_t occupied = 1;
+                    for (size_t i = 1; i < n; i++)
+                        occupied += keys[i] != keys[i - 1];
+                    for (int k = 0; k < N_SNAP; k++)
+                        if (memcmp(a.b[k], b.b[k], k == FIRST ? 4 * (occupied + 1) : a.bytes[k]))
+                            fail_msg("%s, %s grid, %s buffers, after '%s': buffer %d of the "
+                                     "resort differs from the full sort's",
+                                     geometries[t] ? geometries[t] : "the device's geometry",
+                                     mode_names[m], way ? "lent" : "own",
+                                     step < 0 ? "the first build" : move_names[step], k);
+                    check_ranges(&re.g, b.b[KEYS], b.b[WORDS], b.b[FIRST]);
+                    if (step == STILL)
+                        assert_int_equal(re.g.moved_seen, 0);
+                    if (step == JITTER)
+                        assert_true(re.g.moved_seen > 0 && re.g.moved_seen < n / 4);
+                    if (step == STIR || step == REVERSED)
+                        assert_true(re.g.moved_seen > n / 2);
+                    drop(&a);
+                    drop(&b);
+                }
+                free(pos);
+                free(vel);
+                free(id);
+                free(body);
+                resort_grid_release(&full);
+                resort_grid_release(&re);
+                free(c.pos);
+            }
+        unsetenv("MIZU_GRID_SORT");
+    }
+}
+
 /* grid_settle cuts the first slots to the non-empty cells, which grid_occupied_cells finds on
  * the host from the same positions (non-finite and outside ones among them), and the tables
  * read as before. */
@@ -408,6 +576,7 @@ int main(void)
         cmocka_unit_test(test_tables_across_blocks),
         cmocka_unit_test(test_borrowed_sort_copies),
         cmocka_unit_test(test_settle_and_occupied),
+        cmocka_unit_test(test_resort_is_the_full_sort),
     };
     return cmocka_run_group_tests(tests, open_device, close_device);
 }
