@@ -9,7 +9,10 @@
  *
  * "build" rebuilds buffers already in grid order, as every build after the first in a running
  * simulation does (particles move little between builds); "shuffled" first restores the random
- * initial order (untimed), so the sort's scatter and the gathers touch memory at random. */
+ * initial order (untimed), so the sort's scatter and the gathers touch memory at random. Both
+ * sort every key (MIZU_GRID_RESORT=0's build). The step's line: particles moved by
+ * BENCH_GRID_MOVE cells (0.02 unless set) in random directions, then built by the full sort and
+ * by the resort (grid_resort.c), alternately. */
 #include "device/cl_prog.h"
 #include "device/grid.h"
 #include "solvers/sim.h"
@@ -59,9 +62,12 @@ typedef struct kernel_time {
     double ms;
     int launches;
 } kernel_time;
-#define MAX_KT 16
-static kernel_time kt[MAX_KT];
-static int n_kt;
+#define MAX_KT 24
+typedef struct kernel_times {
+    kernel_time k[MAX_KT];
+    int n;
+} kernel_times;
+static kernel_times full_kt, resort_kt; /* the full builds', the step's resorts' */
 
 static double event_ms(cl_event e)
 {
@@ -73,19 +79,26 @@ static double event_ms(cl_event e)
     return (double)(t1 - t0) * 1e-6;
 }
 
-static void add_kernel_times(const mz_grid *g)
+static void add_kernel_times(const mz_grid *g, kernel_times *t)
 {
     for (size_t i = 0; i < g->n_events; i++) {
         int k = 0;
-        while (k < n_kt && strcmp(kt[k].name, g->event_kernels[i]))
+        while (k < t->n && strcmp(t->k[k].name, g->event_kernels[i]))
             k++;
-        if (k == n_kt && n_kt < MAX_KT)
-            kt[n_kt++] = (kernel_time){g->event_kernels[i], 0.0, 0};
-        if (k < n_kt) {
-            kt[k].ms += event_ms(g->events[i]);
-            kt[k].launches++;
+        if (k == t->n && t->n < MAX_KT)
+            t->k[t->n++] = (kernel_time){g->event_kernels[i], 0.0, 0};
+        if (k < t->n) {
+            t->k[k].ms += event_ms(g->events[i]);
+            t->k[k].launches++;
         }
     }
+}
+
+static void print_kernel_times(const kernel_times *t, int builds)
+{
+    printf("          ");
+    for (int k = 0; k < t->n; k++)
+        printf(" %s %.3f%s", t->k[k].name, t->k[k].ms / builds, k + 1 < t->n ? "," : "\n");
 }
 
 /* Bytes a build reads and writes in global memory (each buffer access counted once; the
@@ -111,7 +124,7 @@ typedef struct bufs {
     cl_mem pos, vel, pred, id, body, inv_mass;
 } bufs;
 
-static int bench(mz_cl *cl, size_t n)
+static int bench(mz_cl *cl, size_t n, double move)
 {
     /* Unit cube; 30 neighbours = n · (4/3)π h³. */
     double h = cbrt(30.0 * 3.0 / (4.0 * PI * (double)n)), lo[3] = {0, 0, 0}, hi[3] = {1, 1, 1};
@@ -131,6 +144,7 @@ static int bench(mz_cl *cl, size_t n)
     mz_grid g;
     if (grid_create(&g, cl, n, h, 3, lo, hi, MZ_GRID_AUTO) != 0)
         return -1;
+    g.resort_mode = 0; /* full rebuilds, but in the step's rows */
     bufs b;
     cl_mem *handles[] = {&b.pos, &b.vel, &b.pred, &b.id, &b.body, &b.inv_mass};
     const void *data[] = {pos, vel, pos, id, body, inv_mass};
@@ -150,13 +164,13 @@ static int bench(mz_cl *cl, size_t n)
         if (grid_build(&g, b.pred) != 0 || !cl_ok(clFinish(cl->queue), "clFinish"))
             return -1;
     grid_collect_profile(&g);
-    n_kt = 0;
+    full_kt.n = resort_kt.n = 0;
     for (int r = 0; r < REPS; r++) {
         double t0 = now_ms();
         if (grid_build(&g, b.pred) != 0 || !cl_ok(clFinish(cl->queue), "clFinish"))
             return -1;
         wall[r] = now_ms() - t0;
-        add_kernel_times(&g);
+        add_kernel_times(&g, &full_kt);
         grid_collect_profile(&g);
         dev[r] = g.last_build_ms;
     }
@@ -172,6 +186,36 @@ static int bench(mz_cl *cl, size_t n)
         cold[r] = now_ms() - t0;
         grid_collect_profile(&g);
     }
+    /* A step's builds: every particle moved by move · h in a random direction (in the grid
+     * order the last build left, untimed), then built by the full sort and by the resort in
+     * turn, each from its own displacement. */
+    double step[2][REPS], moved = 0.0;
+    float *p = malloc(16 * n);
+    for (int r = 0; r < 2 * REPS; r++) {
+        if (!cl_ok(clEnqueueReadBuffer(cl->queue, b.pred, CL_TRUE, 0, 16 * n, p, 0, NULL, NULL),
+                   "clEnqueueReadBuffer"))
+            return -1;
+        for (size_t i = 0; i < n; i++) {
+            double u = 2.0 * rnd_unit() - 1.0, phi = 2.0 * PI * rnd_unit(), s = sqrt(1 - u * u);
+            double d[3] = {s * cos(phi), s * sin(phi), u};
+            for (int a = 0; a < 3; a++)
+                p[4 * i + a] = (float)fmin(1.0, fmax(0.0, p[4 * i + a] + move * h * d[a]));
+        }
+        if (!cl_ok(clEnqueueWriteBuffer(cl->queue, b.pred, CL_TRUE, 0, 16 * n, p, 0, NULL, NULL),
+                   "clEnqueueWriteBuffer"))
+            return -1;
+        g.resort_mode = r % 2 ? 2 : 0;
+        double t0 = now_ms();
+        if (grid_build(&g, b.pred) != 0 || !cl_ok(clFinish(cl->queue), "clFinish"))
+            return -1;
+        step[r % 2][r / 2] = now_ms() - t0;
+        if (r % 2) {
+            add_kernel_times(&g, &resort_kt);
+            moved += (double)g.moved_seen / (double)n / REPS;
+        }
+        grid_collect_profile(&g);
+    }
+    free(p);
     cl_uint n_u = (cl_uint)n;
     if (!KARGS(count, "count_neighbours", A(n_u), A(g.desc), A(g.cell_words), A(g.cell_first),
                A(b.pred), A(counts)))
@@ -204,12 +248,16 @@ static int bench(mz_cl *cl, size_t n)
            (double)n / bw * 1e-3, bc, cw, (double)n / cw * 1e-3,
            g.desc.hashed ? "hashed" : "dense", mean, bytes / 1048576.0, bytes / bw * 1e-6,
            cl->device_name);
+    printf("          a step's build (every particle moved %.3g h, %.1f%% to other cells): "
+           "full sort %.2f ms, resort %.2f ms (wall)\n",
+           move, 100.0 * moved, median(step[0], REPS), median(step[1], REPS));
     printf("          per build, device time by kernel (%d key bits, %d passes of %d bits, "
-           "sort geometry %zux%zu; count_neighbours %.2f):\n          ",
+           "sort geometry %zux%zu; count_neighbours %.2f):\n",
            g.key_bits, (g.key_bits + g.radix_bits - 1) / g.radix_bits, g.radix_bits,
            g.group_size, g.items_per_item, cd);
-    for (int k = 0; k < n_kt; k++)
-        printf(" %s %.2f%s", kt[k].name, kt[k].ms / REPS, k + 1 < n_kt ? "," : "\n");
+    print_kernel_times(&full_kt, REPS);
+    printf("          per resort of the step's line:\n");
+    print_kernel_times(&resort_kt, REPS);
 
     for (int r = 0; r < 6; r++)
         clReleaseMemObject(*handles[r]);
@@ -243,9 +291,13 @@ int main(void)
     printf("%9s %9s %9s %9s %9s %9s %9s %6s %5s %8s %7s  %s\n", "particles", "build ms",
            "dev ms", "Mpart/s", "shuf ms", "count ms", "Mpart/s", "mode", "nbrs", "MB/build",
            "GB/s", "device");
+    /* A step's displacement, in cells: WCSPH's CFL step moves a dam break's particles some
+     * hundredths of h. */
+    env = getenv("BENCH_GRID_MOVE");
+    double move = env && *env ? strtod(env, NULL) : 0.02;
     int status = 0;
     for (size_t n = 10000; n <= max_n && status == 0; n *= 10)
-        status = bench(&cl, n);
+        status = bench(&cl, n, move);
     mz_cl_close(&cl);
     return status ? 1 : 0;
 }
