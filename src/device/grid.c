@@ -137,6 +137,8 @@ int grid_radix_passes(int bits, int radix_bits) { return (bits + radix_bits - 1)
 bool grid_radix_sort(mz_grid *g, cl_mem keys, cl_mem vals, cl_mem keys2, cl_mem vals2,
                      size_t n, int bits)
 {
+    if (n == 0)
+        return true; /* nothing to sort (a resort where no particle moved): no empty launches */
     size_t block = g->group_size * g->items_per_item;
     size_t groups = (n + block - 1) / block;
     cl_uint n_u = (cl_uint)n, hist_count = (cl_uint)(groups << g->radix_bits);

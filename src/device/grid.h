@@ -103,7 +103,10 @@ typedef struct mz_grid {
     cl_uint moved_seen;    /* its read-back: the radix passes' count, the next build's choice */
     int resort_mode;       /* MIZU_GRID_RESORT: 0 never, 1 when it pays (default), 2 always */
     bool no_resort;        /* grid_no_resort */
-    bool in_order;         /* the last build was grid_build's: slot i's particle had keys[i] */
+    bool in_order;         /* the last build was grid_build's, of as many particles: its sorted
+                            * keys are where a resort starts (slot i's particle had keys[i]
+                            * where the key source is a registered buffer; else the resort
+                            * finds more moved, and costs more, never another result) */
     unsigned full_sorts;   /* full sorts since the last resort (a retry after a few) */
     size_t base_align;     /* the device's sub-buffer alignment, bytes */
     bool settled;      /* grid_settle: never built again */
@@ -147,7 +150,9 @@ int grid_borrow_sort_copies(mz_grid *g, cl_mem *keys, cl_mem *vals);
 /* As grid_register, for a buffer no neighbour loop reads (ids, bodies): a distributed run's
  * halo copies do not carry it (their values there are stale), only its owned particles. */
 int grid_register_owned(mz_grid *g, cl_mem *buf, size_t elem);
-/* Keys from key_source, sort, ranges, reorder. Enqueued on the device's queue, not waited for. */
+/* Keys from key_source, sort, ranges, reorder. Enqueued on the device's queue, not waited for,
+ * but for a resort's one read-back (grid_resort.c): the count of particles that changed
+ * cells, which sizes their sort. */
 int grid_build(mz_grid *g, cl_mem key_source);
 /* The owner puts its particles in another order before every build (moving colliders' wall
  * particles, placed from their rest positions): the resort would find them all moved, so
