@@ -24,8 +24,8 @@ typedef struct mz_cl {
     bool profiling;    /* queue created with CL_QUEUE_PROFILING_ENABLE */
     /* Neighbour lists (kernels/grid/neighbour_list.clh), chosen by the device's kind, or by
      * MIZU_LIST_LAYOUT=rows|columns and MIZU_LIST_SUMS=walk|lists: */
-    bool list_rows; /* a particle's entries side by side (CPUs: one work-item at a time reads
-                     * its own row), rather than entry k of neighbouring particles (GPUs) */
+    bool list_rows; /* by blocks of eight particles, their k-th entries side by side (every
+                     * device), rather than entry k of all particles side by side */
     bool list_sums; /* a pass that writes the lists sums over them after its walk (GPUs) */
     /* The SPH passes eight particles at a time (kernels/sph/sph_lanes.clh): CPUs, or
      * MIZU_SPH_LANES=8 or 1 */

@@ -774,10 +774,11 @@ static void test_flume_3d_dfsph(void **state)
 /* WCSPH's neighbour lists: a run with them, one whose lists are cut to 5 entries (the forces
  * walk the grid for particles they cannot hold, and they grow at the end of the first frame) and
  * one without, each with a CPU's choices (lists in rows, the passes in eight lanes,
- * sph_lanes.clh) and with a GPU's (lists in columns, the continuity summed over the lists after
- * the walk, one particle at a time), which MIZU_LIST_LAYOUT, MIZU_LIST_SUMS and MIZU_SPH_LANES
- * choose: all six give the same bits, three frames of the 2D dam break with wall particles,
- * summed and continuity density. */
+ * sph_lanes.clh) and with a GPU's (the continuity summed over the lists after the walk, one
+ * particle at a time), the latter with lists in columns (MIZU_LIST_LAYOUT=columns; a GPU's
+ * are in rows too, which test_density_by_cells runs one particle at a time), which
+ * MIZU_LIST_LAYOUT, MIZU_LIST_SUMS and MIZU_SPH_LANES choose: all six give the same bits, three
+ * frames of the 2D dam break with wall particles, summed and continuity density. */
 static void test_wcsph_lists(void **state)
 {
     (void)state;
