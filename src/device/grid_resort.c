@@ -64,10 +64,7 @@ bool grid_resort_chosen(mz_grid *g, cl_mem key_source)
         return false;
     if (2 * (size_t)g->moved_seen <= g->n)
         return true;
-    if (++g->full_sorts < RESORT_RETRY)
-        return false;
-    g->full_sorts = 0;
-    return true;
+    return ++g->full_sorts >= RESORT_RETRY; /* grid_resort starts the count again */
 }
 
 /* (grid_internal.h) */

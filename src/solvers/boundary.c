@@ -133,10 +133,11 @@ int boundary_init(boundary_set *b, mz_sim *sim, float particle_mass, double h,
     if (grid_register(&b->grid, &b->pos, 16) || grid_register(&b->grid, &b->mass, 4) ||
         grid_register(&b->grid, &b->id, 4))
         return -1;
-    if (scene_moving_count(s) > 0 && init_motion(b, sim) != 0)
-        return -1;
-    if (scene_moving_count(s) > 0) /* placed in the builder's order before every build */
-        grid_no_resort(&b->grid);
+    if (scene_moving_count(s) > 0) {
+        if (init_motion(b, sim) != 0)
+            return -1;
+        grid_no_resort(&b->grid); /* placed in the builder's order before every build */
+    }
     if (grid_build(&b->grid, b->pos) != 0)
         return -1;
     /* sorted for good: keep only the cell tables (44 bytes a particle less) */
