@@ -230,20 +230,21 @@ kernel void prepare_faces(uint n_nodes, flip_grid g, float4 gdt, float dt,
 
 /* ---- grid to particle ---------------------------------------------------------------------- */
 
-/* One layer of extrapolation: a face without a velocity takes the mean of its valid neighbours
- * (same component, ±1 node along each axis), for u, du and the advection velocity alike, and
- * becomes valid. */
-kernel void extrapolate(uint n_nodes, flip_grid g, global const float4 *u_in,
-                        global const float4 *du_in, global const float4 *adv_in,
-                        global const uchar4 *valid_in, global float4 *u_out,
-                        global float4 *du_out, global float4 *adv_out, global uchar4 *valid_out)
+/* One layer of extrapolation: a face without a velocity takes the mean of its valid
+ * neighbours (same component, ±1 node along each axis), for u, du and the advection velocity
+ * alike, and becomes valid. In place: u, du and adv are the face arrays' floats (component a of
+ * node m at 4m + a); a pass writes only faces that had no value (valid_in) and reads only faces
+ * that had one, so no float is both read and written in it, and the faces that keep their value
+ * cost no copy. Only the flags go to a second array (valid_out). */
+kernel void extrapolate(uint n_nodes, flip_grid g, global float *u, global float *du,
+                        global float *adv, global const uchar4 *valid_in,
+                        global uchar4 *valid_out)
 {
     uint node = get_global_id(0);
     if (node >= n_nodes)
         return;
     int4 c = node_coord(&g, node);
-    float4 u = u_in[node], du = du_in[node], adv = adv_in[node];
-    uchar4 ok = valid_in[node];
+    uchar4 ok = valid_in[node], now = ok;
     for (int a = 0; a < MZ_DIM; a++) {
         if (comp_u8(ok, a))
             continue;
@@ -256,23 +257,20 @@ kernel void extrapolate(uint n_nodes, flip_grid g, global const float4 *u_in,
                     continue;
                 uint m = node_index(&g, n);
                 if (comp_u8(valid_in[m], a)) {
-                    su += comp(u_in[m], a);
-                    sd += comp(du_in[m], a);
-                    sa += comp(adv_in[m], a);
+                    su += u[4 * m + a];
+                    sd += du[4 * m + a];
+                    sa += adv[4 * m + a];
                     cnt++;
                 }
             }
         if (cnt) {
-            u = set_comp(u, a, su / (float)cnt);
-            du = set_comp(du, a, sd / (float)cnt);
-            adv = set_comp(adv, a, sa / (float)cnt);
-            ok = set_comp_u8(ok, a, 1);
+            u[4 * node + a] = su / (float)cnt;
+            du[4 * node + a] = sd / (float)cnt;
+            adv[4 * node + a] = sa / (float)cnt;
+            now = set_comp_u8(now, a, 1);
         }
     }
-    u_out[node] = u;
-    du_out[node] = du;
-    adv_out[node] = adv;
-    valid_out[node] = ok;
+    valid_out[node] = now;
 }
 
 /* Trilinear interpolation of f[stride·node + comp], whose values sit at node positions, at t in

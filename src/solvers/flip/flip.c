@@ -244,9 +244,6 @@ static int flip_init(mz_sim *sim)
                 {&st->face_old, 16 * nodes, "clCreateBuffer(face velocities before projection)"},
                 {&st->face_adv, 16 * nodes, "clCreateBuffer(advection velocities)"},
                 {&st->valid, 4 * nodes, "clCreateBuffer(valid faces)"},
-                {&st->vel_tmp, 16 * nodes, "clCreateBuffer(extrapolated velocities)"},
-                {&st->old_tmp, 16 * nodes, "clCreateBuffer(extrapolated changes)"},
-                {&st->adv_tmp, 16 * nodes, "clCreateBuffer(extrapolated advection velocities)"},
                 {&st->valid_tmp, 4 * nodes, "clCreateBuffer(extrapolated valid faces)"},
                 {&st->type, nodes, "clCreateBuffer(cell types)"},
                 {&st->density, 4 * nodes, "clCreateBuffer(cell densities)"},
@@ -355,13 +352,9 @@ int flip_extrapolate(mz_sim *sim)
     flip_state *st = sim->state;
     for (int layer = 0; layer < EXTRAPOLATION_LAYERS; layer++) {
         if (!KARGS(st->k_extrapolate, "extrapolate", A(st->nodes_u), A(st->g), A(st->face_vel),
-                   A(st->face_old), A(st->face_adv), A(st->valid), A(st->vel_tmp),
-                   A(st->old_tmp), A(st->adv_tmp), A(st->valid_tmp)) ||
+                   A(st->face_old), A(st->face_adv), A(st->valid), A(st->valid_tmp)) ||
             !sim_launch(sim, st->k_extrapolate, st->nodes, STAGE_G2P, "extrapolate"))
             return -1;
-        swap_mem(&st->face_vel, &st->vel_tmp);
-        swap_mem(&st->face_old, &st->old_tmp);
-        swap_mem(&st->face_adv, &st->adv_tmp);
         swap_mem(&st->valid, &st->valid_tmp);
     }
     return 0;
@@ -460,9 +453,8 @@ static void flip_release(mz_sim *sim)
                       st->k_fluid_list};
     mz_cl_release_kernels(ks, sizeof ks / sizeof *ks);
     cl_mem ms[] = {st->face_vel,  st->face_old,     st->face_adv,     st->valid,
-                   st->vel_tmp,   st->old_tmp,      st->adv_tmp,      st->valid_tmp,
-                   st->type,      st->density,      st->pressure,     st->pressure_tmp,
-                   st->rhs,       st->diag,         st->sdf,          st->partial,
+                   st->valid_tmp, st->type,         st->density,      st->pressure,
+                   st->pressure_tmp, st->rhs,       st->diag,         st->sdf,  st->partial,
                    st->part_density, st->part_pressure, st->face_star, st->owner,
                    st->load_owner, st->load_about, st->solids, st->sdf_static,
                    st->owner_static, st->solid_vel, st->apic_c[0], st->apic_c[1],
@@ -482,7 +474,7 @@ static void flip_release(mz_sim *sim)
 }
 
 /* As flip_init makes them: per node its table's buffers (face, reference and advection
- * velocities and their extrapolation copies, valid flags and copy, type, density, pressure and
+ * velocities, valid flags and their extrapolation copy, type, density, pressure and
  * right-hand sides, diagonal), Jacobi's next pressure; per particle density, pressure and
  * APIC's gradients; the colliders' distances; the forces on solids (loads_init); moving
  * colliders (movers_init); the projection's (flip_pressure_bytes); the neighbour grid, moving
@@ -492,7 +484,7 @@ static size_t flip_device_bytes(const mz_scene *s, size_t n, size_t *held)
     flip_grid g = grid_for(s);
     size_t nodes = node_count(&g), nl = scene_load_count(s), dim = (size_t)s->sim.dimensions;
     bool apic = s->fluids[0].transfer == MZ_TRANSFER_APIC, moving = scene_moving_count(s) > 0;
-    size_t bytes = nodes * (6 * 16 + 2 * 4 + 1 + 4 + 2 * 8 + 4) + n * (2 * 4 + (apic ? 16 * dim : 0));
+    size_t bytes = nodes * (3 * 16 + 2 * 4 + 1 + 4 + 2 * 8 + 4) + n * (2 * 4 + (apic ? 16 * dim : 0));
     if (s->sim.pressure_solver == MZ_PRESSURE_JACOBI)
         bytes += 8 * nodes;
     bytes += s->n_colliders ? 4 * nodes : 4;

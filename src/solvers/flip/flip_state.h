@@ -31,7 +31,7 @@ typedef struct flip_state {
      * in 3D: the 2D kernels never touch it), and whether the transfer is APIC's. */
     bool apic;
     cl_mem apic_c[3];
-    cl_mem face_vel, face_old, face_adv, valid, vel_tmp, old_tmp, adv_tmp, valid_tmp;
+    cl_mem face_vel, face_old, face_adv, valid, valid_tmp;
     /* Forces on solids (when the scene measures them): the solid faces' stopped velocities,
      * each cell's collider, each load's owner and torque point; loads_now: due this step. */
     cl_mem face_star, owner, load_owner, load_about;
