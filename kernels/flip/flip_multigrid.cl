@@ -25,10 +25,19 @@ inline float2 coarse_residual(const flip_grid *g, int4 c, uint node, global cons
 {
     float2 zc = z[node], s = b[node];
     float d = 0.0f;
+    /* the neighbours' types first: loads that do not wait for each other (restrict_cell) */
+    int ts[2 * MZ_DIM];
+#pragma unroll
     for (int a = 0; a < MZ_DIM; a++)
+#pragma unroll
+        for (int k = -1; k <= 1; k += 2)
+            ts[2 * a + (k + 1) / 2] = type_at(type, g, c + k * unit(a));
+#pragma unroll
+    for (int a = 0; a < MZ_DIM; a++)
+#pragma unroll
         for (int k = -1; k <= 1; k += 2) {
             int4 n = c + k * unit(a);
-            int t = type_at(type, g, n);
+            int t = ts[2 * a + (k + 1) / 2];
             if (t == FLIP_SOLID)
                 continue;
             float w = comp(g->inv_cell2, a);
@@ -182,13 +191,37 @@ inline void restrict_cell(uint item, uint n_red, int smooth, const flip_grid *gf
 {
     uint node = list_c[item];
     int4 c = node_coord(gc, node);
-    float2 sum = (float2)(0.0f);
-    int zlo = MZ_DIM == 3 ? -1 : 0, zhi = MZ_DIM == 3 ? 2 : 0;
+    const int zlo = MZ_DIM == 3 ? -1 : 0, zhi = MZ_DIM == 3 ? 2 : 0;
+    /* Every type first, the 4^d fine cells' and the 3^d coarse cells' around C (a child's
+     * corners): loads that do not wait for each other. Read one at a time inside the sum, each
+     * waited for the one before, and a restriction into a level of a few hundred cells took
+     * as long as one into a level of a million. */
+    uchar tf[64], tc[27];
+#pragma unroll
     for (int dz = zlo; dz <= zhi; dz++)
+#pragma unroll
         for (int dy = -1; dy <= 2; dy++)
+#pragma unroll
+            for (int dx = -1; dx <= 2; dx++)
+                tf[(dz + 1) * 16 + (dy + 1) * 4 + dx + 1] =
+                    (uchar)type_at(type_f, gf, 2 * c + (int4)(dx, dy, dz, 0));
+#pragma unroll
+    for (int oz = -(MZ_DIM == 3); oz <= (MZ_DIM == 3); oz++)
+#pragma unroll
+        for (int oy = -1; oy <= 1; oy++)
+#pragma unroll
+            for (int ox = -1; ox <= 1; ox++)
+                tc[(oz + 1) * 9 + (oy + 1) * 3 + ox + 1] =
+                    (uchar)type_at(type_c, gc, c + (int4)(ox, oy, oz, 0));
+    float2 sum = (float2)(0.0f);
+#pragma unroll
+    for (int dz = zlo; dz <= zhi; dz++)
+#pragma unroll
+        for (int dy = -1; dy <= 2; dy++)
+#pragma unroll
             for (int dx = -1; dx <= 2; dx++) {
                 int4 d = (int4)(dx, dy, dz, 0), f = 2 * c + d;
-                if (type_at(type_f, gf, f) != FLIP_FLUID)
+                if (tf[(dz + 1) * 16 + (dy + 1) * 4 + dx + 1] != FLIP_FLUID)
                     continue;
                 float w = 1.0f;
                 bool child = true;
@@ -200,8 +233,8 @@ inline void restrict_cell(uint item, uint n_red, int smooth, const flip_grid *gf
                 }
                 for (int s = 1; child && s < MG_CORNERS; s++) {
                     float wk;
-                    int4 k = corner(f, s, &wk);
-                    if (type_at(type_c, gc, k) == FLIP_SOLID)
+                    int4 o = corner(f, s, &wk) - c;
+                    if (tc[(o.z + 1) * 9 + (o.y + 1) * 3 + o.x + 1] == FLIP_SOLID)
                         w += wk;
                 }
                 sum += w * res_f[node_index(gf, f)];
