@@ -21,6 +21,29 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* `steps` more steps as a run takes them: on a queue without profiling, drained once at the
+ * end (the profiled steps drain the queue every step and time every launch). Seconds, or -1. */
+static double run_seconds(mz_cl *cl, mz_sim *sim, double dt, int steps)
+{
+    cl_int err;
+    cl_command_queue plain = clCreateCommandQueue(cl->ctx, cl->device, 0, &err), profiled;
+    if (!cl_ok(err, "clCreateCommandQueue(unprofiled)"))
+        return -1;
+    profiled = cl->queue;
+    cl->queue = plain;
+    cl->profiling = false;
+    double t0 = now_seconds();
+    int rc = 0;
+    for (int k = 0; k < steps && rc == 0; k++)
+        rc = sim_substep(sim, dt);
+    clFinish(plain);
+    double t = now_seconds() - t0;
+    cl->queue = profiled;
+    cl->profiling = true;
+    clReleaseCommandQueue(plain);
+    return rc == 0 ? t : -1;
+}
+
 static int bench(mz_cl *cl, int res, const char *solver, int warm, int steps, int max_sweeps)
 {
     double a = 0.01 * res, v = sqrt(2 * 9.81 * a), cell = 0.02;
@@ -55,16 +78,21 @@ static int bench(mz_cl *cl, int res, const char *solver, int warm, int steps, in
     }
     double wall = now_seconds() - t0;
     const flip_stats *st = flip_get_stats(&sim);
+    flip_stats profiled = *st;
+    double run = run_seconds(cl, &sim, dt, steps);
+    if (run < 0)
+        return -1;
     const flip_grid *g = &((flip_view[]){flip_get_view(&sim)})[0].grid;
     long cells = (long)g->cells.s[0] * g->cells.s[1] * g->cells.s[2];
-    printf("%-7s %9zu %9ld %5d %5d %9.1f", solver, p.n, cells, substeps, steps,
-           1e3 * wall / steps);
+    printf("%-7s %9zu %9ld %5d %5d %9.1f %9.1f", solver, p.n, cells, substeps, steps,
+           1e3 * wall / steps, 1e3 * run / steps);
     for (int i = 0; sim.solver->stages[i]; i++)
         printf(" %9.2f", 1e3 * sim.stages[i].seconds / steps);
-    long capped = st->capped - before.capped;
-    printf(" %7d %9.1f %7ld %10.2g %8.1f\n", st->first_iterations,
-           (double)(st->iterations - before.iterations) / (st->projections - before.projections),
-           capped, st->last_residual, (double)sim.stages[2].launches / steps);
+    long capped = profiled.capped - before.capped;
+    printf(" %7d %9.1f %7ld %10.2g %8.1f\n", profiled.first_iterations,
+           (double)(profiled.iterations - before.iterations) /
+               (profiled.projections - before.projections),
+           capped, profiled.last_residual, (double)sim.stages[2].launches / steps);
     sim_release(&sim);
     particles_free(&p);
     scene_free(&s);
@@ -84,12 +112,14 @@ int main(void)
     double max_n = env ? atof(env) : gpu ? 1.1e7 : 1.1e5;
     printf("FLIP dam break: n^3 particles, 2 spacings a cell, pressure tolerance 1e-4; device %s\n",
            cl.device_name);
-    printf("(ms/step by wall clock with the queue drained every step; stage columns: device ms per "
+    printf("(ms/step by wall clock with the queue drained every step; run: the same number of "
+           "steps more by wall clock on a queue without profiling, drained once, as a run takes "
+           "them; stage columns: device ms per "
            "step; sweeps: the first step's (cold) and the timed steps' mean (warm start); capped: "
            "timed steps that stopped at the sweep limit; residual: the last step's; launches: the "
            "projection's kernel launches a step)\n");
-    printf("%-7s %9s %9s %5s %5s %9s", "solver", "particles", "cells", "subst", "steps",
-           "ms/step");
+    printf("%-7s %9s %9s %5s %5s %9s %9s", "solver", "particles", "cells", "subst", "steps",
+           "ms/step", "run");
     for (int i = 0; mz_solver_flip.stages[i]; i++)
         printf(" %9s", mz_solver_flip.stages[i]);
     printf(" %7s %9s %7s %10s %8s\n", "first", "sweeps", "capped", "residual", "launches");
