@@ -223,6 +223,9 @@ int mz_cl_open(mz_cl *cl, const char *spec, bool profiling)
     cl->list_rows = env_choice("MIZU_LIST_LAYOUT", "rows", "columns", true);
     cl->list_sums = env_choice("MIZU_LIST_SUMS", "lists", "walk", !cpu);
     cl->lanes = env_choice("MIZU_SPH_LANES", "8", "1", cpu);
+    /* A walk's rows looked up all at once: the count pass 18% faster on PoCL, 3% slower on an
+     * H100 (docs/benchmarks.md, session 27). */
+    cl->rows_first = env_choice("MIZU_GRID_ROWS", "first", "each", cpu);
     cl_device_fp_config fp = 0;
     clGetDeviceInfo(d, CL_DEVICE_SINGLE_FP_CONFIG, sizeof fp, &fp, NULL);
     cl->divide_rounded = (fp & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT) != 0;

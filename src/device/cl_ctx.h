@@ -30,6 +30,9 @@ typedef struct mz_cl {
     /* The SPH passes eight particles at a time (kernels/sph/sph_lanes.clh): CPUs, or
      * MIZU_SPH_LANES=8 or 1 */
     bool lanes;
+    /* A dense grid walk looks its rows up before scanning them (kernels/grid/grid.clh,
+     * mz_grid_rows_): CPUs, or MIZU_GRID_ROWS=first or each */
+    bool rows_first;
     /* Correctly rounded division and square root in the kernels
      * (-cl-fp32-correctly-rounded-divide-sqrt; a CPU's always are, a GPU's by default are not):
      * the same bits on every such device. 1: every program, 0: none, -1 (MIZU_EXACT_DIVIDE

@@ -96,9 +96,10 @@ cl_program cl_prog_build(mz_cl *cl, const char *file, const char *defines, bool 
         return NULL;
     mz_str opts = {0};
     bool rounded = cl->divide_rounded && (cl->exact_divide == 1 || (cl->exact_divide < 0 && exact));
-    str_addf(&opts, "%s%s -DMZ_LANES=%d -DMZ_LIST_ROWS=%d -DMZ_LIST_SUMS=%d %s",
+    str_addf(&opts,
+             "%s%s -DMZ_LANES=%d -DMZ_LIST_ROWS=%d -DMZ_LIST_SUMS=%d -DMZ_ROWS_FIRST=%d %s",
              MZ_CL_BUILD_OPTIONS, rounded ? " -cl-fp32-correctly-rounded-divide-sqrt" : "",
-             cl->lanes, cl->list_rows, cl->list_sums, defines ? defines : "");
+             cl->lanes, cl->list_rows, cl->list_sums, cl->rows_first, defines ? defines : "");
     s = clBuildProgram(p, 1, &cl->device, opts.s, NULL, NULL);
     if (s != CL_SUCCESS) {
         size_t n = 0;

@@ -372,5 +372,16 @@ int main(void)
         cmocka_unit_test(test_auto_hashed),
         cmocka_unit_test(test_bad_arguments_and_empty),
     };
-    return cmocka_run_group_tests(tests, open_device, close_device);
+    /* Both of the dense walk's ways to its rows (MIZU_GRID_ROWS): the device's own (a CPU's
+     * looks them up first, a GPU's in turn), then the other. */
+    const char *device = getenv("MIZU_TEST_DEVICE");
+    const char *other = device && !strcmp(device, "gpu") ? "first" : "each";
+    int failed = cmocka_run_group_tests_name("the device's own walk", tests, open_device,
+                                             close_device);
+    setenv("MIZU_GRID_ROWS", other, 1);
+    failed += cmocka_run_group_tests_name(other[0] == 'f' ? "rows looked up first"
+                                                          : "rows looked up in turn",
+                                          tests, open_device, close_device);
+    unsetenv("MIZU_GRID_ROWS");
+    return failed;
 }
