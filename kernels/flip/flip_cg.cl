@@ -52,10 +52,13 @@ kernel void cg_apply(uint n_items, int first, flip_grid g, global const uint *li
         int4 c = node_coord(&g, node);
         float2 dc = direction_at(first, beta, z, d_old, node), s = (float2)(0.0f);
         float w_fluid = 0.0f;
+        const uint m = fluid_neighbours(&g, c, type);
+#pragma unroll
         for (int a = 0; a < MZ_DIM; a++)
+#pragma unroll
             for (int k = -1; k <= 1; k += 2) {
                 int4 n = c + k * unit(a);
-                if (type_at(type, &g, n) == FLIP_FLUID) {
+                if (fluid_bit(m, a, k)) {
                     float w = comp(g.inv_cell2, a);
                     s += w * (dc - direction_at(first, beta, z, d_old, node_index(&g, n)));
                     w_fluid += w;

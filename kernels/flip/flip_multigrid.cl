@@ -266,10 +266,17 @@ inline float2 prolonged_at(const flip_grid *gc, int4 f, global const uchar *type
                            global const float2 *z_c)
 {
     float2 parent = z_c[node_index(gc, f >> 1)], sum = (float2)(0.0f);
+    int ts[MG_CORNERS]; /* the corners' types first (fluid_neighbours) */
+#pragma unroll
+    for (int s = 0; s < MG_CORNERS; s++) {
+        float w;
+        ts[s] = type_at(type_c, gc, corner(f, s, &w));
+    }
+#pragma unroll
     for (int s = 0; s < MG_CORNERS; s++) {
         float w;
         int4 k = corner(f, s, &w);
-        int t = type_at(type_c, gc, k);
+        int t = ts[s];
         sum += t == FLIP_FLUID ? w * z_c[node_index(gc, k)] : t == FLIP_SOLID ? w * parent
                                                                                : (float2)(0.0f);
     }
