@@ -49,15 +49,16 @@ inline float2 coarse_residual(const flip_grid *g, int4 c, uint node, global cons
 }
 
 /* coarse_residual with z = 0 everywhere, in the same operations (the same bits): the first
- * half-sweep of a level, fused into its restriction. */
-inline float2 coarse_residual_zero(const flip_grid *g, int4 c, global const uchar *type,
-                                   float2 b, float *diag)
+ * half-sweep of a level, fused into its restriction, which has the types of the cell's 3^d
+ * block already (tc, as restrict_cell lays it out: the cell at 13, ±1 along x, ±3 y, ±9 z). */
+inline float2 coarse_residual_zero(const flip_grid *g, const uchar *tc, float2 b, float *diag)
 {
     float2 zc = (float2)(0.0f), s = b;
     float d = 0.0f;
+    const int step[3] = {1, 3, 9};
     for (int a = 0; a < MZ_DIM; a++)
         for (int k = -1; k <= 1; k += 2) {
-            int t = type_at(type, g, c + k * unit(a));
+            int t = tc[13 + k * step[a]];
             if (t == FLIP_SOLID)
                 continue;
             float w = comp(g->inv_cell2, a);
@@ -243,7 +244,7 @@ inline void restrict_cell(uint item, uint n_red, int smooth, const flip_grid *gf
     b_c[node] = b;
     if (smooth && item < n_red) {
         float d;
-        float2 r = coarse_residual_zero(gc, c, type_c, b, &d);
+        float2 r = coarse_residual_zero(gc, tc, b, &d);
         if (d > 0.0f)
             z += r / d;
     }
