@@ -374,8 +374,11 @@ int main(void)
     };
     /* Both of the dense walk's ways to its rows (MIZU_GRID_ROWS): the device's own (a CPU's
      * looks them up first, a GPU's in turn), then the other. */
-    const char *device = getenv("MIZU_TEST_DEVICE");
-    const char *other = device && !strcmp(device, "gpu") ? "first" : "each";
+    unsetenv("MIZU_GRID_ROWS");
+    if (open_device(NULL) != 0)
+        return 1;
+    const char *other = cl.rows_first ? "each" : "first";
+    close_device(NULL);
     int failed = cmocka_run_group_tests_name("the device's own walk", tests, open_device,
                                              close_device);
     setenv("MIZU_GRID_ROWS", other, 1);
