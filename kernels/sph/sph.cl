@@ -9,13 +9,15 @@
  * particle whose list ran short. The same neighbours in the same order: the same sums. */
 
 /* The lists a density pass writes: one stride, cap entries a particle, fluid (nl, nc) and
- * wall (bl, bc), the overflow mark; `lists` 0: none (the buffers are stand-ins). */
+ * wall (bl, bc), the overflow marks; `lists` 0: none (the buffers are stand-ins). windows > 0:
+ * the fluid list is masked (neighbour_list.clh), with that many windows a row and a stride of
+ * its own, fstride (else fstride = stride). */
 #define MZ_SPH_LISTS_OUT                                                                       \
-    int lists, uint stride, uint cap, global uint *nl, global uint *nc, global uint *bl,       \
-        global uint *bc, global uint *overflow
+    int lists, uint stride, uint cap, uint windows, uint fstride, global uint *nl,             \
+        global uint *nc, global uint *bl, global uint *bc, global uint *overflow
 #define MZ_SPH_LISTS_IN                                                                        \
-    int lists, uint stride, uint cap, global const uint *nl, global const uint *nc,            \
-        global const uint *bl, global const uint *bc
+    int lists, uint stride, uint cap, uint windows, uint fstride, global const uint *nl,       \
+        global const uint *nc, global const uint *bl, global const uint *bc
 #include "common/common.clh"
 #include "grid/grid.clh"
 #include "grid/neighbour_list.clh"
@@ -39,14 +41,23 @@
 #define MZ_SPH_NEIGHBOUR_SUMS(SPLIT, FLUID, BETWEEN, WALL)                                     \
     {                                                                                          \
         const bool split = (SPLIT) && lists;                                                   \
-        uint nf = 0, nw = 0;                                                                   \
-        MZ_NEIGHBOURS_BEGIN(g, cs, ce, x, xi, j, r2)                                           \
-            if (lists)                                                                         \
-                mz_list_put(nl, cap, stride, i, &nf, j);                                       \
-            if (!split) {                                                                      \
-                FLUID(j, r2)                                                                   \
-            }                                                                                  \
-        MZ_NEIGHBOURS_END                                                                      \
+        uint nf = 0, nw = 0, need = 0;                                                         \
+        if (lists && windows) {                                                                \
+            MZ_MASK_WALK_BEGIN(g, cs, ce, x, xi, j, r2, nl, fstride, i, windows, need)         \
+                nf++;                                                                          \
+                if (!split) {                                                                  \
+                    FLUID(j, r2)                                                               \
+                }                                                                              \
+            MZ_MASK_WALK_END(nl, fstride, i, windows)                                          \
+        } else {                                                                               \
+            MZ_NEIGHBOURS_BEGIN(g, cs, ce, x, xi, j, r2)                                       \
+                if (lists)                                                                     \
+                    mz_list_put(nl, cap, stride, i, &nf, j);                                   \
+                if (!split) {                                                                  \
+                    FLUID(j, r2)                                                               \
+                }                                                                              \
+            MZ_NEIGHBOURS_END                                                                  \
+        }                                                                                      \
         if (!split) {                                                                          \
             BETWEEN                                                                            \
         }                                                                                      \
@@ -59,14 +70,22 @@
                 }                                                                              \
             MZ_NEIGHBOURS_END                                                                  \
         }                                                                                      \
-        if (lists) {                                                                           \
+        if (lists && windows)                                                                  \
+            mz_mask_close(nc, windows, overflow, i, nf, need);                                 \
+        else if (lists)                                                                        \
             mz_list_close(nc, cap, overflow, i, nf);                                           \
+        if (lists)                                                                             \
             mz_list_close(bc, cap, overflow, i, nw);                                           \
-        }                                                                                      \
-        if (split && nf <= cap && nw <= cap) {                                                 \
-            MZ_LIST_BEGIN(nl, nc, stride, i, x, xi, j, r2)                                     \
-                FLUID(j, r2)                                                                   \
-            MZ_LIST_END                                                                        \
+        if (split && (windows ? need <= windows : nf <= cap) && nw <= cap) {                   \
+            if (windows) {                                                                     \
+                MZ_MASK_LIST_BEGIN(nl, fstride, windows, nf, i, x, xi, j, r2)                  \
+                    FLUID(j, r2)                                                               \
+                MZ_MASK_LIST_END                                                               \
+            } else {                                                                           \
+                MZ_LIST_BEGIN(nl, nc, stride, i, x, xi, j, r2)                                 \
+                    FLUID(j, r2)                                                               \
+                MZ_LIST_END                                                                    \
+            }                                                                                  \
             BETWEEN                                                                            \
             if (nb > 0) {                                                                      \
                 MZ_LIST_BEGIN(bl, bc, stride, i, bx, xi, b, r2)                                \
@@ -272,11 +291,12 @@ kernel void sph_density(uint n, float lag, mz_sph P, mz_frame frame, mz_grid_des
     if (i >= n)
         return;
 #if MZ_LANES && !MZ_SLABS
-    if (!P.continuity && !P.kgc && !g.hashed) { /* a cell at a time, by its first particle */
+    if (!P.continuity && !P.kgc && !g.hashed && !windows) { /* a cell at a time, by its first particle */
         const uint hi = mz_cell_lead(&g, cs, ce, x, i, n);
         if (hi)
             mz_sph_density_cell(&P, i, hi, &g, cs, ce, x, gb, bcs, bce, bx, bm, nb, rho_out, p,
-                                lists, stride, cap, nl, nc, bl, bc, overflow);
+                                lists, stride, cap, windows, fstride, nl, nc, bl, bc,
+                                overflow);
         return;
     }
 #endif
@@ -286,9 +306,11 @@ kernel void sph_density(uint n, float lag, mz_sph P, mz_frame frame, mz_grid_des
                   ? rho[i] + lag * mz_sph_density_rate(&P, i, x[i], v[i], rho[i], gravity, g,
                                                        cs, ce, x, v, rho, gb, bcs, bce, bx, bm,
                                                        nb, moving, bv, ba, &S, lists, stride,
-                                                       cap, nl, nc, bl, bc, overflow)
+                                                       cap, windows, fstride, nl, nc, bl, bc,
+                                                       overflow)
                   : mz_sph_density_at(&P, i, x[i], g, cs, ce, x, gb, bcs, bce, bx, bm, nb, &S,
-                                      lists, stride, cap, nl, nc, bl, bc, overflow);
+                                      lists, stride, cap, windows, fstride, nl, nc, bl, bc,
+                                      overflow);
     rho_out[i] = r;
     p[i] = mz_tait(&P, r);
     if (P.kgc)
@@ -306,8 +328,8 @@ kernel void sph_density(uint n, float lag, mz_sph P, mz_frame frame, mz_grid_des
         global float4 *wall_rest, global const mz_kgc *kgc, MZ_SPH_LISTS_IN
 #define MZ_SPH_FORCES_ARGS                                                                     \
     n, dt, P, frame, walls, penalty, g, cs, ce, x, v, rho, p, gb, bcs, bce, bx, bm, nb, moving, \
-        bv, ba, x_out, v_out, a2_out, rest_out, wall_rest, kgc, lists, stride, cap, nl, nc, bl, \
-        bc
+        bv, ba, x_out, v_out, a2_out, rest_out, wall_rest, kgc, lists, stride, cap, windows,    \
+        fstride, nl, nc, bl, bc
 
 /* Particle i's forces and update. fluid: its fluid pairs' sum when the caller made it already
  * (sph_lanes.clh), else NULL. */
@@ -335,9 +357,13 @@ inline void mz_sph_forces_at(uint i, const float4 *fluid, MZ_SPH_FORCES_IN)
         mz_sph_boundary(&P, &ws, dx, R2, bm[B], p[i], rho_i, gravity, vi, MZ_WALL_V(B),        \
                         MZ_WALL_A(B), Ci);                                                     \
     }
-    const bool listed = lists && nc[i] <= cap && (nb == 0 || bc[i] <= cap);
+    const bool listed = lists && mz_list_holds(nc[i], cap, windows) && (nb == 0 || bc[i] <= cap);
     if (fluid) {
         a = *fluid;
+    } else if (listed && windows) {
+        MZ_MASK_LIST_BEGIN(nl, fstride, windows, nc[i], i, x, xi, j, r2)
+            MZ_SPH_FLUID_TERM(j, r2)
+        MZ_MASK_LIST_END
     } else if (listed) {
         MZ_LIST_BEGIN(nl, nc, stride, i, x, xi, j, r2)
             MZ_SPH_FLUID_TERM(j, r2)
@@ -378,7 +404,7 @@ kernel void sph_forces(MZ_SPH_FORCES_IN)
     if (i >= n)
         return;
 #if MZ_LANES && !MZ_SLABS
-    if (!P.kgc && lists) {
+    if (!P.kgc && lists && !windows) {
         uint count[8];
         const uint e = mz_lanes_lead(i, n, nc, count);
         if (!e)

@@ -27,6 +27,9 @@ typedef struct mz_cl {
     bool list_rows; /* by blocks of eight particles, their k-th entries side by side (every
                      * device), rather than entry k of all particles side by side */
     bool list_sums; /* a pass that writes the lists sums over them after its walk (GPUs) */
+    /* WCSPH's fluid lists as masks of each row's slots (GPUs), rather than entries;
+     * MIZU_LIST_FORMAT=masks|entries */
+    bool list_masks;
     /* The SPH passes eight particles at a time (kernels/sph/sph_lanes.clh): CPUs, or
      * MIZU_SPH_LANES=8 or 1 */
     bool lanes;

@@ -42,7 +42,7 @@ static void held_and_estimate(const char *path, const char *const *sets, size_t 
     if (lists)
         *estimate += *n * (scene_solver(&w.scene) == MZ_SOLVER_DFSPH
                                ? sph_lists_grad_bytes(&w.scene)
-                               : sph_lists_bytes(&w.scene));
+                               : sph_lists_bytes(&w.scene, cl.list_masks));
     world_close(&w);
     wait_released(0);
     unsetenv("MIZU_SPH_LISTS");
@@ -96,14 +96,22 @@ static void test_wcsph_kinds(void **state)
 }
 
 /* With neighbour lists, what `mizu check` adds for them (penalty walls: with wall particles a
- * small scene holds most while it sorts them, before the lists are made). */
+ * small scene holds most while it sorts them, before the lists are made), the fluid's as entries
+ * and masked (a GPU's, MIZU_LIST_FORMAT). */
 static void test_wcsph_lists(void **state)
 {
     (void)state;
     const char *sets[] = {"simulation.fps=2000", "domain.boundary.type=penalty"};
     size_t held, estimate, n;
-    held_and_estimate("scenes/dam_break_3d.json", sets, 2, true, &held, &estimate, &n);
-    check_within("dam_break_3d.json penalty walls, neighbour lists", held, estimate, n);
+    const bool masks = cl.list_masks;
+    for (int m = 0; m < 2; m++) {
+        cl.list_masks = m;
+        held_and_estimate("scenes/dam_break_3d.json", sets, 2, true, &held, &estimate, &n);
+        check_within(m ? "dam_break_3d.json penalty walls, masked lists"
+                       : "dam_break_3d.json penalty walls, neighbour lists",
+                     held, estimate, n);
+    }
+    cl.list_masks = masks;
     /* DFSPH's lists' gradients */
     const char *dfsph[] = {"simulation.fps=500", "domain.boundary.type=penalty",
                            "fluids[0].solver=dfsph"};

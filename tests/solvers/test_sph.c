@@ -774,16 +774,18 @@ static void test_flume_3d_dfsph(void **state)
 /* WCSPH's neighbour lists: a run with them, one whose lists are cut to 5 entries (the forces
  * walk the grid for particles they cannot hold, and they grow at the end of the first frame) and
  * one without, each with a CPU's choices (lists in rows, the passes in eight lanes,
- * sph_lanes.clh) and with a GPU's (the continuity summed over the lists after the walk, one
- * particle at a time), the latter with lists in columns (MIZU_LIST_LAYOUT=columns; a GPU's
- * are in rows too, which test_density_by_cells runs one particle at a time), which
- * MIZU_LIST_LAYOUT, MIZU_LIST_SUMS and MIZU_SPH_LANES choose: all six give the same bits, three
- * frames of the 2D dam break with wall particles, summed and continuity density. */
+ * sph_lanes.clh), with a GPU's (the continuity summed over the lists after the walk, one
+ * particle at a time, the fluid's lists masked, in rows) and with those but entry lists in
+ * columns (MIZU_LIST_LAYOUT=columns), which MIZU_LIST_LAYOUT, MIZU_LIST_SUMS, MIZU_LIST_FORMAT
+ * and MIZU_SPH_LANES choose: all nine give the same bits, three frames of the 2D dam break with
+ * wall particles, summed and continuity density. */
 static void test_wcsph_lists(void **state)
 {
     (void)state;
     static const char *const methods[] = {"summation", "continuity"};
-    enum { RUNS = 6 };
+    static const char *const choices[] = {"a CPU's choices", "a GPU's choices",
+                                          "a GPU's choices, entries in columns"};
+    enum { RUNS = 9 };
     for (int m = 0; m < 2; m++) {
         char method[64];
         snprintf(method, sizeof method, "fluids[0].density_method=%s", methods[m]);
@@ -792,30 +794,36 @@ static void test_wcsph_lists(void **state)
         const mz_cl device = cl;
         for (int k = 0; k < RUNS; k++) {
             setenv("MIZU_SPH_LISTS", k % 3 == 2 ? "0" : "1", 1);
-            cl.list_rows = cl.lanes = k < 3;
+            cl.list_rows = k < 6;
+            cl.lanes = k < 3;
             cl.list_sums = k >= 3;
+            cl.list_masks = k >= 3 && k < 6;
             world_open_file(&w[k], "scenes/dam_break_2d.json", sets, 2);
         }
         unsetenv("MIZU_SPH_LISTS");
         cl.list_rows = device.list_rows;
         cl.list_sums = device.list_sums;
+        cl.list_masks = device.list_masks;
         cl.lanes = device.lanes;
-        unsigned cap;
+        unsigned cap, windows;
         long grown;
         for (int k = 1; k < RUNS; k += 3) {
             assert_int_equal(sph_set_list_cap(&w[k].sim, 5), 0);
-            assert_int_equal(sph_list_stats(&w[k + 1].sim, &cap, &grown), -1);
+            assert_int_equal(sph_list_stats(&w[k + 1].sim, &cap, &windows, &grown), -1);
         }
         for (int f = 0; f < 3; f++)
             for (int k = 0; k < RUNS; k++)
                 assert_int_equal(sim_advance_frame(&w[k].sim, scene_frame_dt(&w[k].scene)), 0);
         for (int k = 1; k < RUNS; k += 3) {
-            assert_int_equal(sph_list_stats(&w[k].sim, &cap, &grown), 0);
-            print_message("WCSPH lists (%s density, %s's choices): cut to 5, grown %ld times "
-                          "to %u; bits as without lists, and as the other device's choices, "
-                          "after %ld steps\n", methods[m], k < 3 ? "a CPU" : "a GPU", grown, cap,
+            assert_int_equal(sph_list_stats(&w[k].sim, &cap, &windows, &grown), 0);
+            print_message("WCSPH lists (%s density, %s): cut to 5, grown %ld times "
+                          "to %u (windows %u); bits as without lists, and as the other choices, "
+                          "after %ld steps\n", methods[m], choices[k / 3], grown, cap, windows,
                           w[k].sim.step);
-            assert_true(grown >= 1 && cap >= 12);
+            /* (a masked run's wall list never ran short here, nor its fluid list: a 2D row
+             * of 12 slots fits one window; test_wcsph_mask_windows makes one short) */
+            assert_true(k / 3 == 1 || (grown >= 1 && cap >= 12));
+            assert_int_equal(windows, k / 3 == 1);
         }
         for (int k = 0; k < RUNS; k++)
             world_read(&w[k]);
@@ -829,6 +837,49 @@ static void test_wcsph_lists(void **state)
         for (int k = 0; k < RUNS; k++)
             world_close(&w[k]);
     }
+}
+
+/* Masked lists whose rows outgrow their windows: the 3D dam break with the neighbourhood of an
+ * engineering code (h = 3.46 spacings, ~124 slots a row of the walk), its masked lists cut to
+ * one window of 64 slots a row, grow at the first frame's end (the forces walk the grid for the
+ * particles whose rows did not fit) and give the same bits as entry lists and as no lists, two
+ * frames. */
+static void test_wcsph_mask_windows(void **state)
+{
+    (void)state;
+    const char *sets[] = {"domain.boundary.type=penalty", "fluids[0].support_radius=0.0173",
+                          "simulation.fps=1000"};
+    const mz_cl device = cl;
+    world w[3];
+    for (int k = 0; k < 3; k++) {
+        setenv("MIZU_SPH_LISTS", k == 2 ? "0" : "1", 1);
+        cl.list_masks = k == 1;
+        world_open_file(&w[k], "scenes/dam_break_3d.json", sets, 3);
+    }
+    unsetenv("MIZU_SPH_LISTS");
+    cl.list_masks = device.list_masks;
+    unsigned cap, windows;
+    long grown;
+    assert_int_equal(sph_set_list_cap(&w[1].sim, 64), 0);
+    assert_int_equal(sph_list_stats(&w[1].sim, &cap, &windows, &grown), 0);
+    assert_int_equal(windows, 1);
+    for (int f = 0; f < 2; f++)
+        for (int k = 0; k < 3; k++)
+            assert_int_equal(sim_advance_frame(&w[k].sim, scene_frame_dt(&w[k].scene)), 0);
+    assert_int_equal(sph_list_stats(&w[1].sim, &cap, &windows, &grown), 0);
+    print_message("masked lists cut to one window a row: grown %ld times to %u windows; bits as "
+                  "entry lists and no lists after %ld steps\n", grown, windows, w[1].sim.step);
+    assert_true(grown >= 1 && windows >= 2);
+    for (int k = 0; k < 3; k++)
+        world_read(&w[k]);
+    for (int k = 1; k < 3; k++) {
+        assert_int_equal(w[k].sim.step, w[0].sim.step);
+        assert_memory_equal(w[0].pos, w[k].pos, 4 * sizeof(float) * w[0].parts.n);
+        assert_memory_equal(w[0].vel, w[k].vel, 4 * sizeof(float) * w[0].parts.n);
+        assert_memory_equal(w[0].rho, w[k].rho, sizeof(float) * w[0].parts.n);
+    }
+    for (int k = 0; k < 3; k++)
+        world_close(&w[k]);
 }
 
 /* The density pass a cell at a time (CPU devices, sph_lanes.clh: mz_cell_poly6_sums) against the
@@ -1045,6 +1096,7 @@ int main(void)
         cmocka_unit_test(test_dfsph_start_ramp),
         cmocka_unit_test(test_dfsph_frame_end_cap),
         cmocka_unit_test(test_wcsph_lists),
+        cmocka_unit_test(test_wcsph_mask_windows),
         cmocka_unit_test(test_density_by_cells),
         cmocka_unit_test(test_colliders),
         cmocka_unit_test(test_wall_function),

@@ -354,7 +354,8 @@ static int dfsph_grow(void *ctx, size_t cap)
     sim->cap = cap;
     sph_lists_release(&st->lists);
     st->lists.grads = grads_wanted(sim);
-    if (sph_lists_init(&st->lists, sim) != 0 || sph_lists_resize(&st->lists, sim, list_cap) != 0)
+    if (sph_lists_init(&st->lists, sim, false) != 0 ||
+        sph_lists_resize(&st->lists, sim, list_cap, 0) != 0)
         return -1;
     st->lists.grown = grown;
     return 0;
@@ -407,7 +408,7 @@ static int dfsph_init(mz_sim *sim)
     st->partial = dfsph_buffer(sim, 16 * groups, "clCreateBuffer(DFSPH error sums)");
     st->total = dfsph_buffer(sim, 16, "clCreateBuffer(DFSPH error)");
     st->lists.grads = grads_wanted(sim);
-    if (!st->gw || !st->partial || !st->total || sph_lists_init(&st->lists, sim) != 0)
+    if (!st->gw || !st->partial || !st->total || sph_lists_init(&st->lists, sim, false) != 0)
         return -1;
     cl_float zero = 0.0f;
     cl_mem *zeroed[] = {&st->K, &st->Kv, &st->p, &st->p_sum, &st->Kprev};
@@ -521,7 +522,7 @@ int dfsph_set_list_cap(mz_sim *sim, unsigned cap)
 {
     if (sim->solver != &mz_solver_dfsph || !sim->state)
         return -1;
-    return sph_lists_resize(&((dfsph_state *)sim->state)->lists, sim, cap);
+    return sph_lists_resize(&((dfsph_state *)sim->state)->lists, sim, cap, 0);
 }
 
 static void dfsph_report(const mz_sim *sim, FILE *out)

@@ -30,7 +30,7 @@ size_t dfsph_device_bytes(const mz_scene *s, size_t n, size_t *held)
     size_t cells = grid_cells_in(n, P.h, s->sim.dimensions, s->domain.min, s->domain.max,
                                  slabs ? MZ_GRID_DENSE : MZ_GRID_AUTO);
     size_t own = (10 * 4 + 16) * room + 16 * dfsph_error_partials(n) + 16 +
-                 sph_step_size_bytes() + room * sph_lists_bytes(s) + 4 +
+                 sph_step_size_bytes() + room * sph_lists_bytes(s, false) + 8 +
                  grid_device_bytes(n, cells, elems, n_reg, slabs, 0);
     size_t walls_sorting, walls = boundary_device_bytes(s, n, P.h, false, &walls_sorting);
     size_t loads = sph_loads_bytes(s, n);

@@ -2,6 +2,8 @@
 #include "solvers/sph/neighbour_list.h"
 #include "util/err.h"
 
+#include <math.h>
+
 /* A particle's neighbours at rest: the lattice points within h, itself excluded (32 in 3D and
  * 12 in 2D at h = 2 spacings). */
 static cl_uint lattice_neighbours(const mz_scene *s)
@@ -25,9 +27,27 @@ cl_uint sph_lists_cap_first(const mz_scene *s)
     return eights(lattice + lattice / 2 + 8);
 }
 
-size_t sph_lists_bytes(const mz_scene *s)
+/* A masked list's windows a row to start with: a row of the walk is three cells of h along x
+ * (the grid's cells are h wide), 1.5 × the lattice's slots there (24 at h = 2 spacings in 3D,
+ * 124 at 3.46), in windows of 64. */
+static cl_uint windows_first(const mz_scene *s)
 {
-    return 2 * 4 * ((size_t)sph_lists_cap_first(s) + 1);
+    double side = scene_support_radius(s) / s->fluids[0].spacing;
+    double slots = 3 * (s->sim.dimensions == 3 ? side * side * side : side * side);
+    return (cl_uint)ceil(1.5 * slots / 64);
+}
+
+/* A masked list's entries a particle: each row's first slot and its windows' two words each. */
+static cl_uint mask_entries(const mz_scene *s, cl_uint windows)
+{
+    return (s->sim.dimensions == 3 ? 9 : 3) * (1 + 2 * windows);
+}
+
+size_t sph_lists_bytes(const mz_scene *s, bool masked)
+{
+    size_t cap = sph_lists_cap_first(s);
+    size_t fluid = masked ? mask_entries(s, windows_first(s)) : cap;
+    return 4 * (fluid + 1) + 4 * (cap + 1);
 }
 
 size_t sph_lists_grad_bytes(const mz_scene *s)
@@ -46,52 +66,67 @@ static cl_mem list_buffer(mz_sim *sim, size_t bytes, const char *what)
     return mz_cl_buffer(sim->cl, CL_MEM_READ_WRITE, bytes ? bytes : 4, NULL, what);
 }
 
-int sph_lists_resize(sph_lists *l, mz_sim *sim, cl_uint cap)
+/* Bytes of a list of `entries` a particle, or -1 after reporting one the device cannot make. */
+static long long list_bytes(const sph_lists *l, const mz_sim *sim, cl_uint entries)
 {
-    cl_mem old[] = {l->fluid, l->wall, l->grad};
-    mz_cl_release_mems(old, 3);
-    l->grad = NULL;
-    l->cap = eights(cap ? cap : 1);
-    l->stride = l->rows ? l->cap : l->particles;
     /* rows: blocks of eight particles (kernels/grid/neighbour_list.clh) */
     size_t particles = l->rows ? (size_t)eights(l->particles) : l->particles;
-    size_t bytes = (size_t)4 * particles * l->cap;
+    size_t bytes = (size_t)4 * particles * entries;
     if (bytes > sim->cl->max_alloc) { /* grown past the device's largest buffer */
         mz_error("the neighbour lists of %u entries a particle need %.3g GB in one buffer; %s "
                  "allocates at most %.3g GB in one buffer. Use fewer particles or another "
                  "device (mizu devices)",
-                 l->cap, (double)bytes / 1e9, sim->cl->device_name,
+                 entries, (double)bytes / 1e9, sim->cl->device_name,
                  (double)sim->cl->max_alloc / 1e9);
         return -1;
     }
-    l->fluid = list_buffer(sim, bytes, "clCreateBuffer(neighbour list)");
-    l->wall = list_buffer(sim, bytes, "clCreateBuffer(wall neighbour list)");
+    return (long long)bytes;
+}
+
+int sph_lists_resize(sph_lists *l, mz_sim *sim, cl_uint cap, cl_uint windows)
+{
+    cl_mem old[] = {l->fluid, l->wall, l->grad};
+    mz_cl_release_mems(old, 3);
+    l->fluid = l->wall = l->grad = NULL;
+    l->cap = eights(cap ? cap : 1);
+    l->stride = l->rows ? l->cap : l->particles;
+    if (l->windows)
+        l->windows = windows ? windows : 1;
+    cl_uint fluid_entries = l->windows ? mask_entries(sim->scene, l->windows) : l->cap;
+    l->fluid_stride = l->rows ? fluid_entries : l->particles;
+    long long bytes = list_bytes(l, sim, l->cap);
+    long long fluid_bytes = list_bytes(l, sim, fluid_entries);
+    if (bytes < 0 || fluid_bytes < 0)
+        return -1;
+    l->fluid = list_buffer(sim, (size_t)fluid_bytes, "clCreateBuffer(neighbour list)");
+    l->wall = list_buffer(sim, (size_t)bytes, "clCreateBuffer(wall neighbour list)");
     if (!l->fluid || !l->wall)
         return -1;
     l->plane = (cl_uint)(bytes / 4);
-    if (l->grads && 3 * bytes <= sim->cl->max_alloc && 3 * (bytes / 4) <= 0xFFFFFFFFu &&
-        !(l->grad = list_buffer(sim, 3 * bytes, "clCreateBuffer(neighbour gradients)")))
+    if (l->grads && (size_t)(3 * bytes) <= sim->cl->max_alloc && 3 * (bytes / 4) <= 0xFFFFFFFFu &&
+        !(l->grad = list_buffer(sim, (size_t)(3 * bytes), "clCreateBuffer(neighbour gradients)")))
         return -1;
     return 0;
 }
 
-int sph_lists_init(sph_lists *l, mz_sim *sim)
+int sph_lists_init(sph_lists *l, mz_sim *sim, bool masked)
 {
     l->particles = (cl_uint)(sim->cap ? sim->cap : 1);
     l->rows = sim->cl->list_rows;
     l->fluid_count = list_buffer(sim, 4 * (size_t)l->particles, "clCreateBuffer(neighbour counts)");
     l->wall_count = list_buffer(sim, 4 * (size_t)l->particles, "clCreateBuffer(neighbour counts)");
-    l->overflow = list_buffer(sim, 4, "clCreateBuffer(neighbour list overflow)");
+    l->overflow = list_buffer(sim, 8, "clCreateBuffer(neighbour list overflow)");
     if (!l->fluid_count || !l->wall_count || !l->overflow)
         return -1;
-    return sph_lists_resize(l, sim, sph_lists_cap_first(sim->scene));
+    l->windows = masked ? windows_first(sim->scene) : 0;
+    return sph_lists_resize(l, sim, sph_lists_cap_first(sim->scene), l->windows);
 }
 
 int sph_lists_before_build(sph_lists *l, mz_sim *sim)
 {
     cl_uint zero = 0;
     return cl_ok(clEnqueueFillBuffer(sim->cl->queue, l->overflow, &zero, sizeof zero, 0,
-                                     sizeof zero, 0, NULL, NULL),
+                                     2 * sizeof zero, 0, NULL, NULL),
                  "clEnqueueFillBuffer(neighbour list overflow)")
                ? 0
                : -1;
@@ -99,15 +134,17 @@ int sph_lists_before_build(sph_lists *l, mz_sim *sim)
 
 int sph_lists_after_build(sph_lists *l, mz_sim *sim)
 {
-    cl_uint most = 0;
-    if (!cl_ok(clEnqueueReadBuffer(sim->cl->queue, l->overflow, CL_TRUE, 0, sizeof most, &most,
+    cl_uint most[2] = {0, 0};
+    if (!cl_ok(clEnqueueReadBuffer(sim->cl->queue, l->overflow, CL_TRUE, 0, sizeof most, most,
                                    0, NULL, NULL),
                "clEnqueueReadBuffer(neighbour list overflow)"))
         return -1;
-    if (most <= l->cap)
+    if (most[0] <= l->cap && most[1] <= l->windows)
         return 1;
     l->grown++;
-    return sph_lists_resize(l, sim, most + most / 4) == 0 ? 0 : -1;
+    cl_uint cap = most[0] > l->cap ? most[0] + most[0] / 4 : l->cap;
+    cl_uint windows = most[1] > l->windows ? most[1] : l->windows;
+    return sph_lists_resize(l, sim, cap, windows) == 0 ? 0 : -1;
 }
 
 void sph_lists_release(sph_lists *l)

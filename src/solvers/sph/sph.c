@@ -13,9 +13,9 @@
  * old ones), and the handles are swapped.
  *
  * WCSPH keeps neighbour lists (neighbour_list.h) where the device has room for them (about
- * 450 bytes a particle in 3D): its density pass, the step's one grid walk, writes them and the
- * forces pass reads them (~33 neighbours a particle instead of 216 candidates in 27 cells); the
- * output is bit-identical. A particle whose list ran short walks the grid in the forces pass,
+ * 450 bytes a particle in 3D, 335 with a GPU's masked fluid list): its density pass, the step's
+ * one grid walk, writes them and the forces pass reads them (~33 neighbours a particle instead
+ * of 216 candidates in 27 cells); the output is bit-identical. A particle whose list ran short walks the grid in the forces pass,
  * and the lists grow at the frame's end. MIZU_SPH_LISTS=1 or 0 decides for a run
  * (sph_lists_wanted). */
 #include "build/build.h"
@@ -71,8 +71,9 @@ static bool run_density(mz_sim *sim, sph_state *st, cl_mem *rho, cl_mem *scratch
  * buffer stands in for them (the kernels do not touch them). */
 #define LIST_ARG(st, m) A(*((st)->listed ? &(st)->lists.m : &(st)->a2))
 #define LIST_ARGS_IN(st)                                                                       \
-    A((st)->listed_i), A((st)->lists.stride), A((st)->lists.cap), LIST_ARG(st, fluid),         \
-        LIST_ARG(st, fluid_count), LIST_ARG(st, wall), LIST_ARG(st, wall_count)
+    A((st)->listed_i), A((st)->lists.stride), A((st)->lists.cap), A((st)->lists.windows),      \
+        A((st)->lists.fluid_stride), LIST_ARG(st, fluid), LIST_ARG(st, fluid_count),           \
+        LIST_ARG(st, wall), LIST_ARG(st, wall_count)
 #define LIST_ARGS_OUT(st) LIST_ARGS_IN(st), LIST_ARG(st, overflow)
 
 /* Whether a WCSPH run keeps neighbour lists: MIZU_SPH_LISTS=1 or 0, else when the device has
@@ -81,12 +82,12 @@ static bool run_density(mz_sim *sim, sph_state *st, cl_mem *rho, cl_mem *scratch
  * quarter, is a buffer the device can make (PoCL here makes none over 2.1 GB: 10^7 particles'
  * lists are 2.3 GB each). Measured: 1.36x the frame loop on 2 CPU cores, 1.33x on an H200 at
  * 10^6 particles (docs/benchmarks.md). */
-static bool sph_lists_wanted(const mz_sim *sim)
+static bool sph_lists_wanted(const mz_sim *sim, bool masked)
 {
     const char *env = getenv("MIZU_SPH_LISTS");
     if (env && (strcmp(env, "0") == 0 || strcmp(env, "1") == 0))
         return env[0] == '1';
-    double lists = (double)sim->cap * (double)sph_lists_bytes(sim->scene);
+    double lists = (double)sim->cap * (double)sph_lists_bytes(sim->scene, masked);
     return sph_lists_room(sim, lists) && 1.25 * lists / 2 <= (double)sim->cl->max_alloc;
 }
 
@@ -255,9 +256,10 @@ static int sph_init(mz_sim *sim)
     if (sph_loads_init(&st->loads, sim, &st->bound, st->program, "sph_wall_loads") != 0)
         return -1;
     /* WCSPH in one process: the density pass's lists for the forces pass. */
-    st->listed = !st->collapsed && !sim->plan && sph_lists_wanted(sim);
+    bool masked = sim->cl->list_masks && !st->grid.desc.hashed;
+    st->listed = !st->collapsed && !sim->plan && sph_lists_wanted(sim, masked);
     st->listed_i = st->listed;
-    if (st->listed && (sph_lists_init(&st->lists, sim) != 0 ||
+    if (st->listed && (sph_lists_init(&st->lists, sim, masked) != 0 ||
                        sph_lists_before_build(&st->lists, sim) != 0))
         return -1;
     /* Distributed: keep this rank's window of its share (halo layers: sph_slab_geometry). */
@@ -657,12 +659,13 @@ static void sph_slab_geometry(const mz_scene *s, double *h, int *halo)
     *halo = 1;
 }
 
-int sph_list_stats(const mz_sim *sim, unsigned *cap, long *grown)
+int sph_list_stats(const mz_sim *sim, unsigned *cap, unsigned *windows, long *grown)
 {
     const sph_state *st = sim->state;
     if (!st->listed)
         return -1;
     *cap = st->lists.cap;
+    *windows = st->lists.windows;
     *grown = st->lists.grown;
     return 0;
 }
@@ -670,7 +673,7 @@ int sph_list_stats(const mz_sim *sim, unsigned *cap, long *grown)
 int sph_set_list_cap(mz_sim *sim, unsigned cap)
 {
     sph_state *st = sim->state;
-    return st->listed ? sph_lists_resize(&st->lists, sim, cap) : -1;
+    return st->listed ? sph_lists_resize(&st->lists, sim, cap, 1) : -1;
 }
 
 const mz_solver mz_solver_sph = {

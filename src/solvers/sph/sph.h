@@ -21,9 +21,10 @@ sph_params sph_params_for(const mz_scene *s);
 
 struct mz_sim;
 /* WCSPH's neighbour lists (sph.c), for tests: whether the run keeps them, their entries a
- * particle and how often they grew; set_list_cap gives them room for `cap` entries (they grow
+ * particle, a masked fluid list's windows a row (0: entries) and how often they grew;
+ * set_list_cap gives them room for `cap` entries and a masked list one window a row (they grow
  * again at a frame's end when short). 0, or -1 when the run keeps none or after reporting. */
-int sph_list_stats(const struct mz_sim *sim, unsigned *cap, long *grown);
+int sph_list_stats(const struct mz_sim *sim, unsigned *cap, unsigned *windows, long *grown);
 int sph_set_list_cap(struct mz_sim *sim, unsigned cap);
 
 #endif
