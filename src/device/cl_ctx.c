@@ -224,7 +224,7 @@ int mz_cl_open(mz_cl *cl, const char *spec, bool profiling)
     cl->list_sums = env_choice("MIZU_LIST_SUMS", "lists", "walk", !cpu);
     /* Masks on GPUs: WCSPH's density pass stores a row of them when its scan ends, where entries
      * are stored as each work-item finds them, scattered (an H100 at 10^7: the density pass
-     * 0.48 → 0.31 ns a particle-step, the forces 0.31 → 0.36, docs/benchmarks.md, session
+     * 0.48 → 0.33 ns a particle-step, the forces 0.31 → 0.35, docs/benchmarks.md, session
      * 28); CPUs keep entries, which their eight lanes read as vectors. */
     cl->list_masks = env_choice("MIZU_LIST_FORMAT", "masks", "entries", !cpu);
     cl->lanes = env_choice("MIZU_SPH_LANES", "8", "1", cpu);

@@ -27,6 +27,11 @@ cl_uint sph_lists_cap_first(const mz_scene *s)
     return eights(lattice + lattice / 2 + 8);
 }
 
+/* The most windows a masked row has (kernels/grid/neighbour_list.clh, MZ_MASK_WINDOWS_MAX). A
+ * particle with a longer row walks the grid in the forces pass, and a scene whose rows would
+ * start longer keeps entry lists (sph_lists_masks_fit). */
+#define MASK_WINDOWS_MAX 4u
+
 /* A masked list's windows a row to start with: a row of the walk is three cells of h along x
  * (the grid's cells are h wide), 1.5 × the lattice's slots there (24 at h = 2 spacings in 3D,
  * 124 at 3.46), in windows of 64. */
@@ -43,10 +48,12 @@ static cl_uint mask_entries(const mz_scene *s, cl_uint windows)
     return (s->sim.dimensions == 3 ? 9 : 3) * (1 + 2 * windows);
 }
 
+bool sph_lists_masks_fit(const mz_scene *s) { return windows_first(s) <= MASK_WINDOWS_MAX; }
+
 size_t sph_lists_bytes(const mz_scene *s, bool masked)
 {
     size_t cap = sph_lists_cap_first(s);
-    size_t fluid = masked ? mask_entries(s, windows_first(s)) : cap;
+    size_t fluid = masked && sph_lists_masks_fit(s) ? mask_entries(s, windows_first(s)) : cap;
     return 4 * (fluid + 1) + 4 * (cap + 1);
 }
 
@@ -91,7 +98,7 @@ int sph_lists_resize(sph_lists *l, mz_sim *sim, cl_uint cap, cl_uint windows)
     l->cap = eights(cap ? cap : 1);
     l->stride = l->rows ? l->cap : l->particles;
     if (l->windows)
-        l->windows = windows ? windows : 1;
+        l->windows = windows < 1 ? 1 : windows > MASK_WINDOWS_MAX ? MASK_WINDOWS_MAX : windows;
     cl_uint fluid_entries = l->windows ? mask_entries(sim->scene, l->windows) : l->cap;
     l->fluid_stride = l->rows ? fluid_entries : l->particles;
     long long bytes = list_bytes(l, sim, l->cap);
@@ -139,7 +146,8 @@ int sph_lists_after_build(sph_lists *l, mz_sim *sim)
                                    0, NULL, NULL),
                "clEnqueueReadBuffer(neighbour list overflow)"))
         return -1;
-    if (most[0] <= l->cap && most[1] <= l->windows)
+    /* (rows past the most windows stay short: those particles walk the grid) */
+    if (most[0] <= l->cap && (most[1] <= l->windows || l->windows == MASK_WINDOWS_MAX))
         return 1;
     l->grown++;
     cl_uint cap = most[0] > l->cap ? most[0] + most[0] / 4 : l->cap;

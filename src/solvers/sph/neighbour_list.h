@@ -30,6 +30,8 @@ typedef struct sph_lists {
 /* Entries a particle the lists start with: 1.5 × the lattice's neighbours within h, + 8, up to
  * a multiple of 8 (every cap is). */
 cl_uint sph_lists_cap_first(const mz_scene *s);
+/* Whether the fluid list may be masked: its rows' first windows no more than a row holds. */
+bool sph_lists_masks_fit(const mz_scene *s);
 /* Device bytes a particle the lists take at their first capacity, the fluid's masked or not;
  * the gradients' beside them. */
 size_t sph_lists_bytes(const mz_scene *s, bool masked);
