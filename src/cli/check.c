@@ -177,7 +177,7 @@ int cmd_check(const mz_run_opts *o)
         printf("  and, where the device has room for them, neighbour lists: %.1f MB more on a "
                "CPU, %.1f MB on a GPU (MIZU_SPH_LISTS=0: none)\n",
                (double)(n * sph_lists_bytes(&s, false)) / 1e6,
-               (double)(n * sph_lists_bytes(&s, true)) / 1e6);
+               (double)(n * sph_lists_bytes(&s, sph_lists_masked(&s, n, true))) / 1e6);
     /* DFSPH's gradients likewise. */
     if (scene_solver(&s) == MZ_SOLVER_DFSPH)
         printf("  and, where the device has room for them, the neighbours' kernel gradients: "

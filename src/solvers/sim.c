@@ -75,6 +75,10 @@ int sim_check_fits(const mz_cl *cl, const mz_scene *scene, size_t n)
         mz_error("the scene's %s %.3g GB in one buffer; %s allocates at most %.3g GB in one "
                  "buffer. Use fewer particles or another device (mizu devices)",
                  what, (double)largest / 1e9, cl->device_name, (double)cl->max_alloc / 1e9);
+    else if (largest / 4 > 0xFFFFFFFFu) /* the kernels count a buffer's words in 32 bits */
+        mz_error("the scene's %s %.3g GB in one buffer, more than 2^32 words, the most the "
+                 "kernels index. Use fewer particles (or several devices: mpirun)",
+                 what, (double)largest / 1e9);
     else
         return 0;
     return -1;

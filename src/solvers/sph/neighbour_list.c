@@ -1,5 +1,6 @@
 /* The step's neighbour lists: see neighbour_list.h and kernels/grid/neighbour_list.clh. */
 #include "solvers/sph/neighbour_list.h"
+#include "device/grid.h"
 #include "util/err.h"
 
 #include <math.h>
@@ -50,6 +51,15 @@ static cl_uint mask_entries(const mz_scene *s, cl_uint windows)
 
 bool sph_lists_masks_fit(const mz_scene *s) { return windows_first(s) <= MASK_WINDOWS_MAX; }
 
+bool sph_lists_masked(const mz_scene *s, size_t n, bool device_masks)
+{
+    mz_grid_desc d;
+    return device_masks && sph_lists_masks_fit(s) &&
+           grid_describe(n, scene_support_radius(s), s->sim.dimensions, s->domain.min,
+                         s->domain.max, MZ_GRID_AUTO, &d) == 0 &&
+           !d.hashed;
+}
+
 size_t sph_lists_bytes(const mz_scene *s, bool masked)
 {
     size_t cap = sph_lists_cap_first(s);
@@ -73,16 +83,33 @@ static cl_mem list_buffer(mz_sim *sim, size_t bytes, const char *what)
     return mz_cl_buffer(sim->cl, CL_MEM_READ_WRITE, bytes ? bytes : 4, NULL, what);
 }
 
+/* Whether a list of `entries` a particle for `particles` is a buffer the device can make and the
+ * kernels can index: its entries are counted in 32 bits (MZ_LIST_AT_). */
+static bool list_fits(const mz_sim *sim, double particles, double entries)
+{
+    return 4 * particles * entries <= (double)sim->cl->max_alloc &&
+           particles * entries <= 4294967295.0;
+}
+
+bool sph_lists_buffers_fit(const mz_sim *sim, bool masked, double room)
+{
+    const mz_scene *s = sim->scene;
+    double cap = sph_lists_cap_first(s);
+    double fluid = masked && sph_lists_masks_fit(s) ? mask_entries(s, windows_first(s)) : cap;
+    double particles = (double)eights((cl_uint)(sim->cap ? sim->cap : 1));
+    return list_fits(sim, particles, room * cap) && list_fits(sim, particles, room * fluid);
+}
+
 /* Bytes of a list of `entries` a particle, or -1 after reporting one the device cannot make. */
 static long long list_bytes(const sph_lists *l, const mz_sim *sim, cl_uint entries)
 {
     /* rows: blocks of eight particles (kernels/grid/neighbour_list.clh) */
     size_t particles = l->rows ? (size_t)eights(l->particles) : l->particles;
     size_t bytes = (size_t)4 * particles * entries;
-    if (bytes > sim->cl->max_alloc) { /* grown past the device's largest buffer */
+    if (!list_fits(sim, (double)particles, entries)) { /* grown past the device's largest buffer */
         mz_error("the neighbour lists of %u entries a particle need %.3g GB in one buffer; %s "
-                 "allocates at most %.3g GB in one buffer. Use fewer particles or another "
-                 "device (mizu devices)",
+                 "allocates at most %.3g GB in one buffer, and a list holds at most 2^32 "
+                 "entries. Use fewer particles or another device (mizu devices)",
                  entries, (double)bytes / 1e9, sim->cl->device_name,
                  (double)sim->cl->max_alloc / 1e9);
         return -1;

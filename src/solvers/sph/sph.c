@@ -13,7 +13,7 @@
  * old ones), and the handles are swapped.
  *
  * WCSPH keeps neighbour lists (neighbour_list.h) where the device has room for them (about
- * 450 bytes a particle in 3D, 335 with a GPU's masked fluid list): its density pass, the step's
+ * 450 bytes a particle in 3D, 340 with a GPU's masked fluid list): its density pass, the step's
  * one grid walk, writes them and the forces pass reads them (~33 neighbours a particle instead
  * of 216 candidates in 27 cells); the output is bit-identical. A particle whose list ran short walks the grid in the forces pass,
  * and the lists grow at the frame's end. MIZU_SPH_LISTS=1 or 0 decides for a run
@@ -80,15 +80,15 @@ static bool run_density(mz_sim *sim, sph_state *st, cl_mem *rho, cl_mem *scratch
  * room for them beside what the run needs (the fit check counts only that, so a run that fits
  * without them is never refused for them), and each of the two lists, with room to grow by a
  * quarter, is a buffer the device can make (PoCL here makes none over 2.1 GB: 10^7 particles'
- * lists are 2.3 GB each). Measured: 1.36x the frame loop on 2 CPU cores, 1.33x on an H200 at
- * 10^6 particles (docs/benchmarks.md). */
+ * lists are 2.3 GB each) of at most 2^32 entries. Measured: 1.36x the frame loop on 2 CPU
+ * cores, 1.33x on an H200 at 10^6 particles (docs/benchmarks.md). */
 static bool sph_lists_wanted(const mz_sim *sim, bool masked)
 {
     const char *env = getenv("MIZU_SPH_LISTS");
     if (env && (strcmp(env, "0") == 0 || strcmp(env, "1") == 0))
         return env[0] == '1';
     double lists = (double)sim->cap * (double)sph_lists_bytes(sim->scene, masked);
-    return sph_lists_room(sim, lists) && 1.25 * lists / 2 <= (double)sim->cl->max_alloc;
+    return sph_lists_room(sim, lists) && sph_lists_buffers_fit(sim, masked, 1.25);
 }
 
 static void swap_mem(cl_mem *a, cl_mem *b)
@@ -256,7 +256,7 @@ static int sph_init(mz_sim *sim)
     if (sph_loads_init(&st->loads, sim, &st->bound, st->program, "sph_wall_loads") != 0)
         return -1;
     /* WCSPH in one process: the density pass's lists for the forces pass. */
-    bool masked = sim->cl->list_masks && !st->grid.desc.hashed && sph_lists_masks_fit(s);
+    bool masked = sph_lists_masked(s, n, sim->cl->list_masks) && !st->grid.desc.hashed;
     st->listed = !st->collapsed && !sim->plan && sph_lists_wanted(sim, masked);
     st->listed_i = st->listed;
     if (st->listed && (sph_lists_init(&st->lists, sim, masked) != 0 ||
