@@ -204,6 +204,33 @@ static void test_dfsph_lists_fit_check(void **state)
     scene_free(&s);
 }
 
+/* The lists' kernels count a list's entries in 32 bits (MZ_LIST_AT_): however large the
+ * device's largest buffer, a list past 2^32 entries is refused (DFSPH: by the fit check) or
+ * not kept (WCSPH), never made to wrap. dam_break_3d's first lists: 56 entries a particle, so
+ * 7.6 × 10^7 particles pass and 7.7 × 10^7 (4.31 × 10^9 entries) do not; masked (45 entries:
+ * a fluid list of 27, the walls' of 56) the same, the wall list deciding. */
+static void test_lists_index_limit(void **state)
+{
+    (void)state;
+    mz_scene s;
+    mz_diag diag = {0};
+    assert_int_equal(scene_load("scenes/dam_break_3d.json", NULL, 0, &s, &diag), 0);
+    assert_int_equal(sph_lists_cap_first(&s), 56);
+    mz_cl huge = cl;
+    huge.global_mem = huge.max_alloc = (cl_ulong)1 << 50;
+    mz_sim sim = {.cl = &huge, .scene = &s};
+    for (int masked = 0; masked < 2; masked++) {
+        sim.cap = 76000000;
+        assert_true(sph_lists_buffers_fit(&sim, masked, 1.0));
+        sim.cap = 77000000;
+        assert_false(sph_lists_buffers_fit(&sim, masked, 1.0));
+    }
+    s.fluids[0].solver = MZ_SOLVER_DFSPH;
+    assert_int_equal(sim_check_fits(&huge, &s, 76000000), 0);
+    assert_int_equal(sim_check_fits(&huge, &s, 77000000), -1);
+    scene_free(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -211,6 +238,7 @@ int main(void)
         cmocka_unit_test(test_wcsph_lists),
         cmocka_unit_test(test_other_kinds),
         cmocka_unit_test(test_dfsph_lists_fit_check),
+        cmocka_unit_test(test_lists_index_limit),
     };
     return cmocka_run_group_tests_name("memory", tests, open_device, close_device);
 }
