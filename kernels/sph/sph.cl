@@ -116,11 +116,11 @@ inline float mz_sph_density_at(const mz_sph *P, uint i, float4 xi, mz_grid_desc 
     float sum = 0.0f, bsum = 0.0f;
 #define MZ_FLUID_(J, R2)                                                                       \
     sum += mz_poly6_unscaled(P, R2);                                                           \
-    if (P->kgc)                                                                                \
+    if (MZ_KGC_ON(*P))                                                                         \
         *S = mz_kgc_sum(P, *S, P->mass, xi - x[J], R2);
 #define MZ_WALL_(B, R2)                                                                        \
     bsum += bm[B] * mz_poly6_unscaled(P, R2);                                                  \
-    if (P->kgc)                                                                                \
+    if (MZ_KGC_ON(*P))                                                                         \
         *S = mz_kgc_sum(P, *S, bm[B], xi - bx[B], R2);
     MZ_SPH_NEIGHBOUR_SUMS(0, MZ_FLUID_, , MZ_WALL_)
 #undef MZ_FLUID_
@@ -155,7 +155,7 @@ inline float mz_sph_density_rate(const mz_sph *P, uint i, float4 xi, float4 vi, 
             float4 dx = xi - x[J], vij = vi - v[J];                                            \
             float f = P->spiky_grad * (P->h - r) * (P->h - r) / r; /* ∇W_ij = f dx */          \
             rate += P->mass * f * (vij.x * dx.x + vij.y * dx.y + vij.z * dx.z);                \
-            if (P->kgc)                                                                        \
+            if (MZ_KGC_ON(*P))                                                                 \
                 *S = mz_kgc_add(*S, -P->mass * f, dx);                                         \
             float drho_h = -to_rho * (gravity.x * dx.x + gravity.y * dx.y + gravity.z * dx.z); \
             float rho_j = rho[J];                                                              \
@@ -171,7 +171,7 @@ inline float mz_sph_density_rate(const mz_sph *P, uint i, float4 xi, float4 vi, 
             float hr = P->h - r;                                                               \
             rate += bm[B] * (P->spiky_grad * hr * hr / r) *                                    \
                     (vib.x * dx.x + vib.y * dx.y + vib.z * dx.z);                              \
-            if (P->kgc)                                                                        \
+            if (MZ_KGC_ON(*P))                                                                 \
                 *S = mz_kgc_add(*S, -bm[B] * (P->spiky_grad * hr * hr / r), dx);               \
         }                                                                                      \
     }
@@ -291,7 +291,8 @@ kernel void sph_density(uint n, float lag, mz_sph P, mz_frame frame, mz_grid_des
     if (i >= n)
         return;
 #if MZ_LANES && !MZ_SLABS
-    if (!P.continuity && !P.kgc && !g.hashed && !windows) { /* a cell at a time, by its first particle */
+    /* a cell at a time, by its first particle */
+    if (!P.continuity && !MZ_KGC_ON(P) && !g.hashed && !windows) {
         const uint hi = mz_cell_lead(&g, cs, ce, x, i, n);
         if (hi)
             mz_sph_density_cell(&P, i, hi, &g, cs, ce, x, gb, bcs, bce, bx, bm, nb, rho_out, p,
@@ -313,7 +314,7 @@ kernel void sph_density(uint n, float lag, mz_sph P, mz_frame frame, mz_grid_des
                                       overflow);
     rho_out[i] = r;
     p[i] = mz_tait(&P, r);
-    if (P.kgc)
+    if (MZ_KGC_ON(P))
         kgc[i] = mz_kgc_from(&P, S, r);
 }
 
@@ -338,7 +339,7 @@ inline void mz_sph_forces_at(uint i, const float4 *fluid, MZ_SPH_FORCES_IN)
     float4 xi = x[i], vi = v[i];
     float4 gravity = mz_frame_accel(&frame, xi, vi);
     float rho_i = rho[i];
-    const mz_kgc Ci = P.kgc ? kgc[i] : mz_kgc_identity();
+    const mz_kgc Ci = MZ_KGC_ON(P) ? kgc[i] : mz_kgc_identity();
     float pr_i = p[i] / (rho_i * rho_i);
     float4 a = (float4)(0.0f);
     /* One neighbour's terms, from the list or the grid (the same neighbours, in one order). */
@@ -348,7 +349,7 @@ inline void mz_sph_forces_at(uint i, const float4 *fluid, MZ_SPH_FORCES_IN)
         dx.w = 0.0f;                                                                           \
         vij.w = 0.0f;                                                                          \
         a = a + mz_sph_pair(&P, dx, R2, vij, rho_i, rho[J], pr_i, p[J],                        \
-                            P.kgc ? 0.5f * (Ci + kgc[J]) : Ci);                                \
+                            MZ_KGC_ON(P) ? 0.5f * (Ci + kgc[J]) : Ci);                         \
     }
 #define MZ_SPH_WALL_TERM(B, R2)                                                                \
     {                                                                                          \
@@ -404,7 +405,7 @@ kernel void sph_forces(MZ_SPH_FORCES_IN)
     if (i >= n)
         return;
 #if MZ_LANES && !MZ_SLABS
-    if (!P.kgc && lists && !windows) {
+    if (!MZ_KGC_ON(P) && lists && !windows) {
         uint count[8];
         const uint e = mz_lanes_lead(i, n, nc, count);
         if (!e)
@@ -557,8 +558,9 @@ kernel void sph_wall_loads(uint n_elems, mz_sph P, mz_frame frame, int collapsed
             float4 gravity = mz_frame_accel(&frame, x[i], vi);
             dx.w = 0.0f;
             vi.w = 0.0f;
-            mz_wall_pair q = mz_sph_wall_pair(&P, dx, r2, r, m_b, p_i, rho_i, gravity, vi, vb, ab,
-                                              P.kgc && !collapsed ? kgc[i] : mz_kgc_identity());
+            const mz_kgc C_i = MZ_KGC_ON(P) && !collapsed ? kgc[i] : mz_kgc_identity();
+            mz_wall_pair q =
+                mz_sph_wall_pair(&P, dx, r2, r, m_b, p_i, rho_i, gravity, vi, vb, ab, C_i);
             f = f - P.mass * mz_wall_load_accel(&q, rest_on, rest, i);
         }
     MZ_NEIGHBOURS_END

@@ -92,11 +92,17 @@ bool sim_kernels_slabs(const mz_sim *sim)
 static cl_program build_kernels(mz_sim *sim, const char *file, const char *const *names,
                                 cl_kernel *const *out, bool exact)
 {
-    char defines[64];
+    char defines[96];
     /* A distributed rank's grid holds a window of layers: its solver kernels query it so, and
-     * so do the probes' (built after the solver's init, when the slabs are made). */
-    snprintf(defines, sizeof defines, "-DMZ_DIM=%d -DMZ_SLABS=%d%s", sim->scene->sim.dimensions,
-             sim_kernels_slabs(sim), sim_frame_spins(sim->scene) ? " -DMZ_SPIN" : "");
+     * so do the probes' (built after the solver's init, when the slabs are made). The gradient
+     * correction only where a fluid asks for it (MZ_KGC_ON, kernels/sph/sph_kernels.clh). */
+    const mz_scene *s = sim->scene;
+    bool kgc = false;
+    for (size_t f = 0; f < s->n_fluids; f++)
+        kgc = kgc || s->fluids[f].gradient_correction;
+    snprintf(defines, sizeof defines, "-DMZ_DIM=%d -DMZ_SLABS=%d -DMZ_KGC=%d%s",
+             s->sim.dimensions, sim_kernels_slabs(sim), kgc,
+             sim_frame_spins(s) ? " -DMZ_SPIN" : "");
     cl_program p = cl_prog_build(sim->cl, file, defines, exact);
     bool ok = p != NULL;
     for (size_t i = 0; ok && names[i]; i++)
