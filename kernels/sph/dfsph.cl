@@ -143,7 +143,8 @@ kernel void dfsph_forces(MZ_DFSPH_FORCES_IN)
     if (!e)
         return;
     /* resting no-slip walls (what mz_sph_wall_accel leaves as summed) in the lanes too */
-    const int in_lanes = !moving && P.friction == MZ_FRICTION_NO_SLIP && !MZ_KGC_ON(P) && !rest_out;
+    const int in_lanes =
+        !moving && MZ_FRICTION_OF(P) == MZ_FRICTION_NO_SLIP && !MZ_KGC_ON(P) && !rest_out;
     uint bcount[8];
     mz_lanes_lead(i, n, bc, bcount); /* the same eight's wall list lengths */
     float4 fluid[8];

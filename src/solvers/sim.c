@@ -95,13 +95,14 @@ static cl_program build_kernels(mz_sim *sim, const char *file, const char *const
     char defines[96];
     /* A distributed rank's grid holds a window of layers: its solver kernels query it so, and
      * so do the probes' (built after the solver's init, when the slabs are made). The gradient
-     * correction only where a fluid asks for it (MZ_KGC_ON, kernels/sph/sph_kernels.clh). */
+     * correction only where a fluid asks for it, and the walls' friction the scene's (MZ_KGC_ON,
+     * MZ_FRICTION_OF: kernels/sph/sph_kernels.clh). */
     const mz_scene *s = sim->scene;
     bool kgc = false;
     for (size_t f = 0; f < s->n_fluids; f++)
         kgc = kgc || s->fluids[f].gradient_correction;
-    snprintf(defines, sizeof defines, "-DMZ_DIM=%d -DMZ_SLABS=%d -DMZ_KGC=%d%s",
-             s->sim.dimensions, sim_kernels_slabs(sim), kgc,
+    snprintf(defines, sizeof defines, "-DMZ_DIM=%d -DMZ_SLABS=%d -DMZ_KGC=%d -DMZ_FRICTION=%d%s",
+             s->sim.dimensions, sim_kernels_slabs(sim), kgc, (int)s->domain.boundary.friction,
              sim_frame_spins(s) ? " -DMZ_SPIN" : "");
     cl_program p = cl_prog_build(sim->cl, file, defines, exact);
     bool ok = p != NULL;
