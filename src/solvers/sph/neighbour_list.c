@@ -51,6 +51,13 @@ static cl_uint mask_entries(const mz_scene *s, cl_uint windows)
 
 bool sph_lists_masks_fit(const mz_scene *s) { return windows_first(s) <= MASK_WINDOWS_MAX; }
 
+/* The fluid list's entries a particle at its first size: masked where asked and the rows fit. */
+static cl_uint fluid_entries_first(const mz_scene *s, bool masked)
+{
+    return masked && sph_lists_masks_fit(s) ? mask_entries(s, windows_first(s))
+                                            : sph_lists_cap_first(s);
+}
+
 bool sph_lists_masked(const mz_scene *s, size_t n, bool device_masks)
 {
     mz_grid_desc d;
@@ -62,9 +69,8 @@ bool sph_lists_masked(const mz_scene *s, size_t n, bool device_masks)
 
 size_t sph_lists_bytes(const mz_scene *s, bool masked)
 {
-    size_t cap = sph_lists_cap_first(s);
-    size_t fluid = masked && sph_lists_masks_fit(s) ? mask_entries(s, windows_first(s)) : cap;
-    return 4 * (fluid + 1) + 4 * (cap + 1);
+    return 4 * ((size_t)fluid_entries_first(s, masked) + 1) +
+           4 * ((size_t)sph_lists_cap_first(s) + 1);
 }
 
 size_t sph_lists_grad_bytes(const mz_scene *s)
@@ -94,10 +100,9 @@ static bool list_fits(const mz_sim *sim, double particles, double entries)
 bool sph_lists_buffers_fit(const mz_sim *sim, bool masked, double room)
 {
     const mz_scene *s = sim->scene;
-    double cap = sph_lists_cap_first(s);
-    double fluid = masked && sph_lists_masks_fit(s) ? mask_entries(s, windows_first(s)) : cap;
     double particles = (double)eights((cl_uint)(sim->cap ? sim->cap : 1));
-    return list_fits(sim, particles, room * cap) && list_fits(sim, particles, room * fluid);
+    return list_fits(sim, particles, room * sph_lists_cap_first(s)) &&
+           list_fits(sim, particles, room * fluid_entries_first(s, masked));
 }
 
 /* Bytes of a list of `entries` a particle, or -1 after reporting one the device cannot make. */
