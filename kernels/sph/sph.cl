@@ -34,15 +34,24 @@
  * faster, the poly6 sum's 8% slower, so summation does not split). The same neighbours in the
  * same order either way: the same bits. A list that ran short (over cap) is summed from the
  * grid. FLUID(J, R2) and WALL(B, R2) are the bodies; BETWEEN runs once after the last fluid
- * neighbour's and before the first wall's. */
+ * neighbour's and before the first wall's. PHASE (a constant where the pass is inlined):
+ * MZ_SUMS_ALL the whole pass, or a split pass as two kernels (sph_density_walk, then
+ * sph_density_listed): MZ_SUMS_WALK the walk and its lists only, MZ_SUMS_LISTED the sums over
+ * the lists the walk wrote. Each kernel holds only its half's registers: on an H100 the walk 48
+ * and the sums 40 where the one kernel held 55 (docs/benchmarks.md, session 29). */
 #ifndef MZ_LIST_SUMS
 #define MZ_LIST_SUMS 0
 #endif
-#define MZ_SPH_NEIGHBOUR_SUMS(SPLIT, FLUID, BETWEEN, WALL)                                     \
+enum { MZ_SUMS_ALL, MZ_SUMS_WALK, MZ_SUMS_LISTED };
+#define MZ_SPH_NEIGHBOUR_SUMS(SPLIT, PHASE, FLUID, BETWEEN, WALL)                              \
     {                                                                                          \
         const bool split = (SPLIT) && lists;                                                   \
         uint nf = 0, nw = 0, need = 0;                                                         \
-        if (lists && windows) {                                                                \
+        if ((PHASE) == MZ_SUMS_LISTED) { /* what the walk counted */                           \
+            nf = nc[i];                                                                        \
+            nw = bc[i];                                                                        \
+            need = windows && nf == MZ_LIST_SHORT ? windows + 1u : 0u;                         \
+        } else if (lists && windows) {                                                         \
             MZ_MASK_WALK_BEGIN(g, cs, ce, x, xi, j, r2, nl, fstride, i, windows, need)         \
                 nf++;                                                                          \
                 if (!split) {                                                                  \
@@ -61,7 +70,7 @@
         if (!split) {                                                                          \
             BETWEEN                                                                            \
         }                                                                                      \
-        if (nb > 0) {                                                                          \
+        if (nb > 0 && (PHASE) != MZ_SUMS_LISTED) {                                             \
             MZ_NEIGHBOURS_BEGIN(gb, bcs, bce, bx, xi, b, r2)                                   \
                 if (lists)                                                                     \
                     mz_list_put(bl, cap, stride, i, &nw, b);                                   \
@@ -70,13 +79,16 @@
                 }                                                                              \
             MZ_NEIGHBOURS_END                                                                  \
         }                                                                                      \
-        if (lists && windows)                                                                  \
-            mz_mask_close(nc, windows, overflow, i, nf, need);                                 \
-        else if (lists)                                                                        \
-            mz_list_close(nc, cap, overflow, i, nf);                                           \
-        if (lists)                                                                             \
-            mz_list_close(bc, cap, overflow, i, nw);                                           \
-        if (split && (windows ? need <= windows : nf <= cap) && nw <= cap) {                   \
+        if ((PHASE) != MZ_SUMS_LISTED) {                                                       \
+            if (lists && windows)                                                              \
+                mz_mask_close(nc, windows, overflow, i, nf, need);                             \
+            else if (lists)                                                                    \
+                mz_list_close(nc, cap, overflow, i, nf);                                       \
+            if (lists)                                                                         \
+                mz_list_close(bc, cap, overflow, i, nw);                                       \
+        }                                                                                      \
+        if ((PHASE) == MZ_SUMS_WALK) {                                                         \
+        } else if (split && (windows ? need <= windows : nf <= cap) && nw <= cap) {            \
             if (windows) {                                                                     \
                 MZ_MASK_LIST_BEGIN(nl, fstride, windows, nf, i, x, xi, j, r2)                  \
                     FLUID(j, r2)                                                               \
@@ -122,7 +134,7 @@ inline float mz_sph_density_at(const mz_sph *P, uint i, float4 xi, mz_grid_desc 
     bsum += bm[B] * mz_poly6_unscaled(P, R2);                                                  \
     if (MZ_KGC_ON(*P))                                                                         \
         *S = mz_kgc_sum(P, *S, bm[B], xi - bx[B], R2);
-    MZ_SPH_NEIGHBOUR_SUMS(0, MZ_FLUID_, , MZ_WALL_)
+    MZ_SPH_NEIGHBOUR_SUMS(0, MZ_SUMS_ALL, MZ_FLUID_, , MZ_WALL_)
 #undef MZ_FLUID_
 #undef MZ_WALL_
     float rho = P->mass * P->poly6 * sum;
@@ -144,7 +156,7 @@ inline float mz_sph_density_rate(const mz_sph *P, uint i, float4 xi, float4 vi, 
                                  mz_grid_desc gb, global const uint *bcs,
                                  global const uint *bce, global const float4 *bx,
                                  global const float *bm, int nb, MZ_WALL_MOTION, mz_kgc *S,
-                                 MZ_SPH_LISTS_OUT)
+                                 MZ_SPH_LISTS_OUT, int phase)
 {
     float rate = 0.0f, diffusion = 0.0f;
     float to_rho = P->rest_density / (P->c0 * P->c0);
@@ -176,8 +188,8 @@ inline float mz_sph_density_rate(const mz_sph *P, uint i, float4 xi, float4 vi, 
         }                                                                                      \
     }
     /* the fluid's diffusion before the walls' terms */
-    MZ_SPH_NEIGHBOUR_SUMS(MZ_LIST_SUMS, MZ_FLUID_, rate += P->diffusion * P->mass * diffusion;,
-                          MZ_WALL_)
+    MZ_SPH_NEIGHBOUR_SUMS(MZ_LIST_SUMS, phase, MZ_FLUID_,
+                          rate += P->diffusion * P->mass * diffusion;, MZ_WALL_)
 #undef MZ_FLUID_
 #undef MZ_WALL_
     return rate;
@@ -279,13 +291,15 @@ inline void mz_sph_density_cell(const mz_sph *P, uint lo, uint hi, const mz_grid
 }
 #endif
 
-kernel void sph_density(uint n, float lag, mz_sph P, mz_frame frame, mz_grid_desc g,
-                        global const uint *cs, global const uint *ce, global const float4 *x,
-                        global const float4 *v, mz_grid_desc gb, global const uint *bcs,
-                        global const uint *bce, global const float4 *bx, global const float *bm,
-                        int nb, MZ_WALL_MOTION, global const float *rho,
-                        global float *rho_out, global float *p, global mz_kgc *kgc,
-                        MZ_SPH_LISTS_OUT)
+#define MZ_SPH_DENSITY_IN                                                                      \
+    uint n, float lag, mz_sph P, mz_frame frame, mz_grid_desc g, global const uint *cs,        \
+        global const uint *ce, global const float4 *x, global const float4 *v,                 \
+        mz_grid_desc gb, global const uint *bcs, global const uint *bce,                       \
+        global const float4 *bx, global const float *bm, int nb, MZ_WALL_MOTION,               \
+        global const float *rho, global float *rho_out, global float *p, global mz_kgc *kgc,   \
+        MZ_SPH_LISTS_OUT
+
+kernel void sph_density(MZ_SPH_DENSITY_IN)
 {
     uint i = get_global_id(0);
     if (i >= n)
@@ -308,10 +322,41 @@ kernel void sph_density(uint n, float lag, mz_sph P, mz_frame frame, mz_grid_des
                                                        cs, ce, x, v, rho, gb, bcs, bce, bx, bm,
                                                        nb, moving, bv, ba, &S, lists, stride,
                                                        cap, windows, fstride, nl, nc, bl, bc,
-                                                       overflow)
+                                                       overflow, MZ_SUMS_ALL)
                   : mz_sph_density_at(&P, i, x[i], g, cs, ce, x, gb, bcs, bce, bx, bm, nb, &S,
                                       lists, stride, cap, windows, fstride, nl, nc, bl, bc,
                                       overflow);
+    rho_out[i] = r;
+    p[i] = mz_tait(&P, r);
+    if (MZ_KGC_ON(P))
+        kgc[i] = mz_kgc_from(&P, S, r);
+}
+
+/* The continuity density where the lists are summed after the walk (src/solvers/sph/sph.c,
+ * run_density: GPUs), as two kernels: the walk, writing i's lists, then the sums over them
+ * and i's density and pressure. The same arithmetic in the same order as sph_density's. */
+kernel void sph_density_walk(MZ_SPH_DENSITY_IN)
+{
+    uint i = get_global_id(0);
+    if (i >= n)
+        return;
+    mz_kgc S = (mz_kgc)(0.0f);
+    (void)mz_sph_density_rate(&P, i, x[i], v[i], rho[i], (float4)(0.0f), g, cs, ce, x, v, rho,
+                              gb, bcs, bce, bx, bm, nb, moving, bv, ba, &S, lists, stride, cap,
+                              windows, fstride, nl, nc, bl, bc, overflow, MZ_SUMS_WALK);
+}
+
+kernel void sph_density_listed(MZ_SPH_DENSITY_IN)
+{
+    uint i = get_global_id(0);
+    if (i >= n)
+        return;
+    float4 gravity = mz_frame_accel(&frame, x[i], v[i]);
+    mz_kgc S = (mz_kgc)(0.0f);
+    float r = rho[i] + lag * mz_sph_density_rate(&P, i, x[i], v[i], rho[i], gravity, g, cs, ce,
+                                                 x, v, rho, gb, bcs, bce, bx, bm, nb, moving, bv,
+                                                 ba, &S, lists, stride, cap, windows, fstride,
+                                                 nl, nc, bl, bc, overflow, MZ_SUMS_LISTED);
     rho_out[i] = r;
     p[i] = mz_tait(&P, r);
     if (MZ_KGC_ON(P))
