@@ -8,16 +8,6 @@
  * into them, in the grid's order; the forces pass reads them, and walks the grid itself for a
  * particle whose list ran short. The same neighbours in the same order: the same sums. */
 
-/* The lists a density pass writes: one stride, cap entries a particle, fluid (nl, nc) and
- * wall (bl, bc), the overflow marks; `lists` 0: none (the buffers are stand-ins). windows > 0:
- * the fluid list is masked (neighbour_list.clh), with that many windows a row and a stride of
- * its own, fstride (else fstride = stride). */
-#define MZ_SPH_LISTS_OUT                                                                       \
-    int lists, uint stride, uint cap, uint windows, uint fstride, global uint *nl,             \
-        global uint *nc, global uint *bl, global uint *bc, global uint *overflow
-#define MZ_SPH_LISTS_IN                                                                        \
-    int lists, uint stride, uint cap, uint windows, uint fstride, global const uint *nl,       \
-        global const uint *nc, global const uint *bl, global const uint *bc
 #include "common/common.clh"
 #include "grid/grid.clh"
 #include "grid/neighbour_list.clh"
@@ -25,175 +15,7 @@
 #include "sph/sph_kernels.clh"
 #include "sph/step_size.clh"
 #include "sph/sph_lanes.clh"
-
-/* The density pass's sums over i's neighbours, from the grid, writing i's lists on the way
- * where the solver keeps them. SPLIT (continuity density on GPUs, MZ_LIST_SUMS): the walk only
- * writes the lists and the sums run over them afterwards. A warp's work-items test the same
- * candidates together, and a body in the walk runs for every candidate any of them takes, while
- * over the lists each runs its own neighbours only (measured on an H200: the continuity pass 6%
- * faster, the poly6 sum's 8% slower, so summation does not split). The same neighbours in the
- * same order either way: the same bits. A list that ran short (over cap) is summed from the
- * grid. FLUID(J, R2) and WALL(B, R2) are the bodies; BETWEEN runs once after the last fluid
- * neighbour's and before the first wall's. PHASE (a constant where the pass is inlined):
- * MZ_SUMS_ALL the whole pass, or a split pass as two kernels (sph_density_walk, then
- * sph_density_listed): MZ_SUMS_WALK the walk and its lists only, MZ_SUMS_LISTED the sums over
- * the lists the walk wrote. Each kernel holds only its half's registers: on an H100 the walk 48
- * and the sums 40 where the one kernel held 55 (docs/benchmarks.md, session 29). */
-#ifndef MZ_LIST_SUMS
-#define MZ_LIST_SUMS 0
-#endif
-enum { MZ_SUMS_ALL, MZ_SUMS_WALK, MZ_SUMS_LISTED };
-#define MZ_SPH_NEIGHBOUR_SUMS(SPLIT, PHASE, FLUID, BETWEEN, WALL)                              \
-    {                                                                                          \
-        const bool split = (SPLIT) && lists;                                                   \
-        uint nf = 0, nw = 0, need = 0;                                                         \
-        if ((PHASE) == MZ_SUMS_LISTED) { /* what the walk counted */                           \
-            nf = nc[i];                                                                        \
-            nw = bc[i];                                                                        \
-            need = windows && nf == MZ_LIST_SHORT ? windows + 1u : 0u;                         \
-        } else if (lists && windows) {                                                         \
-            MZ_MASK_WALK_BEGIN(g, cs, ce, x, xi, j, r2, nl, fstride, i, windows, need)         \
-                nf++;                                                                          \
-                if (!split) {                                                                  \
-                    FLUID(j, r2)                                                               \
-                }                                                                              \
-            MZ_MASK_WALK_END(nl, fstride, i, windows)                                          \
-        } else {                                                                               \
-            MZ_NEIGHBOURS_BEGIN(g, cs, ce, x, xi, j, r2)                                       \
-                if (lists)                                                                     \
-                    mz_list_put(nl, cap, stride, i, &nf, j);                                   \
-                if (!split) {                                                                  \
-                    FLUID(j, r2)                                                               \
-                }                                                                              \
-            MZ_NEIGHBOURS_END                                                                  \
-        }                                                                                      \
-        if (!split) {                                                                          \
-            BETWEEN                                                                            \
-        }                                                                                      \
-        if (nb > 0 && (PHASE) != MZ_SUMS_LISTED) {                                             \
-            MZ_NEIGHBOURS_BEGIN(gb, bcs, bce, bx, xi, b, r2)                                   \
-                if (lists)                                                                     \
-                    mz_list_put(bl, cap, stride, i, &nw, b);                                   \
-                if (!split) {                                                                  \
-                    WALL(b, r2)                                                                \
-                }                                                                              \
-            MZ_NEIGHBOURS_END                                                                  \
-        }                                                                                      \
-        if ((PHASE) != MZ_SUMS_LISTED) {                                                       \
-            if (lists && windows)                                                              \
-                mz_mask_close(nc, windows, overflow, i, nf, need);                             \
-            else if (lists)                                                                    \
-                mz_list_close(nc, cap, overflow, i, nf);                                       \
-            if (lists)                                                                         \
-                mz_list_close(bc, cap, overflow, i, nw);                                       \
-        }                                                                                      \
-        if ((PHASE) == MZ_SUMS_WALK) {                                                         \
-        } else if (split && (windows ? need <= windows : nf <= cap) && nw <= cap) {            \
-            if (windows) {                                                                     \
-                MZ_MASK_LIST_BEGIN(nl, fstride, windows, nf, i, x, xi, j, r2)                  \
-                    FLUID(j, r2)                                                               \
-                MZ_MASK_LIST_END                                                               \
-            } else {                                                                           \
-                MZ_LIST_BEGIN(nl, nc, stride, i, x, xi, j, r2)                                 \
-                    FLUID(j, r2)                                                               \
-                MZ_LIST_END                                                                    \
-            }                                                                                  \
-            BETWEEN                                                                            \
-            if (nb > 0) {                                                                      \
-                MZ_LIST_BEGIN(bl, bc, stride, i, bx, xi, b, r2)                                \
-                    WALL(b, r2)                                                                \
-                MZ_LIST_END                                                                    \
-            }                                                                                  \
-        } else if (split) {                                                                    \
-            MZ_NEIGHBOURS_BEGIN(g, cs, ce, x, xi, j, r2)                                       \
-                FLUID(j, r2)                                                                   \
-            MZ_NEIGHBOURS_END                                                                  \
-            BETWEEN                                                                            \
-            if (nb > 0) {                                                                      \
-                MZ_NEIGHBOURS_BEGIN(gb, bcs, bce, bx, xi, b, r2)                               \
-                    WALL(b, r2)                                                                \
-                MZ_NEIGHBOURS_END                                                              \
-            }                                                                                  \
-        }                                                                                      \
-    }
-
-/* ρ_i = m Σ_j W_ij + Σ_b m_b W_ib over fluid neighbours j (i itself included) and boundary b. */
-inline float mz_sph_density_at(const mz_sph *P, uint i, float4 xi, mz_grid_desc g,
-                               global const uint *cs, global const uint *ce,
-                               global const float4 *x, mz_grid_desc gb, global const uint *bcs,
-                               global const uint *bce, global const float4 *bx,
-                               global const float *bm, int nb, mz_kgc *S,
-                               MZ_SPH_LISTS_OUT)
-{
-    float sum = 0.0f, bsum = 0.0f;
-#define MZ_FLUID_(J, R2)                                                                       \
-    sum += mz_poly6_unscaled(P, R2);                                                           \
-    if (MZ_KGC_ON(*P))                                                                         \
-        *S = mz_kgc_sum(P, *S, P->mass, xi - x[J], R2);
-#define MZ_WALL_(B, R2)                                                                        \
-    bsum += bm[B] * mz_poly6_unscaled(P, R2);                                                  \
-    if (MZ_KGC_ON(*P))                                                                         \
-        *S = mz_kgc_sum(P, *S, bm[B], xi - bx[B], R2);
-    MZ_SPH_NEIGHBOUR_SUMS(0, MZ_SUMS_ALL, MZ_FLUID_, , MZ_WALL_)
-#undef MZ_FLUID_
-#undef MZ_WALL_
-    float rho = P->mass * P->poly6 * sum;
-    if (nb > 0)
-        rho += P->poly6 * bsum;
-    return rho;
-}
-
-/* The continuity equation's rate, Dρ_i/Dt = Σ_j m (v_i − v_j)·∇W_ij + Σ_b m_b (v_i − v_b)·∇W_ib, with the same renormalised spiky gradient as the pressure force, plus δ-SPH's
- * density diffusion between fluid particles, δ hs c0 Σ_j ψ_ij (x_ji·∇W_ij)/(r² + η²) m/ρ_j.
- * ψ_ij = 2(ρ_j − ρ_i − Δρ_H) diffuses only the departure from hydrostatics (Fourtakas et al.
- * 2019), with Δρ_H = ρ0 g·(x_j − x_i)/c0², the linearised Tait density difference of a fluid at
- * rest: plain 2(ρ_j − ρ_i) would flatten the hydrostatic gradient where the kernel is cut by
- * the free surface and sink the surface particles' pressure again. */
-inline float mz_sph_density_rate(const mz_sph *P, uint i, float4 xi, float4 vi, float rho_i,
-                                 float4 gravity, mz_grid_desc g, global const uint *cs,
-                                 global const uint *ce, global const float4 *x,
-                                 global const float4 *v, global const float *rho,
-                                 mz_grid_desc gb, global const uint *bcs,
-                                 global const uint *bce, global const float4 *bx,
-                                 global const float *bm, int nb, MZ_WALL_MOTION, mz_kgc *S,
-                                 MZ_SPH_LISTS_OUT, int phase)
-{
-    float rate = 0.0f, diffusion = 0.0f;
-    float to_rho = P->rest_density / (P->c0 * P->c0);
-#define MZ_FLUID_(J, R2)                                                                       \
-    {                                                                                          \
-        float r = sqrt(R2);                                                                    \
-        if (r > P->r_min) {                                                                    \
-            float4 dx = xi - x[J], vij = vi - v[J];                                            \
-            float f = P->spiky_grad * (P->h - r) * (P->h - r) / r; /* ∇W_ij = f dx */          \
-            rate += P->mass * f * (vij.x * dx.x + vij.y * dx.y + vij.z * dx.z);                \
-            if (MZ_KGC_ON(*P))                                                                 \
-                *S = mz_kgc_add(*S, -P->mass * f, dx);                                         \
-            float drho_h = -to_rho * (gravity.x * dx.x + gravity.y * dx.y + gravity.z * dx.z); \
-            float rho_j = rho[J];                                                              \
-            diffusion += 2.0f * (rho_j - rho_i - drho_h) * (-f * R2) / (R2 + P->eps2) /        \
-                         rho_j;                                                                \
-        }                                                                                      \
-    }
-#define MZ_WALL_(B, R2)                                                                        \
-    {                                                                                          \
-        float r = sqrt(R2);                                                                    \
-        if (r > P->r_min) {                                                                    \
-            float4 dx = xi - bx[B], vib = vi - MZ_WALL_V(B);                                   \
-            float hr = P->h - r;                                                               \
-            rate += bm[B] * (P->spiky_grad * hr * hr / r) *                                    \
-                    (vib.x * dx.x + vib.y * dx.y + vib.z * dx.z);                              \
-            if (MZ_KGC_ON(*P))                                                                 \
-                *S = mz_kgc_add(*S, -bm[B] * (P->spiky_grad * hr * hr / r), dx);               \
-        }                                                                                      \
-    }
-    /* the fluid's diffusion before the walls' terms */
-    MZ_SPH_NEIGHBOUR_SUMS(MZ_LIST_SUMS, phase, MZ_FLUID_,
-                          rate += P->diffusion * P->mass * diffusion;, MZ_WALL_)
-#undef MZ_FLUID_
-#undef MZ_WALL_
-    return rate;
-}
+#include "sph/sph_density.clh"
 
 /* For the forces on walls (sph_wall_loads), walls other than no-slip: what mz_sph_wall_accel
  * added to i's acceleration beyond the pairs' sum (a, its result), and in w the sum of the
@@ -291,14 +113,6 @@ inline void mz_sph_density_cell(const mz_sph *P, uint lo, uint hi, const mz_grid
 }
 #endif
 
-#define MZ_SPH_DENSITY_IN                                                                      \
-    uint n, float lag, mz_sph P, mz_frame frame, mz_grid_desc g, global const uint *cs,        \
-        global const uint *ce, global const float4 *x, global const float4 *v,                 \
-        mz_grid_desc gb, global const uint *bcs, global const uint *bce,                       \
-        global const float4 *bx, global const float *bm, int nb, MZ_WALL_MOTION,               \
-        global const float *rho, global float *rho_out, global float *p, global mz_kgc *kgc,   \
-        MZ_SPH_LISTS_OUT
-
 kernel void sph_density(MZ_SPH_DENSITY_IN)
 {
     uint i = get_global_id(0);
@@ -326,37 +140,6 @@ kernel void sph_density(MZ_SPH_DENSITY_IN)
                   : mz_sph_density_at(&P, i, x[i], g, cs, ce, x, gb, bcs, bce, bx, bm, nb, &S,
                                       lists, stride, cap, windows, fstride, nl, nc, bl, bc,
                                       overflow);
-    rho_out[i] = r;
-    p[i] = mz_tait(&P, r);
-    if (MZ_KGC_ON(P))
-        kgc[i] = mz_kgc_from(&P, S, r);
-}
-
-/* The continuity density where the lists are summed after the walk (src/solvers/sph/sph.c,
- * run_density: GPUs), as two kernels: the walk, writing i's lists, then the sums over them
- * and i's density and pressure. The same arithmetic in the same order as sph_density's. */
-kernel void sph_density_walk(MZ_SPH_DENSITY_IN)
-{
-    uint i = get_global_id(0);
-    if (i >= n)
-        return;
-    mz_kgc S = (mz_kgc)(0.0f);
-    (void)mz_sph_density_rate(&P, i, x[i], v[i], rho[i], (float4)(0.0f), g, cs, ce, x, v, rho,
-                              gb, bcs, bce, bx, bm, nb, moving, bv, ba, &S, lists, stride, cap,
-                              windows, fstride, nl, nc, bl, bc, overflow, MZ_SUMS_WALK);
-}
-
-kernel void sph_density_listed(MZ_SPH_DENSITY_IN)
-{
-    uint i = get_global_id(0);
-    if (i >= n)
-        return;
-    float4 gravity = mz_frame_accel(&frame, x[i], v[i]);
-    mz_kgc S = (mz_kgc)(0.0f);
-    float r = rho[i] + lag * mz_sph_density_rate(&P, i, x[i], v[i], rho[i], gravity, g, cs, ce,
-                                                 x, v, rho, gb, bcs, bce, bx, bm, nb, moving, bv,
-                                                 ba, &S, lists, stride, cap, windows, fstride,
-                                                 nl, nc, bl, bc, overflow, MZ_SUMS_LISTED);
     rho_out[i] = r;
     p[i] = mz_tait(&P, r);
     if (MZ_KGC_ON(P))

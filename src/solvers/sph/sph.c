@@ -44,6 +44,8 @@ typedef struct sph_state {
     mz_frame_arg frame; /* the domain's frame at this step's start */
     cl_int penalty;
     cl_program program;
+    cl_program split_program; /* sph_density_split.cl, where `split` */
+    bool split; /* the continuity density as two kernels (split_density), chosen at init */
     cl_kernel k_density, k_forces, k_collapsed, k_max;
     cl_kernel k_walk, k_listed; /* the continuity density as two kernels (run_density) */
     mz_grid grid;
@@ -67,6 +69,15 @@ typedef struct sph_state {
 } sph_state;
 
 static bool run_density(mz_sim *sim, sph_state *st, cl_mem *rho, cl_mem *scratch, double lag);
+
+/* Whether the continuity density runs as two kernels, the walk writing the lists and then the
+ * sums over them (where its sums run over the lists: GPUs, mz_cl.list_sums), each with only its
+ * half's registers: on an H100 48 and 40 where the one kernel holds 55, the density pass 2.13 →
+ * 1.95 ns a particle-step at h = 3.46 spacings, the same bits (docs/benchmarks.md). */
+static bool split_density(const mz_sim *sim, const sph_state *st)
+{
+    return st->P.continuity && st->listed && sim->cl->list_sums;
+}
 
 /* The kernels' list arguments (kernels/sph/sph.cl, MZ_SPH_LISTS_OUT/IN); without lists, any
  * buffer stands in for them (the kernels do not touch them). */
@@ -165,12 +176,9 @@ static int sph_init(mz_sim *sim)
     st->walls = sim_walls(s);
     st->frame = sim_frame(s, sim->time);
     st->penalty = s->domain.boundary.type == MZ_BOUNDARY_PENALTY;
-    static const char *const names[] = {"sph_density",       "sph_forces",
-                                        "csph_step",         "speed_accel_max",
-                                        "sph_density_walk",  "sph_density_listed",
-                                        NULL};
-    cl_kernel *const kernels[] = {&st->k_density, &st->k_forces, &st->k_collapsed,
-                                  &st->k_max,     &st->k_walk,   &st->k_listed};
+    static const char *const names[] = {"sph_density", "sph_forces", "csph_step",
+                                        "speed_accel_max", NULL};
+    cl_kernel *const kernels[] = {&st->k_density, &st->k_forces, &st->k_collapsed, &st->k_max};
     st->program = sim_build_kernels(sim, "sph/sph.cl", names, kernels);
     if (!st->program)
         return -1;
@@ -266,6 +274,16 @@ static int sph_init(mz_sim *sim)
     if (st->listed && (sph_lists_init(&st->lists, sim, masked) != 0 ||
                        sph_lists_before_build(&st->lists, sim) != 0))
         return -1;
+    st->split = split_density(sim, st);
+    if (st->split) {
+        static const char *const split_names[] = {"sph_density_walk", "sph_density_listed",
+                                                  NULL};
+        cl_kernel *const split_kernels[] = {&st->k_walk, &st->k_listed};
+        st->split_program = sim_build_kernels(sim, "sph/sph_density_split.cl", split_names,
+                                              split_kernels);
+        if (!st->split_program)
+            return -1;
+    }
     /* Distributed: keep this rank's window of its share (halo layers: sph_slab_geometry). */
     if (sim->plan) {
         if (slabs_create(&st->slabs, &st->grid, sim->plan, sim->pos) != 0)
@@ -306,9 +324,8 @@ static int sph_init(mz_sim *sim)
 
 /* Density and pressure into *rho. The continuity equation reads the neighbours' densities, so
  * it writes into *scratch and the handles are swapped; summation writes in place. Where the
- * continuity sums run over the lists after the walk (GPUs, mz_cl.list_sums), the walk and the
- * sums are two kernels of the same arguments, each with only its own half's registers: an
- * H100's density pass 2.13 → 1.95 ns a particle-step at h = 3.46 spacings (the same bits). */
+ * continuity sums run over the lists after the walk (split_density), the walk and the sums are
+ * two kernels of the same arguments (kernels/sph/sph_density_split.cl). */
 static bool run_density(mz_sim *sim, sph_state *st, cl_mem *rho, cl_mem *scratch, double lag)
 {
     boundary_args b = boundary_of(&st->bound, st->grid.desc);
@@ -319,11 +336,10 @@ static bool run_density(mz_sim *sim, sph_state *st, cl_mem *rho, cl_mem *scratch
     size_t begin, end;
     sim_owned(sim, &begin, &end);
     cl_uint end_u = (cl_uint)end;
-    bool split = st->P.continuity && st->listed && sim->cl->list_sums;
-    cl_kernel ks[] = {split ? st->k_walk : st->k_density, st->k_listed};
-    const char *names[] = {split ? "sph_density_walk" : "sph_density", "sph_density_listed"};
+    cl_kernel ks[] = {st->split ? st->k_walk : st->k_density, st->k_listed};
+    const char *names[] = {st->split ? "sph_density_walk" : "sph_density", "sph_density_listed"};
     bool ok = true;
-    for (int k = 0; ok && k < (split ? 2 : 1); k++)
+    for (int k = 0; ok && k < (st->split ? 2 : 1); k++)
         ok = KARGS(ks[k], names[k], A(end_u), A(lag_f), A(st->P), A(st->frame),
                    A(st->grid.desc), A(st->grid.cell_words), A(st->grid.cell_first),
                    A(sim->pos), A(sim->vel), A(b.desc), A(b.words), A(b.first), A(b.pos),
@@ -597,6 +613,8 @@ static void sph_release(mz_sim *sim)
     mz_cl_release_mems(ms, sizeof ms / sizeof *ms);
     if (st->program)
         clReleaseProgram(st->program);
+    if (st->split_program)
+        clReleaseProgram(st->split_program);
     sph_step_size_release(&st->step_size);
     if (st->listed)
         sph_lists_release(&st->lists);
