@@ -27,6 +27,7 @@
 #include "solvers/sph/loads.h"
 #include "solvers/sph/neighbour_list.h"
 #include "solvers/sph/sph.h"
+#include "solvers/sph/sph_state.h"
 #include "solvers/sph/step_size.h"
 #include "util/err.h"
 
@@ -34,59 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum sph_stage { STAGE_GRID, STAGE_DENSITY, STAGE_FORCES, STAGE_STEP_SIZE };
 static const char *const sph_stages[] = {"grid", "density", "forces", "step size", NULL};
-
-typedef struct sph_state {
-    bool collapsed, adaptive;
-    sph_params P;
-    mz_walls_arg walls;
-    mz_frame_arg frame; /* the domain's frame at this step's start */
-    cl_int penalty;
-    cl_program program;
-    cl_program split_program; /* sph_density_split.cl, where `split` */
-    bool split; /* the continuity density as two kernels (split_density), chosen at init */
-    cl_kernel k_density, k_forces, k_collapsed, k_max;
-    cl_kernel k_walk, k_listed; /* the continuity density as two kernels (run_density) */
-    mz_grid grid;
-    bool grid_made;
-    boundary_set bound; /* wall and collider particles */
-    sph_loads loads;    /* forces on walls and colliders, when the scene measures them */
-    mz_slabs slabs; /* a distributed run's (sim->slabs) */
-    bool slabs_made;
-    cl_mem vel_out, rho, p, a2;
-    cl_mem rho_next; /* WCSPH by the continuity equation: the new densities, then swapped */
-    cl_mem rho_prev, drho, drho_prev; /* collapsed SPH: last step's density and its rate */
-    cl_mem kgc; /* WCSPH: each particle's gradient correction (P.kgc), else a stand-in */
-    double lag; /* seconds since the densities were last updated (the last step's dt) */
-    sph_step_size step_size; /* the adaptive step's |v|max and |a|max */
-    sph_lists lists;     /* WCSPH's neighbour lists, when `listed` */
-    bool listed;
-    cl_int listed_i;     /* listed, as the kernels take it */
-    double next_dt;
-    float v2, a2_max;    /* the largest |v|² and |a|² choose_dt saw last */
-    long warn_steps;  /* steps in one frame that earn a warning (adaptive; 0: not yet set) */
-} sph_state;
-
-static bool run_density(mz_sim *sim, sph_state *st, cl_mem *rho, cl_mem *scratch, double lag);
-
-/* Whether the continuity density runs as two kernels, the walk writing the lists and then the
- * sums over them (where its sums run over the lists: GPUs, mz_cl.list_sums), each with only its
- * half's registers: on an H100 48 and 40 where the one kernel holds 55, the density pass 2.13 →
- * 1.95 ns a particle-step at h = 3.46 spacings, the same bits (docs/benchmarks.md). */
-static bool split_density(const mz_sim *sim, const sph_state *st)
-{
-    return st->P.continuity && st->listed && sim->cl->list_sums;
-}
-
-/* The kernels' list arguments (kernels/sph/sph.cl, MZ_SPH_LISTS_OUT/IN); without lists, any
- * buffer stands in for them (the kernels do not touch them). */
-#define LIST_ARG(st, m) A(*((st)->listed ? &(st)->lists.m : &(st)->a2))
-#define LIST_ARGS_IN(st)                                                                       \
-    A((st)->listed_i), A((st)->lists.stride), A((st)->lists.cap), A((st)->lists.windows),      \
-        A((st)->lists.fluid_stride), LIST_ARG(st, fluid), LIST_ARG(st, fluid_count),           \
-        LIST_ARG(st, wall), LIST_ARG(st, wall_count)
-#define LIST_ARGS_OUT(st) LIST_ARGS_IN(st), LIST_ARG(st, overflow)
 
 /* Whether a WCSPH run keeps neighbour lists: MIZU_SPH_LISTS=1 or 0, else when the device has
  * room for them beside what the run needs (the fit check counts only that, so a run that fits
@@ -102,16 +51,6 @@ static bool sph_lists_wanted(const mz_sim *sim, bool masked)
     double lists = (double)sim->cap * (double)sph_lists_bytes(sim->scene, masked);
     return sph_lists_room(sim, lists) && sph_lists_buffers_fit(sim, masked, 1.25);
 }
-
-static void swap_mem(cl_mem *a, cl_mem *b)
-{
-    cl_mem t = *a;
-    *a = *b;
-    *b = t;
-}
-
-/* A particle's gradient correction (mz_kgc): a symmetric 2×2 in a float4, a 3×3 in a float8. */
-static size_t kgc_bytes(const mz_scene *s) { return s->sim.dimensions == 2 ? 16 : 32; }
 
 static cl_mem sph_buffer(mz_sim *sim, size_t bytes, const char *what)
 {
@@ -274,7 +213,7 @@ static int sph_init(mz_sim *sim)
     if (st->listed && (sph_lists_init(&st->lists, sim, masked) != 0 ||
                        sph_lists_before_build(&st->lists, sim) != 0))
         return -1;
-    st->split = split_density(sim, st);
+    st->split = sph_split_density(sim, st);
     if (st->split) {
         static const char *const split_names[] = {"sph_density_walk", "sph_density_listed",
                                                   NULL};
@@ -314,91 +253,12 @@ static int sph_init(mz_sim *sim)
         (st->slabs_made && slabs_after_build(&st->slabs) != 0))
         return -1;
     /* After the build: it swaps the handles of the buffers it moves, rho_prev among them. */
-    if (!run_density(sim, st, st->collapsed ? &st->rho_prev : &st->rho, &st->rho_next, 0.0))
+    if (!sph_run_density(sim, st, st->collapsed ? &st->rho_prev : &st->rho, &st->rho_next, 0.0))
         return -1;
     /* Collapsed SPH's newest densities are swapped into rho_prev at the end of each step. */
     sim->field[MZ_FIELD_DENSITY] = st->collapsed ? &st->rho_prev : &st->rho;
     sim->field[MZ_FIELD_PRESSURE] = &st->p;
     return 0;
-}
-
-/* Density and pressure into *rho. The continuity equation reads the neighbours' densities, so
- * it writes into *scratch and the handles are swapped; summation writes in place. Where the
- * continuity sums run over the lists after the walk (split_density), the walk and the sums are
- * two kernels of the same arguments (kernels/sph/sph_density_split.cl). */
-static bool run_density(mz_sim *sim, sph_state *st, cl_mem *rho, cl_mem *scratch, double lag)
-{
-    boundary_args b = boundary_of(&st->bound, st->grid.desc);
-    cl_float lag_f = (cl_float)lag;
-    cl_mem out = st->P.continuity ? *scratch : *rho;
-    /* Distributed: the owned particles; the halo's densities come from their owners
-     * (share_density_begin). */
-    size_t begin, end;
-    sim_owned(sim, &begin, &end);
-    cl_uint end_u = (cl_uint)end;
-    cl_kernel ks[] = {st->split ? st->k_walk : st->k_density, st->k_listed};
-    const char *names[] = {st->split ? "sph_density_walk" : "sph_density", "sph_density_listed"};
-    bool ok = true;
-    for (int k = 0; ok && k < (st->split ? 2 : 1); k++)
-        ok = KARGS(ks[k], names[k], A(end_u), A(lag_f), A(st->P), A(st->frame),
-                   A(st->grid.desc), A(st->grid.cell_words), A(st->grid.cell_first),
-                   A(sim->pos), A(sim->vel), A(b.desc), A(b.words), A(b.first), A(b.pos),
-                   A(b.mass), A(b.nb), A(b.moving), A(b.vel), A(b.acc), A(*rho), A(out),
-                   A(st->p), A(st->kgc), LIST_ARGS_OUT(st)) &&
-             sim_launch_range(sim, ks[k], begin, end, STAGE_DENSITY, names[k]);
-    if (ok && st->P.continuity)
-        swap_mem(rho, scratch);
-    return ok;
-}
-
-/* The forces pass's buffer for the wall forces' rest (sph_wall_rest), or a stand-in. */
-static cl_mem *rest_arg(sph_state *st)
-{
-    return st->loads.rest ? &st->loads.rest : &st->a2;
-}
-
-/* Distributed: what the density pass computed and the forces of the particles beside the halo
- * read of it — densities, pressures and gradient corrections — from the halo's owners. */
-static int share_density(mz_sim *sim, sph_state *st, bool begin)
-{
-    cl_mem bufs[] = {st->rho, st->p, st->kgc};
-    size_t elem[] = {4, 4, kgc_bytes(sim->scene)};
-    int n = st->P.kgc ? 3 : 2;
-    return begin ? slabs_share_begin(&st->slabs, bufs, elem, n)
-                 : slabs_share_end(&st->slabs, bufs, elem, n);
-}
-
-/* WCSPH's forces pass on the owned slots [begin, end). */
-static bool run_forces(mz_sim *sim, sph_state *st, size_t begin, size_t end, cl_float dt,
-                       cl_int rest_out)
-{
-    if (end <= begin)
-        return true;
-    boundary_args b = boundary_of(&st->bound, st->grid.desc);
-    cl_uint end_u = (cl_uint)end;
-    return KARGS(st->k_forces, "sph_forces", A(end_u), A(dt), A(st->P), A(st->frame),
-                 A(st->walls), A(st->penalty), A(st->grid.desc), A(st->grid.cell_words),
-                 A(st->grid.cell_first), A(sim->pos), A(sim->vel), A(st->rho), A(st->p),
-                 A(b.desc), A(b.words), A(b.first), A(b.pos), A(b.mass), A(b.nb), A(b.moving),
-                 A(b.vel), A(b.acc), A(sim->pred), A(st->vel_out), A(st->a2), A(rest_out),
-                 A(*rest_arg(st)), A(st->kgc), LIST_ARGS_IN(st)) &&
-           sim_launch_range(sim, st->k_forces, begin, end, STAGE_FORCES, "sph_forces");
-}
-
-/* Density, then forces. Distributed, the halo's densities travel while the device computes
- * the forces of the owned particles no halo particle touches; then those beside the halo. */
-static bool density_and_forces(mz_sim *sim, sph_state *st, cl_float dt, cl_int rest_out)
-{
-    size_t begin, end;
-    sim_owned(sim, &begin, &end);
-    if (!run_density(sim, st, &st->rho, &st->rho_next, st->lag))
-        return false;
-    if (!st->slabs_made)
-        return run_forces(sim, st, begin, end, dt, rest_out);
-    size_t ib = st->slabs.inner_begin, ie = st->slabs.inner_end;
-    return share_density(sim, st, true) == 0 && run_forces(sim, st, ib, ie, dt, rest_out) &&
-           share_density(sim, st, false) == 0 && run_forces(sim, st, begin, ib, dt, rest_out) &&
-           run_forces(sim, st, ie, end, dt, rest_out);
 }
 
 /* Distributed: the owned particles to the windows of their layers now. */
@@ -439,7 +299,7 @@ static int sph_step(mz_sim *sim, sph_state *st, double dt_seconds)
     cl_int rest_out = loads && st->loads.rest_on;
     bool ok;
     if (!st->collapsed) {
-        ok = density_and_forces(sim, st, dt, rest_out) &&
+        ok = sph_density_and_forces(sim, st, dt, rest_out) &&
              (!loads || sph_loads_gather(&st->loads, sim, &st->grid, &st->bound, &st->P,
                                          st->frame, 0, 0.0f, st->rho, st->rho, st->p,
                                          st->kgc));
@@ -451,7 +311,7 @@ static int sph_step(mz_sim *sim, sph_state *st, double dt_seconds)
                    A(st->rho_prev), A(st->drho_prev), A(b.desc), A(b.words), A(b.first),
                    A(b.pos), A(b.mass), A(b.nb), A(b.moving), A(b.vel), A(b.acc), A(st->rho),
                    A(st->drho), A(st->p),
-                   A(sim->pred), A(st->vel_out), A(st->a2), A(rest_out), A(*rest_arg(st))) &&
+                   A(sim->pred), A(st->vel_out), A(st->a2), A(rest_out), A(*sph_rest_arg(st))) &&
              sim_launch_range(sim, st->k_collapsed, begin, end, STAGE_FORCES, "csph_step") &&
              (!loads || sph_loads_gather(&st->loads, sim, &st->grid, &st->bound, &st->P,
                                          st->frame, 1, lag, st->rho_prev, st->drho_prev,
