@@ -1,8 +1,9 @@
 /* WCSPH's continuity density as two kernels, where its sums run over the lists after the walk
- * (src/solvers/sph/sph.c, run_density: GPUs): the walk writing particle i's lists, then the sums
- * over them and i's density and pressure, each kernel with only its half's registers (on an H100
- * 48 and 40 where sph.cl's sph_density holds 55). A program of their own, built only for a run
- * that splits its pass. The same arithmetic in the same order as sph_density's. */
+ * (src/solvers/sph/sph_passes.c, sph_run_density: GPUs): the walk writing particle i's lists,
+ * then the sums over them and i's density and pressure, each kernel with only its half's
+ * registers (on an H100 48 and 40 where sph.cl's sph_density holds 55). A program of their own,
+ * built only for a run that splits its pass. The same arithmetic in the same order as
+ * sph_density's. */
 #include "common/common.clh"
 #include "grid/grid.clh"
 #include "grid/neighbour_list.clh"

@@ -775,10 +775,10 @@ static void test_flume_3d_dfsph(void **state)
  * walk the grid for particles they cannot hold, and they grow at the end of the first frame) and
  * one without, each with a CPU's choices (lists in rows, the passes in eight lanes,
  * sph_lanes.clh), with a GPU's (the continuity summed over the lists after the walk, by a
- * kernel of its own, one particle at a time, the fluid's lists masked, in rows) and with those but entry lists in
- * columns (MIZU_LIST_LAYOUT=columns), which MIZU_LIST_LAYOUT, MIZU_LIST_SUMS, MIZU_LIST_FORMAT
- * and MIZU_SPH_LANES choose: all nine give the same bits, three frames of the 2D dam break with
- * wall particles, summed and continuity density. */
+ * kernel of its own, one particle at a time, the fluid's lists masked, in rows) and with those
+ * but entry lists in columns (MIZU_LIST_LAYOUT=columns), which MIZU_LIST_LAYOUT,
+ * MIZU_LIST_SUMS, MIZU_LIST_FORMAT and MIZU_SPH_LANES choose: all nine give the same bits,
+ * three frames of the 2D dam break with wall particles, summed and continuity density. */
 static void test_wcsph_lists(void **state)
 {
     (void)state;

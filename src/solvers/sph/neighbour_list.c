@@ -142,7 +142,8 @@ int sph_lists_resize(sph_lists *l, mz_sim *sim, cl_uint cap, cl_uint windows)
     if (!l->fluid || !l->wall)
         return -1;
     l->plane = (cl_uint)(bytes / 4);
-    if (l->grads && (size_t)(3 * bytes) <= sim->cl->max_alloc && 3 * (bytes / 4) <= 0xFFFFFFFFu &&
+    /* the gradients: three planes of the wall list's shape, where they fit like a list */
+    if (l->grads && list_fits(sim, (double)l->plane, 3) &&
         !(l->grad = list_buffer(sim, (size_t)(3 * bytes), "clCreateBuffer(neighbour gradients)")))
         return -1;
     return 0;
