@@ -36,16 +36,52 @@
 #include "sph/dfsph.clh"
 #include "sph/dfsph_lanes.clh"
 
+/* Particle i's error pass after its fluid pairs' rate: the walls' rate, its error (returned),
+ * its stiffness into k_out and k/ρ into kq_out. */
+inline float mz_dfsph_error_end(uint i, float4 xi, float4 vi, float rate, int density, float dt,
+                                float warm, float dt_last, float dt_before, const mz_sph *P,
+                                global const float *rho, global const float *alpha,
+                                uint stride, global const uint *bl, global const uint *bc,
+                                global const float4 *bx, global const float *bm,
+                                global const float *K, global float *kprev,
+                                global float *k_out, MZ_WALL_MOTION, global float *kq_out,
+                                global const float4 *gw)
+{
+    if (moving) {
+        MZ_LIST_BEGIN(bl, bc, stride, i, bx, xi, b, r2)
+            rate += bm[b] *
+                    mz_dot3(vi - MZ_WALL_V(b), mz_dfsph_grad(P, mz_vec(xi - bx[b]), r2));
+        MZ_LIST_END
+    } else { /* resting walls: Σ_b m_b v_i·∇W_ib = v_i·G_i */
+        rate += mz_dot3(vi, gw[i]);
+    }
+    float a = alpha[i], k, e, kappa;
+    MZ_DFSPH_STIFFNESS_(float, density, dt, warm, dt_last, dt_before, P, rate, a, rho[i], K[i],
+                        kprev[i], e, k, kappa)
+    if (warm > 0.0f && density)
+        kprev[i] = kappa;
+    k_out[i] = k;
+    kq_out[i] = k / rho[i];
+    return e;
+}
+
 /* ρ_i by summation and the stiffness factor α_i = ρ_i / ((G + 2 G_b)·(G + G_b) + Σ_j |m ∇W_ij|²),
  * G = Σ_j m ∇W_ij, G_b = Σ_b m_b ∇W_ib: the k_i = α_i × (error) that undoes particle i's error
  * when it alone pushes (its neighbours and the walls). A particle with fewer than min_neighbours neighbours (a splash, the edge of a sheet)
- * gets −α_i: the divergence solve leaves it alone (its rate says nothing about compression). */
+ * gets −α_i: the divergence solve leaves it alone (its rate says nothing about compression).
+ * warm > 0 (where the error pass runs a particle a work-item and computes its gradients): also
+ * the divergence solve's warm error pass (dfsph_error's with this warm and dt_last) from v and
+ * that solve's last total Kv into k_out and kq_out, its fluid rate summed pair by pair in the
+ * walk (the same pairs in the same order: the same bits). On an H100 at 10^7 this pass took
+ * 1.14 ms more a step and saved the 1.70 ms error pass (docs/benchmarks.md, session 30). */
 kernel void dfsph_density_alpha(uint n, mz_sph P, int min_neighbours, mz_grid_desc g,
                                 global const uint *cs, global const uint *ce,
                                 global const float4 *x, MZ_BOUNDARY_PARAMS, uint stride,
                                 uint cap, global uint *nl, global uint *nc, global uint *bl,
                                 global uint *bc, global uint *overflow, global float *rho_out,
-                                global float *alpha_out, global float4 *gw)
+                                global float *alpha_out, global float4 *gw, float warm,
+                                float dt_last, global const float4 *v, global const float *Kv,
+                                global float *k_out, global float *kq_out, MZ_WALL_MOTION)
 {
     uint i = get_global_id(0);
     if (i >= n)
@@ -60,8 +96,8 @@ kernel void dfsph_density_alpha(uint n, mz_sph P, int min_neighbours, mz_grid_de
         return;
     }
 #endif
-    float4 xi = x[i], grad_sum = (float4)(0.0f);
-    float sum = 0.0f, grad2 = 0.0f;
+    float4 xi = x[i], grad_sum = (float4)(0.0f), vi = warm > 0.0f ? v[i] : (float4)(0.0f);
+    float sum = 0.0f, grad2 = 0.0f, rate = 0.0f;
     uint count = 0;
     MZ_NEIGHBOURS_BEGIN(g, cs, ce, x, xi, j, r2)
         sum += mz_poly6_unscaled(&P, r2);
@@ -70,11 +106,17 @@ kernel void dfsph_density_alpha(uint n, mz_sph P, int min_neighbours, mz_grid_de
         float4 w = mz_dfsph_grad(&P, mz_vec(xi - x[j]), r2), gw = P.mass * w;
         grad_sum += gw;
         grad2 += mz_dot3(gw, gw);
+        if (warm > 0.0f) /* the divergence solve's warm pass: its rate, pair by pair */
+            rate += P.mass * mz_dot3(vi - v[j], w);
         mz_list_put(nl, cap, stride, i, &count, j);
     MZ_NEIGHBOURS_END
     mz_dfsph_finish(&P, i, xi, min_neighbours, sum, grad_sum, grad2, count, gb, bcs, bce, bx, bm,
                     nb, stride, cap, nc, bl, bc, overflow, rho_out, alpha_out, false, 0.0f,
                     (float4)(0.0f), 0u, gw);
+    if (warm > 0.0f) /* (the divergence solve reads no κ before last: k_out stands in) */
+        mz_dfsph_error_end(i, xi, vi, rate, 0, dt_last, warm, dt_last, dt_last, &P, rho_out,
+                           alpha_out, stride, bl, bc, bx, bm, Kv, k_out, k_out, moving, bv, ba,
+                           kq_out, gw);
 }
 
 #define MZ_DFSPH_FORCES_IN                                                                     \
@@ -225,22 +267,9 @@ inline float mz_dfsph_error_at(uint i, const float *fluid, int density, float dt
                 mz_dfsph_grad_put(grad, plane, at, w);
         }
     }
-    if (moving) {
-        MZ_LIST_BEGIN(bl, bc, stride, i, bx, xi, b, r2)
-            rate += bm[b] *
-                    mz_dot3(vi - MZ_WALL_V(b), mz_dfsph_grad(P, mz_vec(xi - bx[b]), r2));
-        MZ_LIST_END
-    } else { /* resting walls: Σ_b m_b v_i·∇W_ib = v_i·G_i */
-        rate += mz_dot3(vi, gw[i]);
-    }
-    float a = alpha[i], k, e, kappa;
-    MZ_DFSPH_STIFFNESS_(float, density, dt, warm, dt_last, dt_before, P, rate, a, rho[i], K[i],
-                        kprev[i], e, k, kappa)
-    if (warm > 0.0f && density)
-        kprev[i] = kappa;
-    k_out[i] = k;
-    kq_out[i] = k / rho[i];
-    return e;
+    return mz_dfsph_error_end(i, xi, vi, rate, density, dt, warm, dt_last, dt_before, P, rho,
+                              alpha, stride, bl, bc, bx, bm, K, kprev, k_out, moving, bv, ba,
+                              kq_out, gw);
 }
 
 kernel void dfsph_error(uint n, int density, float dt, float warm, float dt_last,

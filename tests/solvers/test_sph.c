@@ -937,7 +937,9 @@ static void test_density_by_cells(void **state)
     /* DFSPH (its density pass by cells, its solves' and viscosity's list passes in particle
      * lanes) and collapsed SPH (its one pass by cells): whole runs give the same bits. DFSPH
      * also with its solves reading the density pass's gradients (MIZU_DFSPH_GRADS), in lanes
-     * and one particle at a time (a GPU's way), against computing them. */
+     * and one particle at a time (a GPU's way), against computing them. The first run, one
+     * particle at a time computing its gradients, is the one whose density pass makes the
+     * divergence solve's warm error pass (a negated rate there fails this). */
     static const char *const solvers[] = {"fluids[0].solver=dfsph",
                                           "fluids[0].solver=collapsed_sph"};
     for (int sc = 0; sc < 4; sc++) {

@@ -37,6 +37,8 @@ enum { DENSITY_MIN_ITERATIONS = 1 };
 /* The density solve's warm pass applies this fraction of the pressure the last two steps
  * applied (the smaller, never scaled up; dfsph_solve.c). */
 static const double DENSITY_WARM = 0.7;
+/* The divergence solve starts from the whole of its last total. */
+static const double DIVERGENCE_WARM = 1.0;
 
 /* The step the solves carry (solves_control): a step whose two solves took more than
  * SOLVES_HEAVY iterations together (warm passes not counted) caps the next at 0.9 of its own; a
@@ -87,6 +89,12 @@ static bool density_alpha(mz_sim *sim, dfsph_state *st)
 {
     boundary_args b = dfsph_bound_of(st);
     sph_lists *l = &st->lists;
+    /* Where the error pass takes one particle a work-item and computes its gradients, the
+     * density pass makes the divergence solve's warm error pass too (the same pairs in the
+     * same order: the same bits), one pass over the lists fewer a step. */
+    st->warm_in_density = !st->eights && !l->grad;
+    cl_float warm = st->warm_in_density ? (cl_float)DIVERGENCE_WARM : 0.0f;
+    cl_float dt_last = (cl_float)st->dt_last;
     for (;;) {
         if (sph_lists_before_build(l, sim) != 0 ||
             !KARGS(st->k_density, "dfsph_density_alpha", A(sim->n_u), A(st->P),
@@ -94,7 +102,8 @@ static bool density_alpha(mz_sim *sim, dfsph_state *st)
                    A(st->grid.cell_first), A(sim->pos), A(b.desc), A(b.words), A(b.first),
                    A(b.pos), A(b.mass), A(b.nb), A(l->stride), A(l->cap), A(l->fluid),
                    A(l->fluid_count), A(l->wall), A(l->wall_count), A(l->overflow),
-                   A(st->rho), A(st->alpha), A(st->gw)) ||
+                   A(st->rho), A(st->alpha), A(st->gw), A(warm), A(dt_last), A(sim->vel),
+                   A(st->Kv), A(st->k), A(st->kq), A(b.moving), A(b.vel), A(b.acc)) ||
             !dfsph_launch_owned(sim, st->k_density, STAGE_DENSITY, "dfsph_density_alpha"))
             return false;
         int fits = sph_lists_after_build(l, sim);
@@ -262,7 +271,8 @@ static int dfsph_step(mz_sim *sim, dfsph_state *st, double frame_dt)
     st->s_first = true;
     /* The divergence solve ends the last step (its velocities at the new positions). */
     int it =
-        dfsph_solve(sim, st, 0, st->dt_last, 1.0, f->divergence_tolerance * rho0, 1, &left);
+        dfsph_solve(sim, st, 0, st->dt_last, DIVERGENCE_WARM, f->divergence_tolerance * rho0, 1,
+                    &left);
     if (it < 0)
         return -1;
     st->stats.divergence_iterations += it;

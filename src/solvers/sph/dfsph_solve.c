@@ -124,7 +124,8 @@ int dfsph_solve(mz_sim *sim, dfsph_state *st, int density, double dt, double war
     double scale = density ? 1.0 / dt : 1.0, avg = 0;
     int first = 1;
     if (warm > 0) {
-        if (!error_pass(sim, st, density, dt, warm, K, stage, NULL) ||
+        bool made = !density && st->warm_in_density; /* by the density pass (dfsph.c) */
+        if ((!made && !error_pass(sim, st, density, dt, warm, K, stage, NULL)) ||
             !apply_pass(sim, st, scale, 1, K, stage, scale / dt))
             return -1;
         first = 0;

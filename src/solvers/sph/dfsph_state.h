@@ -35,6 +35,7 @@ typedef struct dfsph_state {
     cl_mem gw; /* G_i = Σ_b m_b ∇W_ib of the step's wall list (float4): the solves' wall terms */
     bool grads_due; /* the lists are new: the next error pass writes their gradients */
     bool eights;    /* dfsph_error's lanes: a partial error sum for each eight particles */
+    bool warm_in_density; /* the density pass made the divergence solve's warm error pass */
     cl_mem Kprev; /* the density solve's κ = K/dt² of the step before last (its warm start) */
     cl_mem p_sum; /* Σ p dt over the frame's steps so far (dfsph_advect) */
     cl_mem partial, total; /* the error sums (two 64-bit integers a group, dfsph.cl) */
