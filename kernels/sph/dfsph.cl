@@ -199,6 +199,48 @@ kernel void dfsph_forces(MZ_DFSPH_FORCES_IN)
 #endif
 }
 
+/* dfsph_forces and the divergence solve's error pass (dfsph_error's with density 0, warm 0 and
+ * dt_div, its sums in partial) in one pass over the lists, where the error pass runs a particle a
+ * work-item and computes its gradients: each pair's viscosity and rate from one load of x_j and
+ * v_j, the same sums in the same order (the same bits). The solve takes it for each pass whose
+ * error decides whether it stops (dfsph_solve.c): the last one's forces are the step's. */
+kernel void dfsph_forces_error(MZ_DFSPH_FORCES_IN, float dt_div, float unit,
+                               global const float *alpha, global const float *K,
+                               global float *k_out, global float *kq_out,
+                               global const float4 *gw, global ulong2 *partial,
+                               local ulong2 *scratch)
+{
+    uint i = get_global_id(0), lid = get_local_id(0);
+    float e = 0.0f;
+    if (i < n) {
+        const float4 xi = x[i], vi = v[i];
+        const float rho_i = rho[i];
+        float4 a = (float4)(0.0f);
+        float rate = 0.0f;
+        MZ_LIST_BEGIN(nl, nc, stride, i, x, xi, j, r2)
+            const float4 xj = x[j], vj = v[j];
+            a += mz_sph_pair(&P, mz_vec(xi - xj), r2, mz_vec(vi - vj), rho_i, rho[j], 0.0f, 0.0f,
+                             mz_kgc_identity());
+            const float4 w = mz_dfsph_grad(&P, mz_vec(xi - xj), r2);
+            rate += P.mass * mz_dot3(vi - vj, w);
+        MZ_LIST_END
+        mz_dfsph_forces_at(i, &a, 0, MZ_DFSPH_FORCES_ARGS);
+        /* (the divergence solve reads no κ before last: k_out stands in) */
+        e = mz_dfsph_error_end(i, xi, vi, rate, 0, dt_div, 0.0f, dt_div, dt_div, &P, rho, alpha,
+                               stride, bl, bc, bx, bm, K, k_out, k_out, moving, bv, ba, kq_out,
+                               gw);
+    }
+    scratch[lid] = mz_dfsph_fixed(e, unit);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint s = get_local_size(0) / 2; s > 0; s /= 2) {
+        if (lid < s)
+            scratch[lid] += scratch[lid + s];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (lid == 0)
+        partial[get_group_id(0)] = scratch[0];
+}
+
 /* v += dt a. */
 kernel void dfsph_predict(uint n, float dt, global const float4 *acc, global float4 *v)
 {

@@ -8,6 +8,21 @@
 
 #include <math.h>
 
+/* The forces pass and a divergence solve's error pass in one (dfsph_forces_error) over the
+ * owned particles [begin, end), in the error pass's groups: its sums as that pass's. */
+static bool forces_error(mz_sim *sim, dfsph_state *st, cl_float dt, cl_float unit, cl_mem K,
+                         size_t begin, cl_uint end, size_t groups, size_t local, int stage)
+{
+    cl_kernel k = st->k_forces_error;
+    const char *name = "dfsph_forces_error";
+    st->forces_done = true;
+    return dfsph_forces_args(sim, st, k, name, end) &&
+           KARGS_FROM(k, name, 23, A(dt), A(unit), A(st->alpha), A(K), A(st->k), A(st->kq),
+                      A(st->gw), A(st->partial)) &&
+           cl_ok(clSetKernelArg(k, 31, 16 * local, NULL), "clSetKernelArg(dfsph_forces_error)") &&
+           sim_launch_local(sim, k, begin, groups * local, local, stage, name);
+}
+
 /* One error pass: every particle's error and stiffness into k, and with avg the average error
  * (in units of density) into *avg: summed, read back (the host waits for the queue) and, under
  * mpirun, added over the ranks. Without (NULL: a pass whose average decides nothing) the queue
@@ -36,32 +51,23 @@ static bool error_pass(mz_sim *sim, dfsph_state *st, int density, double dt, dou
     uint64_t total[2] = {0, 0};
     cl_int fill = st->grads_due;
     st->grads_due = false;
-    bool ok =
-        KARGS(st->k_error, "dfsph_error", A(end_u), A(density), A(dt_f), A(warm_f),
-              A(dt_last_f), A(dt_before_f), A(unit_f), A(st->P), A(sim->pos), A(sim->vel),
-              A(st->rho), A(st->alpha), A(l->stride), A(l->fluid), A(l->fluid_count),
-              A(l->wall), A(l->wall_count), A(b.pos), A(b.mass), A(K), A(st->Kprev), A(st->k),
-              A(st->partial)) &&
-        cl_ok(clSetKernelArg(st->k_error, 23, 16 * local, NULL),
-              "clSetKernelArg(dfsph_error, scratch)") &&
-        cl_ok(clSetKernelArg(st->k_error, 24, sizeof b.moving, &b.moving),
-              "clSetKernelArg(dfsph_error)") &&
-        cl_ok(clSetKernelArg(st->k_error, 25, sizeof b.vel, &b.vel),
-              "clSetKernelArg(dfsph_error)") &&
-        cl_ok(clSetKernelArg(st->k_error, 26, sizeof b.acc, &b.acc),
-              "clSetKernelArg(dfsph_error)") &&
-        cl_ok(clSetKernelArg(st->k_error, 27, sizeof l->grad, &l->grad),
-              "clSetKernelArg(dfsph_error)") &&
-        cl_ok(clSetKernelArg(st->k_error, 28, sizeof l->plane, &l->plane),
-              "clSetKernelArg(dfsph_error)") &&
-        cl_ok(clSetKernelArg(st->k_error, 29, sizeof st->kq, &st->kq),
-              "clSetKernelArg(dfsph_error)") &&
-        cl_ok(clSetKernelArg(st->k_error, 30, sizeof st->gw, &st->gw),
-              "clSetKernelArg(dfsph_error)") &&
-        cl_ok(clSetKernelArg(st->k_error, 31, sizeof fill, &fill),
-              "clSetKernelArg(dfsph_error)") &&
-        sim_launch_local(sim, st->k_error, begin, groups * local, local, stage,
-                         "dfsph_error");
+    /* A divergence pass that decides: with the forces (dfsph_forces_error), whose last run
+     * leaves the step's forces, where the passes are joined (dfsph.c). */
+    bool ok;
+    if (!density && avg && st->passes_joined)
+        ok = forces_error(sim, st, dt_f, unit_f, K, begin, end_u, groups, local, stage);
+    else
+        ok = KARGS(st->k_error, "dfsph_error", A(end_u), A(density), A(dt_f), A(warm_f),
+                   A(dt_last_f), A(dt_before_f), A(unit_f), A(st->P), A(sim->pos), A(sim->vel),
+                   A(st->rho), A(st->alpha), A(l->stride), A(l->fluid), A(l->fluid_count),
+                   A(l->wall), A(l->wall_count), A(b.pos), A(b.mass), A(K), A(st->Kprev),
+                   A(st->k), A(st->partial)) &&
+             cl_ok(clSetKernelArg(st->k_error, 23, 16 * local, NULL),
+                   "clSetKernelArg(dfsph_error, scratch)") &&
+             KARGS_FROM(st->k_error, "dfsph_error", 24, A(b.moving), A(b.vel), A(b.acc),
+                        A(l->grad), A(l->plane), A(st->kq), A(st->gw), A(fill)) &&
+             sim_launch_local(sim, st->k_error, begin, groups * local, local, stage,
+                              "dfsph_error");
     if (!avg) {
         if (!ok && st->dist.on)
             dist_abort(MZ_EXIT_RUNTIME);
@@ -124,7 +130,7 @@ int dfsph_solve(mz_sim *sim, dfsph_state *st, int density, double dt, double war
     double scale = density ? 1.0 / dt : 1.0, avg = 0;
     int first = 1;
     if (warm > 0) {
-        bool made = !density && st->warm_in_density; /* by the density pass (dfsph.c) */
+        bool made = !density && st->passes_joined; /* by the density pass (dfsph.c) */
         if ((!made && !error_pass(sim, st, density, dt, warm, K, stage, NULL)) ||
             !apply_pass(sim, st, scale, 1, K, stage, scale / dt))
             return -1;
