@@ -210,7 +210,7 @@ kernel void dfsph_forces_error(MZ_DFSPH_FORCES_IN, float dt_div, float unit,
                                global const float4 *gw, global ulong2 *partial,
                                local ulong2 *scratch)
 {
-    uint i = get_global_id(0), lid = get_local_id(0);
+    uint i = get_global_id(0);
     float e = 0.0f;
     if (i < n) {
         const float4 xi = x[i], vi = v[i];
@@ -230,15 +230,7 @@ kernel void dfsph_forces_error(MZ_DFSPH_FORCES_IN, float dt_div, float unit,
                                stride, bl, bc, bx, bm, K, k_out, k_out, moving, bv, ba, kq_out,
                                gw);
     }
-    scratch[lid] = mz_dfsph_fixed(e, unit);
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (uint s = get_local_size(0) / 2; s > 0; s /= 2) {
-        if (lid < s)
-            scratch[lid] += scratch[lid + s];
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    if (lid == 0)
-        partial[get_group_id(0)] = scratch[0];
+    mz_dfsph_group_sum(e, unit, scratch, partial);
 }
 
 /* v += dt a. */
@@ -322,7 +314,7 @@ kernel void dfsph_error(uint n, int density, float dt, float warm, float dt_last
                         local ulong2 *scratch, MZ_WALL_MOTION, global float *grad,
                         uint plane, global float *kq_out, global const float4 *gw, int fill)
 {
-    uint i = get_global_id(0), lid = get_local_id(0);
+    uint i = get_global_id(0);
 #if MZ_LANES && !MZ_SLABS
     /* Work-item 8m takes particles 8m .. 8m + 7 and writes their errors' fixed-point sum to
      * partial[m] (integers: the same total however they are grouped); no group sum, so no
@@ -331,7 +323,6 @@ kernel void dfsph_error(uint n, int density, float dt, float warm, float dt_last
     uint count[8];
     const uint e_ = i < n ? mz_lanes_lead(i, n, nc, count) : 0u;
     (void)scratch;
-    (void)lid;
     if (e_) {
         float rates[8];
         mz_dfsph_rates8(&P, i, e_, count, nl, stride, x, v, grad, plane, fill, rates);
@@ -353,15 +344,7 @@ kernel void dfsph_error(uint n, int density, float dt, float warm, float dt_last
         e = mz_dfsph_error_at(i, NULL, density, dt, warm, dt_last, dt_before, &P, x, v, rho,
                               alpha, stride, nl, nc, bl, bc, bx, bm, K, kprev, k_out, moving, bv,
                               ba, grad, plane, fill, kq_out, gw);
-    scratch[lid] = mz_dfsph_fixed(e, unit);
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (uint s = get_local_size(0) / 2; s > 0; s /= 2) {
-        if (lid < s)
-            scratch[lid] += scratch[lid + s];
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    if (lid == 0)
-        partial[get_group_id(0)] = scratch[0];
+    mz_dfsph_group_sum(e, unit, scratch, partial);
 #endif
 }
 
