@@ -30,7 +30,7 @@ cl_uint sph_lists_cap_first(const mz_scene *s)
 
 /* The most windows a masked row has (kernels/grid/neighbour_list.clh, MZ_MASK_WINDOWS_MAX). A
  * particle with a longer row walks the grid in the forces pass, and a scene whose rows would
- * start longer keeps entry lists (sph_lists_masks_fit). */
+ * start longer keeps entry lists (masks_fit). */
 #define MASK_WINDOWS_MAX 4u
 
 /* A masked list's windows a row to start with: a row of the walk is three cells of h along x
@@ -49,22 +49,27 @@ static cl_uint mask_entries(const mz_scene *s, cl_uint windows)
     return (s->sim.dimensions == 3 ? 9 : 3) * (1 + 2 * windows);
 }
 
-bool sph_lists_masks_fit(const mz_scene *s) { return windows_first(s) <= MASK_WINDOWS_MAX; }
+/* Whether the fluid list may be masked: its rows' first windows no more than a row holds. */
+static bool masks_fit(const mz_scene *s) { return windows_first(s) <= MASK_WINDOWS_MAX; }
 
 /* The fluid list's entries a particle at its first size: masked where asked and the rows fit. */
 static cl_uint fluid_entries_first(const mz_scene *s, bool masked)
 {
-    return masked && sph_lists_masks_fit(s) ? mask_entries(s, windows_first(s))
+    return masked && masks_fit(s) ? mask_entries(s, windows_first(s))
                                             : sph_lists_cap_first(s);
+}
+
+bool sph_lists_masked_on(const mz_scene *s, bool device_masks, bool hashed)
+{
+    return device_masks && masks_fit(s) && !hashed;
 }
 
 bool sph_lists_masked(const mz_scene *s, size_t n, bool device_masks)
 {
     mz_grid_desc d;
-    return device_masks && sph_lists_masks_fit(s) &&
-           grid_describe(n, scene_support_radius(s), s->sim.dimensions, s->domain.min,
+    return grid_describe(n, scene_support_radius(s), s->sim.dimensions, s->domain.min,
                          s->domain.max, MZ_GRID_AUTO, &d) == 0 &&
-           !d.hashed;
+           sph_lists_masked_on(s, device_masks, d.hashed);
 }
 
 size_t sph_lists_bytes(const mz_scene *s, bool masked)

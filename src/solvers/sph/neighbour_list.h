@@ -33,10 +33,10 @@ cl_uint sph_lists_cap_first(const mz_scene *s);
 /* Whether each of the two lists, at its first size times `room` (1.25: room to grow by a
  * quarter), is a buffer sim's device can make and the kernels can index (2^32 entries). */
 bool sph_lists_buffers_fit(const mz_sim *sim, bool masked, double room);
-/* Whether the fluid list may be masked: its rows' first windows no more than a row holds. */
-bool sph_lists_masks_fit(const mz_scene *s);
-/* Whether a run of n particles on a device that masks (mz_cl.list_masks) masks its fluid list:
- * the rows fit, and the grid is dense (a hashed grid's walk goes cell by cell). */
+/* Whether a run's fluid list is masked: on a device that masks (mz_cl.list_masks), where the
+ * rows fit and the grid is dense (a hashed grid's walk goes cell by cell); for a run of n
+ * particles, its grid described as a run makes it (mizu check). */
+bool sph_lists_masked_on(const mz_scene *s, bool device_masks, bool hashed);
 bool sph_lists_masked(const mz_scene *s, size_t n, bool device_masks);
 /* Device bytes a particle the lists take at their first capacity, the fluid's masked or not;
  * the gradients' beside them. */

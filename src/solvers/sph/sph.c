@@ -207,7 +207,7 @@ static int sph_init(mz_sim *sim)
     if (sph_loads_init(&st->loads, sim, &st->bound, st->program, "sph_wall_loads") != 0)
         return -1;
     /* WCSPH in one process: the density pass's lists for the forces pass. */
-    bool masked = sim->cl->list_masks && sph_lists_masks_fit(s) && !st->grid.desc.hashed;
+    bool masked = sph_lists_masked_on(s, sim->cl->list_masks, st->grid.desc.hashed);
     st->listed = !st->collapsed && !sim->plan && sph_lists_wanted(sim, masked);
     st->listed_i = st->listed;
     if (st->listed && (sph_lists_init(&st->lists, sim, masked) != 0 ||
