@@ -174,6 +174,25 @@ inline void mz_dfsph_forces_at(uint i, const float4 *fluid, int walls_in, MZ_DFS
 /* Viscosity (the fluid's and Monaghan's artificial one, as WCSPH has them), the walls' friction
  * and the penalty walls, gravity: every acceleration but pressure, into acc, |a|² into a2
  * (+inf when not finite). dt_last: the last step's, for the wall function's cap. */
+#if MZ_LANES && !MZ_SLABS
+/* The forces of the eight particles i .. e − 1 that work-item i leads (count: their list
+ * lengths), their fluid pairs in lanes; with rates also their fluid rates (mz_dfsph_forces8). */
+inline void mz_dfsph_forces_eight(uint i, uint e, const uint *count, global const float *grad,
+                                  uint plane, float *rates, MZ_DFSPH_FORCES_IN)
+{
+    /* resting no-slip walls (what mz_sph_wall_accel leaves as summed) in the lanes too */
+    const int in_lanes =
+        !moving && MZ_FRICTION_OF(P) == MZ_FRICTION_NO_SLIP && !MZ_KGC_ON(P) && !rest_out;
+    uint bcount[8];
+    mz_lanes_lead(i, n, bc, bcount); /* the same eight's wall list lengths */
+    float4 fluid[8];
+    mz_dfsph_forces8(&P, i, e, count, nl, stride, x, v, rho, in_lanes, bcount, bl, bx, bm,
+                     fluid, grad, plane, rates);
+    for (uint q = i; q < e; q++)
+        mz_dfsph_forces_at(q, &fluid[q - i], in_lanes, MZ_DFSPH_FORCES_ARGS);
+}
+#endif
+
 kernel void dfsph_forces(MZ_DFSPH_FORCES_IN)
 {
     uint i = get_global_id(0);
@@ -182,35 +201,50 @@ kernel void dfsph_forces(MZ_DFSPH_FORCES_IN)
 #if MZ_LANES && !MZ_SLABS
     uint count[8];
     const uint e = mz_lanes_lead(i, n, nc, count);
-    if (!e)
-        return;
-    /* resting no-slip walls (what mz_sph_wall_accel leaves as summed) in the lanes too */
-    const int in_lanes =
-        !moving && MZ_FRICTION_OF(P) == MZ_FRICTION_NO_SLIP && !MZ_KGC_ON(P) && !rest_out;
-    uint bcount[8];
-    mz_lanes_lead(i, n, bc, bcount); /* the same eight's wall list lengths */
-    float4 fluid[8];
-    mz_dfsph_forces8(&P, i, e, count, nl, stride, x, v, rho, in_lanes, bcount, bl, bx, bm,
-                     fluid);
-    for (uint q = i; q < e; q++)
-        mz_dfsph_forces_at(q, &fluid[q - i], in_lanes, MZ_DFSPH_FORCES_ARGS);
+    if (e)
+        mz_dfsph_forces_eight(i, e, count, NULL, 0u, NULL, MZ_DFSPH_FORCES_ARGS);
 #else
     mz_dfsph_forces_at(i, NULL, 0, MZ_DFSPH_FORCES_ARGS);
 #endif
 }
 
 /* dfsph_forces and the divergence solve's error pass (dfsph_error's with density 0, warm 0 and
- * dt_div, its sums in partial) in one pass over the lists, where the error pass runs a particle a
- * work-item and computes its gradients: each pair's viscosity and rate from one load of x_j and
- * v_j, the same sums in the same order (the same bits). The solve takes it for each pass whose
- * error decides whether it stops (dfsph_solve.c): the last one's forces are the step's. */
+ * dt_div, its sums in partial) in one pass over the lists: each pair's viscosity and rate from
+ * one load of x_j and v_j, the same sums in the same order (the same bits). The solve takes it
+ * for each pass whose error decides whether it stops (dfsph_solve.c): the last one's forces
+ * are the step's. On CPU devices eight particles a work-item, as the two kernels take them
+ * (the rates from the kept gradients where grad holds them). */
 kernel void dfsph_forces_error(MZ_DFSPH_FORCES_IN, float dt_div, float unit,
                                global const float *alpha, global const float *K,
                                global float *k_out, global float *kq_out,
                                global const float4 *gw, global ulong2 *partial,
-                               local ulong2 *scratch)
+                               local ulong2 *scratch, global const float *grad, uint plane)
 {
     uint i = get_global_id(0);
+#if MZ_LANES && !MZ_SLABS
+    ulong2 fixed = (ulong2)(0);
+    uint count[8];
+    const uint e_ = i < n ? mz_lanes_lead(i, n, nc, count) : 0u;
+    (void)scratch;
+    if (e_) {
+        float rates[8];
+        mz_dfsph_forces_eight(i, e_, count, grad, plane, rates, MZ_DFSPH_FORCES_ARGS);
+        /* (the divergence solve reads no κ before last: k_out stands in) */
+        if (e_ == i + 8u && !moving) /* a whole eight, resting walls: the rest in lanes too */
+            fixed = mz_dfsph_error8(i, vload8(0, rates), 0, dt_div, 0.0f, dt_div, dt_div, unit,
+                                    &P, v, rho, alpha, K, k_out, k_out, kq_out, gw);
+        else
+            for (uint q = i; q < e_; q++)
+                fixed += mz_dfsph_fixed(
+                    mz_dfsph_error_end(q, x[q], v[q], rates[q - i], 0, dt_div, 0.0f, dt_div,
+                                       dt_div, &P, rho, alpha, stride, bl, bc, bx, bm, K, k_out,
+                                       k_out, moving, bv, ba, kq_out, gw),
+                    unit);
+        partial[i >> 3] = fixed;
+    }
+#else
+    (void)grad;
+    (void)plane;
     float e = 0.0f;
     if (i < n) {
         const float4 xi = x[i], vi = v[i];
@@ -231,6 +265,7 @@ kernel void dfsph_forces_error(MZ_DFSPH_FORCES_IN, float dt_div, float unit,
                                gw);
     }
     mz_dfsph_group_sum(e, unit, scratch, partial);
+#endif
 }
 
 /* v += dt a. */

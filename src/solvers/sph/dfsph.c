@@ -91,10 +91,10 @@ static bool density_alpha(mz_sim *sim, dfsph_state *st)
     sph_lists *l = &st->lists;
     /* Where the error pass takes one particle a work-item and computes its gradients, the
      * density pass makes the divergence solve's warm error pass too (the same pairs in the
-     * same order: the same bits), one pass over the lists fewer a step; so does the forces
-     * pass the solve's deciding error passes (dfsph_solve.c). */
-    st->passes_joined = !st->eights && !l->grad;
-    cl_float warm = st->passes_joined ? (cl_float)DIVERGENCE_WARM : 0.0f;
+     * same order: the same bits), one pass over the lists fewer a step. (A CPU's density
+     * pass runs a cell at a time, and the warm pass writes the kept gradients.) */
+    st->warm_in_density = !st->eights && !l->grad;
+    cl_float warm = st->warm_in_density ? (cl_float)DIVERGENCE_WARM : 0.0f;
     cl_float dt_last = (cl_float)st->dt_last;
     for (;;) {
         if (sph_lists_before_build(l, sim) != 0 ||

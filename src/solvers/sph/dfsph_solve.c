@@ -9,7 +9,8 @@
 #include <math.h>
 
 /* The forces pass and a divergence solve's error pass in one (dfsph_forces_error) over the
- * owned particles [begin, end), in the error pass's groups: its sums as that pass's. */
+ * owned particles [begin, end), in the error pass's groups (or eights): its sums as that
+ * pass's. */
 static bool forces_error(mz_sim *sim, dfsph_state *st, cl_float dt, cl_float unit, cl_mem K,
                          size_t begin, cl_uint end, size_t groups, size_t local, int stage)
 {
@@ -20,6 +21,7 @@ static bool forces_error(mz_sim *sim, dfsph_state *st, cl_float dt, cl_float uni
            KARGS_FROM(k, name, 23, A(dt), A(unit), A(st->alpha), A(K), A(st->k), A(st->kq),
                       A(st->gw), A(st->partial)) &&
            cl_ok(clSetKernelArg(k, 31, 16 * local, NULL), "clSetKernelArg(dfsph_forces_error)") &&
+           KARGS_FROM(k, name, 32, A(st->lists.grad), A(st->lists.plane)) &&
            sim_launch_local(sim, k, begin, groups * local, local, stage, name);
 }
 
@@ -52,9 +54,9 @@ static bool error_pass(mz_sim *sim, dfsph_state *st, int density, double dt, dou
     cl_int fill = st->grads_due;
     st->grads_due = false;
     /* A divergence pass that decides: with the forces (dfsph_forces_error), whose last run
-     * leaves the step's forces, where the passes are joined (dfsph.c). */
+     * leaves the step's forces. */
     bool ok;
-    if (!density && avg && st->passes_joined)
+    if (!density && avg)
         ok = forces_error(sim, st, dt_f, unit_f, K, begin, end_u, groups, local, stage);
     else
         ok = KARGS(st->k_error, "dfsph_error", A(end_u), A(density), A(dt_f), A(warm_f),
@@ -130,7 +132,7 @@ int dfsph_solve(mz_sim *sim, dfsph_state *st, int density, double dt, double war
     double scale = density ? 1.0 / dt : 1.0, avg = 0;
     int first = 1;
     if (warm > 0) {
-        bool made = !density && st->passes_joined; /* by the density pass (dfsph.c) */
+        bool made = !density && st->warm_in_density; /* by the density pass (dfsph.c) */
         if ((!made && !error_pass(sim, st, density, dt, warm, K, stage, NULL)) ||
             !apply_pass(sim, st, scale, 1, K, stage, scale / dt))
             return -1;

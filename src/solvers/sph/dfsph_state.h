@@ -36,9 +36,7 @@ typedef struct dfsph_state {
     cl_mem gw; /* G_i = Σ_b m_b ∇W_ib of the step's wall list (float4): the solves' wall terms */
     bool grads_due; /* the lists are new: the next error pass writes their gradients */
     bool eights;    /* dfsph_error's lanes: a partial error sum for each eight particles */
-    /* The error pass's neighbour sums joined to other passes': the divergence solve's warm pass
-     * to the density pass and its deciding passes to the forces pass (dfsph.c, density_alpha) */
-    bool passes_joined;
+    bool warm_in_density; /* the density pass made the divergence solve's warm error pass */
     bool forces_done; /* this step's forces made by the divergence solve's last error pass */
     cl_mem Kprev; /* the density solve's κ = K/dt² of the step before last (its warm start) */
     cl_mem p_sum; /* Σ p dt over the frame's steps so far (dfsph_advect) */
