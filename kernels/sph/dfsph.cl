@@ -128,21 +128,15 @@ kernel void dfsph_density_alpha(uint n, mz_sph P, int min_neighbours, mz_grid_de
     n, dt_last, P, frame, walls, penalty, x, v, rho, stride, nl, nc, bl, bc, bx, bm, acc, a2,  \
         rest_out, wall_rest, moving, bv, ba
 
-/* Particle i's accelerations but pressure (fluid: its fluid pairs' sum, or NULL to sum it
- * here; walls_in: with its walls' pairs, which no-slip walls leave as they are summed). */
-inline void mz_dfsph_forces_at(uint i, const float4 *fluid, int walls_in, MZ_DFSPH_FORCES_IN)
+/* Particle i's accelerations but pressure after its fluid pairs' sum a (walls_in: with its
+ * walls' pairs, which no-slip walls leave as they are summed): viscosity (the fluid's and
+ * Monaghan's artificial one, as WCSPH has them), the walls' friction and the penalty walls,
+ * gravity, into acc, |a|² into a2 (+inf when not finite). dt_last: the last step's, for the
+ * wall function's cap. */
+inline void mz_dfsph_forces_at(uint i, float4 a, int walls_in, MZ_DFSPH_FORCES_IN)
 {
     float4 xi = x[i], vi = v[i];
     float rho_i = rho[i];
-    float4 a = (float4)(0.0f);
-    if (fluid) {
-        a = *fluid;
-    } else {
-        MZ_LIST_BEGIN(nl, nc, stride, i, x, xi, j, r2)
-            a += mz_sph_pair(&P, mz_vec(xi - x[j]), r2, mz_vec(vi - v[j]), rho_i, rho[j], 0.0f,
-                             0.0f, mz_kgc_identity());
-        MZ_LIST_END
-    }
     if (bc[i] > 0 && !walls_in) {
         /* Pressure 0, no gravity and no repulsion (P.wall_d 0): the walls' push is the
          * solves'; friction stays. */
@@ -171,12 +165,9 @@ inline void mz_dfsph_forces_at(uint i, const float4 *fluid, int walls_in, MZ_DFS
     a2[i] = isfinite(aa) ? aa : INFINITY;
 }
 
-/* Viscosity (the fluid's and Monaghan's artificial one, as WCSPH has them), the walls' friction
- * and the penalty walls, gravity: every acceleration but pressure, into acc, |a|² into a2
- * (+inf when not finite). dt_last: the last step's, for the wall function's cap. */
 #if MZ_LANES && !MZ_SLABS
-/* The forces of the eight particles i .. e − 1 that work-item i leads (count: their list
- * lengths), their fluid pairs in lanes; with rates also their fluid rates (mz_dfsph_forces8). */
+/* The forces and fluid rates of the eight particles i .. e − 1 that work-item i leads (count:
+ * their list lengths), their fluid pairs in lanes (mz_dfsph_forces8). */
 inline void mz_dfsph_forces_eight(uint i, uint e, const uint *count, global const float *grad,
                                   uint plane, float *rates, MZ_DFSPH_FORCES_IN)
 {
@@ -189,31 +180,17 @@ inline void mz_dfsph_forces_eight(uint i, uint e, const uint *count, global cons
     mz_dfsph_forces8(&P, i, e, count, nl, stride, x, v, rho, in_lanes, bcount, bl, bx, bm,
                      fluid, grad, plane, rates);
     for (uint q = i; q < e; q++)
-        mz_dfsph_forces_at(q, &fluid[q - i], in_lanes, MZ_DFSPH_FORCES_ARGS);
+        mz_dfsph_forces_at(q, fluid[q - i], in_lanes, MZ_DFSPH_FORCES_ARGS);
 }
 #endif
 
-kernel void dfsph_forces(MZ_DFSPH_FORCES_IN)
-{
-    uint i = get_global_id(0);
-    if (i >= n)
-        return;
-#if MZ_LANES && !MZ_SLABS
-    uint count[8];
-    const uint e = mz_lanes_lead(i, n, nc, count);
-    if (e)
-        mz_dfsph_forces_eight(i, e, count, NULL, 0u, NULL, MZ_DFSPH_FORCES_ARGS);
-#else
-    mz_dfsph_forces_at(i, NULL, 0, MZ_DFSPH_FORCES_ARGS);
-#endif
-}
-
-/* dfsph_forces and the divergence solve's error pass (dfsph_error's with density 0, warm 0 and
- * dt_div, its sums in partial) in one pass over the lists: each pair's viscosity and rate from
- * one load of x_j and v_j, the same sums in the same order (the same bits). The solve takes it
- * for each pass whose error decides whether it stops (dfsph_solve.c): the last one's forces
- * are the step's. On CPU devices eight particles a work-item, as the two kernels take them
- * (the rates from the kept gradients where grad holds them). */
+/* The forces pass (every acceleration but pressure, mz_dfsph_forces_at) and the divergence
+ * solve's error pass (dfsph_error's with density 0, warm 0 and dt_div, its sums in partial) in
+ * one pass over the lists: each pair's viscosity and rate from one load of x_j and v_j, the
+ * same sums in the same order as two passes made them (the same bits). The solve takes it for
+ * each pass whose error decides whether it stops (dfsph_solve.c), so its last pass, after which
+ * the velocities do not change, leaves the step's forces. On CPU devices eight particles a
+ * work-item (the rates from the kept gradients where grad holds them). */
 kernel void dfsph_forces_error(MZ_DFSPH_FORCES_IN, float dt_div, float unit,
                                global const float *alpha, global const float *K,
                                global float *k_out, global float *kq_out,
@@ -258,7 +235,7 @@ kernel void dfsph_forces_error(MZ_DFSPH_FORCES_IN, float dt_div, float unit,
             const float4 w = mz_dfsph_grad(&P, mz_vec(xi - xj), r2);
             rate += P.mass * mz_dot3(vi - vj, w);
         MZ_LIST_END
-        mz_dfsph_forces_at(i, &a, 0, MZ_DFSPH_FORCES_ARGS);
+        mz_dfsph_forces_at(i, a, 0, MZ_DFSPH_FORCES_ARGS);
         /* (the divergence solve reads no κ before last: k_out stands in) */
         e = mz_dfsph_error_end(i, xi, vi, rate, 0, dt_div, 0.0f, dt_div, dt_div, &P, rho, alpha,
                                stride, bl, bc, bx, bm, K, k_out, k_out, moving, bv, ba, kq_out,
@@ -476,8 +453,8 @@ kernel void dfsph_apply(uint n, float scale, int first, mz_sph P, global const f
 
 /* The fluid's force on each boundary particle of the measured solids (src/solvers/sph/
  * loads.c), element e being boundary particle elem[e], now in slot slot_of[elem[e]]. Pass 0,
- * after dfsph_forces (its velocities): minus what the walls' pairs gave the fluid there
- * (mz_sph_wall_pair with no pressure, as dfsph_forces takes them, plus b's share of the
+ * after the forces pass (its velocities): minus what the walls' pairs gave the fluid there
+ * (mz_sph_wall_pair with no pressure, as the forces pass takes them, plus b's share of the
  * non-pairwise rest by the viscous Laplacian). Pass 1, after the density solve, before the
  * positions move: plus the solves' pressure force on b, Σ_i m 2 m_b (S_i/ρ_i) ∇_i W_ib (S: the
  * impulses over the steps they belong to, dfsph_apply). Over steps of one length the solids'

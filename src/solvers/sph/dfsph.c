@@ -249,19 +249,6 @@ static bool gather_loads(mz_sim *sim, dfsph_state *st, cl_int pass, double dt)
            sim_launch(sim, st->loads.k, n, MZ_STAGE_OBSERVE, "dfsph_wall_loads");
 }
 
-bool dfsph_forces_args(mz_sim *sim, dfsph_state *st, cl_kernel k, const char *name, cl_uint n)
-{
-    boundary_args b = dfsph_bound_of(st);
-    cl_float dt_last = (cl_float)st->dt_last;
-    const sph_lists *l = &st->lists;
-    return KARGS(k, name, A(n), A(dt_last), A(st->P), A(st->frame), A(st->walls),
-                 A(st->penalty), A(sim->pos), A(sim->vel), A(st->rho), A(l->stride), A(l->fluid),
-                 A(l->fluid_count), A(l->wall), A(l->wall_count), A(b.pos), A(b.mass),
-                 A(sim->pred), A(st->a2), A(st->loads.rest_on),
-                 A(*(st->loads.rest ? &st->loads.rest : &st->a2)), A(b.moving), A(b.vel),
-                 A(b.acc));
-}
-
 static int build_grid(mz_sim *sim, dfsph_state *st)
 {
     return grid_build(&st->grid, sim->pos) != 0 || dfsph_dist_after_build(&st->dist) != 0 ? -1
@@ -283,8 +270,9 @@ static int dfsph_step(mz_sim *sim, dfsph_state *st, double frame_dt)
     if (!density_alpha(sim, st) || !dfsph_dist_share(&st->dist, st->rho, 4))
         return -1;
     st->s_first = true;
-    st->forces_done = false;
-    /* The divergence solve ends the last step (its velocities at the new positions). */
+    /* The divergence solve ends the last step (its velocities at the new positions). Its last
+     * pass is also this step's forces pass (dfsph_forces_error): viscosity, the walls' friction,
+     * gravity into pred and |a|² into a2. */
     int it =
         dfsph_solve(sim, st, 0, st->dt_last, DIVERGENCE_WARM, f->divergence_tolerance * rho0, 1,
                     &left);
@@ -294,9 +282,6 @@ static int dfsph_step(mz_sim *sim, dfsph_state *st, double frame_dt)
     int divergence_it = it;
     if (it == MAX_ITERATIONS && left > f->divergence_tolerance * rho0)
         warn_capped(sim, st, "divergence", left, f->divergence_tolerance * rho0);
-    if (!st->forces_done && (!dfsph_forces_args(sim, st, st->k_forces, "dfsph_forces", sim->n_u) ||
-                             !dfsph_launch_owned(sim, st->k_forces, STAGE_FORCES, "dfsph_forces")))
-        return -1;
     double dt, want;
     if (choose_dt(sim, st, frame_dt, &dt, &want) != 0)
         return -1;
@@ -403,13 +388,13 @@ static int dfsph_init(mz_sim *sim)
     double nu = st->P.mu / st->P.rest_density +
                 st->P.alpha * st->P.c0 * st->P.hs / (2.0 * (s->sim.dimensions + 2));
     st->dt_viscous = nu > 0 ? 0.06 * st->P.h * st->P.h / nu : INFINITY;
-    static const char *const names[] = {
-        "dfsph_density_alpha", "dfsph_forces", "dfsph_predict",   "dfsph_error",
-        "dfsph_sum",           "dfsph_apply",  "dfsph_advect",    "speed_accel_max",
-        "dfsph_forces_error",  NULL};
-    cl_kernel *const kernels[] = {&st->k_density, &st->k_forces, &st->k_predict,
-                                  &st->k_error,   &st->k_sum,    &st->k_apply,
-                                  &st->k_advect,  &st->k_max,    &st->k_forces_error};
+    static const char *const names[] = {"dfsph_density_alpha", "dfsph_forces_error",
+                                        "dfsph_predict",       "dfsph_error",
+                                        "dfsph_sum",           "dfsph_apply",
+                                        "dfsph_advect",        "speed_accel_max", NULL};
+    cl_kernel *const kernels[] = {&st->k_density, &st->k_forces_error, &st->k_predict,
+                                  &st->k_error,   &st->k_sum,          &st->k_apply,
+                                  &st->k_advect,  &st->k_max};
     st->program = sim_build_exact_kernels(sim, "sph/dfsph.cl", names, kernels);
     if (!st->program)
         return -1;
@@ -495,9 +480,8 @@ static void dfsph_release(mz_sim *sim)
     sph_loads_release(&st->loads);
     boundary_release(&st->bound);
     sph_lists_release(&st->lists);
-    cl_kernel ks[] = {st->k_density, st->k_forces, st->k_predict, st->k_error,
-                      st->k_sum,     st->k_apply,  st->k_advect,  st->k_max,
-                      st->k_forces_error};
+    cl_kernel ks[] = {st->k_density, st->k_forces_error, st->k_predict, st->k_error,
+                      st->k_sum,     st->k_apply,        st->k_advect,  st->k_max};
     mz_cl_release_kernels(ks, sizeof ks / sizeof *ks);
     cl_mem ms[] = {st->rho, st->alpha, st->k,       st->kq,    st->K, st->Kv,    st->p,
                    st->a2,  st->p_sum, st->partial, st->total, st->S, st->Kprev, st->gw};

@@ -10,14 +10,22 @@
 
 /* The forces pass and a divergence solve's error pass in one (dfsph_forces_error) over the
  * owned particles [begin, end), in the error pass's groups (or eights): its sums as that
- * pass's. */
+ * pass's; the forces (MZ_DFSPH_FORCES_IN: every acceleration but pressure) into sim->pred and
+ * their |a|² into a2, the walls' rest for the loads where they are kept. */
 static bool forces_error(mz_sim *sim, dfsph_state *st, cl_float dt, cl_float unit, cl_mem K,
                          size_t begin, cl_uint end, size_t groups, size_t local, int stage)
 {
     cl_kernel k = st->k_forces_error;
     const char *name = "dfsph_forces_error";
-    st->forces_done = true;
-    return dfsph_forces_args(sim, st, k, name, end) &&
+    boundary_args b = dfsph_bound_of(st);
+    cl_float dt_last = (cl_float)st->dt_last;
+    const sph_lists *l = &st->lists;
+    return KARGS(k, name, A(end), A(dt_last), A(st->P), A(st->frame), A(st->walls),
+                 A(st->penalty), A(sim->pos), A(sim->vel), A(st->rho), A(l->stride), A(l->fluid),
+                 A(l->fluid_count), A(l->wall), A(l->wall_count), A(b.pos), A(b.mass),
+                 A(sim->pred), A(st->a2), A(st->loads.rest_on),
+                 A(*(st->loads.rest ? &st->loads.rest : &st->a2)), A(b.moving), A(b.vel),
+                 A(b.acc)) &&
            KARGS_FROM(k, name, 23, A(dt), A(unit), A(st->alpha), A(K), A(st->k), A(st->kq),
                       A(st->gw), A(st->partial)) &&
            cl_ok(clSetKernelArg(k, 31, 16 * local, NULL), "clSetKernelArg(dfsph_forces_error)") &&

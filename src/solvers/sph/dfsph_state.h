@@ -23,8 +23,8 @@ typedef struct dfsph_state {
     mz_frame_arg frame; /* the domain's frame at this step's start */
     cl_int penalty, min_neighbours;
     cl_program program;
-    cl_kernel k_density, k_forces, k_predict, k_error, k_sum, k_apply, k_advect, k_max;
-    cl_kernel k_forces_error; /* the forces and a divergence error pass in one (dfsph_solve.c) */
+    /* (k_forces_error: the forces pass and a divergence error pass in one, dfsph_solve.c) */
+    cl_kernel k_density, k_forces_error, k_predict, k_error, k_sum, k_apply, k_advect, k_max;
     mz_grid grid;
     bool grid_made;
     boundary_set bound;
@@ -37,7 +37,6 @@ typedef struct dfsph_state {
     bool grads_due; /* the lists are new: the next error pass writes their gradients */
     bool eights;    /* dfsph_error's lanes: a partial error sum for each eight particles */
     bool warm_in_density; /* the density pass made the divergence solve's warm error pass */
-    bool forces_done; /* this step's forces made by the divergence solve's last error pass */
     cl_mem Kprev; /* the density solve's κ = K/dt² of the step before last (its warm start) */
     cl_mem p_sum; /* Σ p dt over the frame's steps so far (dfsph_advect) */
     cl_mem partial, total; /* the error sums (two 64-bit integers a group, dfsph.cl) */
@@ -65,9 +64,5 @@ static inline boundary_args dfsph_bound_of(const dfsph_state *st)
  * its iterations, or -1 on failure; the average error it ended with into *left. */
 int dfsph_solve(mz_sim *sim, dfsph_state *st, int density, double dt, double warm, double tol,
                 int min_iterations, double *left);
-
-/* The first 23 arguments of dfsph_forces and dfsph_forces_error (MZ_DFSPH_FORCES_IN), n the
- * particle count (dfsph.c). */
-bool dfsph_forces_args(mz_sim *sim, dfsph_state *st, cl_kernel k, const char *name, cl_uint n);
 
 #endif
