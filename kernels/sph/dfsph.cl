@@ -65,10 +65,40 @@ inline float mz_dfsph_error_end(uint i, float4 xi, float4 vi, float rate, int de
     return e;
 }
 
+#if MZ_LANES && !MZ_SLABS
+/* The rest of an error pass for the eight particles i .. e − 1 that work-item i leads (CPU
+ * lanes), after their fluid rates: a whole eight with resting walls in lanes too
+ * (mz_dfsph_error8), else a particle at a time; their errors' fixed-point sum. */
+inline ulong2 mz_dfsph_errors_eight(uint i, uint e, const float *rates, int density, float dt,
+                                    float warm, float dt_last, float dt_before, float unit,
+                                    const mz_sph *P, global const float4 *x,
+                                    global const float4 *v, global const float *rho,
+                                    global const float *alpha, uint stride,
+                                    global const uint *bl, global const uint *bc,
+                                    global const float4 *bx, global const float *bm,
+                                    global const float *K, global float *kprev,
+                                    global float *k_out, MZ_WALL_MOTION, global float *kq_out,
+                                    global const float4 *gw)
+{
+    if (e == i + 8u && !moving)
+        return mz_dfsph_error8(i, vload8(0, rates), density, dt, warm, dt_last, dt_before, unit,
+                               P, v, rho, alpha, K, kprev, k_out, kq_out, gw);
+    ulong2 fixed = (ulong2)(0);
+    for (uint q = i; q < e; q++)
+        fixed += mz_dfsph_fixed(mz_dfsph_error_end(q, x[q], v[q], rates[q - i], density, dt,
+                                                   warm, dt_last, dt_before, P, rho, alpha,
+                                                   stride, bl, bc, bx, bm, K, kprev, k_out,
+                                                   moving, bv, ba, kq_out, gw),
+                                unit);
+    return fixed;
+}
+#endif
+
 /* ρ_i by summation and the stiffness factor α_i = ρ_i / ((G + 2 G_b)·(G + G_b) + Σ_j |m ∇W_ij|²),
  * G = Σ_j m ∇W_ij, G_b = Σ_b m_b ∇W_ib: the k_i = α_i × (error) that undoes particle i's error
- * when it alone pushes (its neighbours and the walls). A particle with fewer than min_neighbours neighbours (a splash, the edge of a sheet)
- * gets −α_i: the divergence solve leaves it alone (its rate says nothing about compression).
+ * when it alone pushes (its neighbours and the walls). A particle with fewer than
+ * min_neighbours neighbours (a splash, the edge of a sheet) gets −α_i: the divergence solve
+ * leaves it alone (its rate says nothing about compression).
  * warm > 0 (where the error pass runs a particle a work-item and computes its gradients): also
  * the divergence solve's warm error pass (dfsph_error's with this warm and dt_last) from v and
  * that solve's last total Kv into k_out and kq_out, its fluid rate summed pair by pair in the
@@ -199,7 +229,6 @@ kernel void dfsph_forces_error(MZ_DFSPH_FORCES_IN, float dt_div, float unit,
 {
     uint i = get_global_id(0);
 #if MZ_LANES && !MZ_SLABS
-    ulong2 fixed = (ulong2)(0);
     uint count[8];
     const uint e_ = i < n ? mz_lanes_lead(i, n, nc, count) : 0u;
     (void)scratch;
@@ -207,17 +236,10 @@ kernel void dfsph_forces_error(MZ_DFSPH_FORCES_IN, float dt_div, float unit,
         float rates[8];
         mz_dfsph_forces_eight(i, e_, count, grad, plane, rates, MZ_DFSPH_FORCES_ARGS);
         /* (the divergence solve reads no κ before last: k_out stands in) */
-        if (e_ == i + 8u && !moving) /* a whole eight, resting walls: the rest in lanes too */
-            fixed = mz_dfsph_error8(i, vload8(0, rates), 0, dt_div, 0.0f, dt_div, dt_div, unit,
-                                    &P, v, rho, alpha, K, k_out, k_out, kq_out, gw);
-        else
-            for (uint q = i; q < e_; q++)
-                fixed += mz_dfsph_fixed(
-                    mz_dfsph_error_end(q, x[q], v[q], rates[q - i], 0, dt_div, 0.0f, dt_div,
-                                       dt_div, &P, rho, alpha, stride, bl, bc, bx, bm, K, k_out,
-                                       k_out, moving, bv, ba, kq_out, gw),
-                    unit);
-        partial[i >> 3] = fixed;
+        partial[i >> 3] =
+            mz_dfsph_errors_eight(i, e_, rates, 0, dt_div, 0.0f, dt_div, dt_div, unit, &P, x, v,
+                                  rho, alpha, stride, bl, bc, bx, bm, K, k_out, k_out, moving,
+                                  bv, ba, kq_out, gw);
     }
 #else
     (void)grad;
@@ -272,9 +294,8 @@ kernel void dfsph_predict(uint n, float dt, global const float4 *acc, global flo
  * (mz_dfsph_fixed) so that any split of the particles, over ranks or groups, gives the same
  * sum. With grad (the lists' gradients kept) the pass reads them, or with fill (the step's
  * first pass) computes them and writes them there. */
-/* Particle i's error pass after its fluid rate (fluid: NULL to sum it here): the walls' rate,
- * its error (returned) and stiffness. */
-inline float mz_dfsph_error_at(uint i, const float *fluid, int density, float dt, float warm,
+/* Particle i's error pass (one a work-item): its rate, the error (returned) and stiffness. */
+inline float mz_dfsph_error_at(uint i, int density, float dt, float warm,
                                float dt_last, float dt_before, const mz_sph *P,
                                global const float4 *x, global const float4 *v,
                                global const float *rho, global const float *alpha,
@@ -285,9 +306,7 @@ inline float mz_dfsph_error_at(uint i, const float *fluid, int density, float dt
 {
     float4 xi = x[i], vi = v[i];
     float rate = 0.0f;
-    if (fluid) {
-        rate = *fluid;
-    } else if (grad && !fill) {
+    if (grad && !fill) {
         for (uint k = 0; k < nc[i]; k++) {
             const uint at = MZ_LIST_AT_(k, i, stride), j = nl[at];
             rate += P->mass * mz_dot3(vi - v[j], mz_dfsph_grad_at(grad, plane, at));
@@ -331,29 +350,21 @@ kernel void dfsph_error(uint n, int density, float dt, float warm, float dt_last
     /* Work-item 8m takes particles 8m .. 8m + 7 and writes their errors' fixed-point sum to
      * partial[m] (integers: the same total however they are grouped); no group sum, so no
      * barrier (PoCL ran the group's tree a work-item at a time). */
-    ulong2 fixed = (ulong2)(0);
     uint count[8];
     const uint e_ = i < n ? mz_lanes_lead(i, n, nc, count) : 0u;
     (void)scratch;
     if (e_) {
         float rates[8];
         mz_dfsph_rates8(&P, i, e_, count, nl, stride, x, v, grad, plane, fill, rates);
-        if (e_ == i + 8u && !moving) /* a whole eight, resting walls: the rest in lanes too */
-            fixed = mz_dfsph_error8(i, vload8(0, rates), density, dt, warm, dt_last, dt_before,
-                                    unit, &P, v, rho, alpha, K, kprev, k_out, kq_out, gw);
-        else
-            for (uint q = i; q < e_; q++)
-                fixed += mz_dfsph_fixed(
-                    mz_dfsph_error_at(q, &rates[q - i], density, dt, warm, dt_last, dt_before,
-                                      &P, x, v, rho, alpha, stride, nl, nc, bl, bc, bx, bm, K,
-                                      kprev, k_out, moving, bv, ba, grad, plane, 0, kq_out, gw),
-                    unit);
-        partial[i >> 3] = fixed;
+        partial[i >> 3] = mz_dfsph_errors_eight(i, e_, rates, density, dt, warm, dt_last,
+                                                dt_before, unit, &P, x, v, rho, alpha, stride,
+                                                bl, bc, bx, bm, K, kprev, k_out, moving, bv, ba,
+                                                kq_out, gw);
     }
 #else
     float e = 0.0f;
     if (i < n)
-        e = mz_dfsph_error_at(i, NULL, density, dt, warm, dt_last, dt_before, &P, x, v, rho,
+        e = mz_dfsph_error_at(i, density, dt, warm, dt_last, dt_before, &P, x, v, rho,
                               alpha, stride, nl, nc, bl, bc, bx, bm, K, kprev, k_out, moving, bv,
                               ba, grad, plane, fill, kq_out, gw);
     mz_dfsph_group_sum(e, unit, scratch, partial);
