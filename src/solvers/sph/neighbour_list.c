@@ -55,8 +55,7 @@ static bool masks_fit(const mz_scene *s) { return windows_first(s) <= MASK_WINDO
 /* The fluid list's entries a particle at its first size: masked where asked and the rows fit. */
 static cl_uint fluid_entries_first(const mz_scene *s, bool masked)
 {
-    return masked && masks_fit(s) ? mask_entries(s, windows_first(s))
-                                            : sph_lists_cap_first(s);
+    return masked && masks_fit(s) ? mask_entries(s, windows_first(s)) : sph_lists_cap_first(s);
 }
 
 bool sph_lists_masked_on(const mz_scene *s, bool device_masks, bool hashed)
