@@ -1,8 +1,9 @@
 /* Divergence-free SPH (Bender & Koschier 2015, 2017) on the shared neighbour grid and the SPH
  * boundary particles. A step (src/solvers/sph/dfsph.c):
  *
- *   grid → density, stiffness factor α and neighbour lists → divergence-free solve (Dρ/Dt → 0)
- *   → viscosity, gravity → step size → v += dt a → constant-density solve (ρ* → ρ0) → x += dt v
+ *   grid → density, stiffness factor α and neighbour lists → divergence-free solve (Dρ/Dt → 0;
+ *   its last pass also viscosity, gravity: dfsph_forces_error) → step size → v += dt a
+ *   → constant-density solve (ρ* → ρ0) → x += dt v
  *
  * Only dfsph_density_alpha walks the grid's 27 cells (some 216 candidates in 3D); it writes each
  * particle's neighbours within h, fluid and wall, into lists that the dozen passes after it read
