@@ -107,11 +107,10 @@ double dist_max_double(double v)
     return v;
 }
 
-float dist_max_float(float v)
+void dist_max_floats(float *v, int n)
 {
-    if (world_size > 1)
-        MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_FLOAT, MPI_MAX, MPI_COMM_WORLD);
-    return v;
+    if (world_size > 1 && n > 0)
+        MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_FLOAT, MPI_MAX, MPI_COMM_WORLD);
 }
 
 void dist_sum_u64(uint64_t *v, size_t n)
@@ -252,7 +251,11 @@ _Noreturn void dist_abort(int code) { exit(code); }
 int dist_max_int(int v) { return v; }
 long dist_min_long(long v) { return v; }
 double dist_max_double(double v) { return v; }
-float dist_max_float(float v) { return v; }
+void dist_max_floats(float *v, int n)
+{
+    (void)v;
+    (void)n;
+}
 void dist_sum_u64(uint64_t *v, size_t n)
 {
     (void)v;

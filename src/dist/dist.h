@@ -32,7 +32,7 @@ bool dist_active(void);
 int dist_max_int(int v);
 long dist_min_long(long v);
 double dist_max_double(double v);
-float dist_max_float(float v);
+void dist_max_floats(float *v, int n); /* each of the n, in place */
 void dist_sum_u64(uint64_t *v, size_t n);
 /* Bitwise OR over all ranks, in place: a word one rank sets and the others leave 0 reaches every
  * rank bit for bit (a float's -0 or NaN too, which a sum would not promise). */

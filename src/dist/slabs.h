@@ -114,6 +114,9 @@ int slabs_exchange(mz_slabs *s, cl_mem pos);
  * n buffers of elem[i] bytes a particle (multiples of 4). Collective. 0, or -1 after reporting. */
 int slabs_share_begin(mz_slabs *s, const cl_mem *bufs, const size_t *elem, int n);
 int slabs_share_end(mz_slabs *s, const cl_mem *bufs, const size_t *elem, int n);
+/* A begun share whose values turned out not to be needed: waits for its copy to the host and
+ * sends nothing. Every rank must drop the same share (nothing collective happens). */
+void slabs_share_drop(mz_slabs *s);
 /* Room for need particles (grow, as an exchange does when it needs more). 0, or -1. */
 int slabs_reserve(mz_slabs *s, size_t need);
 /* After a resume wrote a stretch of n particles into the buffers: all of them are this rank's

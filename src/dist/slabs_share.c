@@ -72,7 +72,9 @@ int slabs_share_end(mz_slabs *s, const cl_mem *bufs, const size_t *elem, int n)
     size_t *take_off = xmalloc((size_t)P * sizeof *take_off);
     blocks(s, s->give, give, give_off, rec);
     size_t bytes = blocks(s, s->take, take, take_off, rec);
-    bool ok = s->share_read && cl_ok(clWaitForEvents(1, &s->share_read),
+    /* Flushed first: what the caller enqueued since _begin runs while this rank waits. */
+    bool ok = s->share_read && cl_ok(clFlush(cl->queue), "clFlush(halo values)") &&
+              cl_ok(clWaitForEvents(1, &s->share_read),
                                      "clWaitForEvents(halo values)");
     if (s->share_read)
         clReleaseEvent(s->share_read);
@@ -100,4 +102,13 @@ int slabs_share_end(mz_slabs *s, const cl_mem *bufs, const size_t *elem, int n)
     free(take_off);
     s->share_s += now_seconds() - t0;
     return ok ? 0 : -1;
+}
+
+void slabs_share_drop(mz_slabs *s)
+{
+    if (!s->share_read)
+        return;
+    clWaitForEvents(1, &s->share_read); /* share_out is read into until then */
+    clReleaseEvent(s->share_read);
+    s->share_read = NULL;
 }

@@ -145,8 +145,10 @@ static int choose_dt(mz_sim *sim, dfsph_state *st, double frame_dt, double *dt, 
                             STAGE_FORCES, &v2, &a2) != 0)
         return -1;
     /* Every rank takes the same step: the maxima over all of them (exact). */
-    v2 = dist_max_float(v2);
-    a2 = dist_max_float(a2);
+    float most[2] = {v2, a2};
+    dist_max_floats(most, 2);
+    v2 = most[0];
+    a2 = most[1];
     if (!isfinite(v2) || !isfinite(a2)) {
         mz_error("the simulation blew up at t = %.6g s (step %ld): velocities or accelerations "
                  "are no longer finite. Likely causes: a step too long for the flow (lower "
@@ -265,10 +267,17 @@ static int dfsph_step(mz_sim *sim, dfsph_state *st, double frame_dt)
         return -1;
     sim_profile_grid(sim, &st->grid, STAGE_GRID);
     sim_grid_built(sim); /* the probes due at the last step's end, before anything moves */
-    /* Distributed: the halo's densities, which the forces and every apply read, from their
-     * owners. */
-    if (!density_alpha(sim, st) || !dfsph_dist_share(&st->dist, st->rho, 4))
+    /* Distributed: the halo's densities, which the forces read (dfsph_forces_error), from
+     * their owners with the first apply's k/ρ (dfsph_solve.c); where the density pass made
+     * the warm error pass, those k/ρ are its own. */
+    if (!density_alpha(sim, st))
         return -1;
+    dfsph_dist_due(&st->dist, st->rho, 4);
+    if (st->warm_in_density) {
+        dfsph_dist_due(&st->dist, st->kq, 4);
+        if (!dfsph_dist_begin(&st->dist))
+            return -1;
+    }
     st->s_first = true;
     /* The divergence solve ends the last step (its velocities at the new positions). Its last
      * pass is also this step's forces pass (dfsph_forces_error): viscosity, the walls' friction,
@@ -282,18 +291,22 @@ static int dfsph_step(mz_sim *sim, dfsph_state *st, double frame_dt)
     int divergence_it = it;
     if (it == MAX_ITERATIONS && left > f->divergence_tolerance * rho0)
         warn_capped(sim, st, "divergence", left, f->divergence_tolerance * rho0);
+    /* Distributed: the halo's accelerations from their owners, copied to the host with the
+     * step size's maxima, so that every rank predicts its halo's velocities as their owners
+     * do (v + dt a: the same bits) instead of sharing them after the prediction. */
+    dfsph_dist_due(&st->dist, sim->pred, 16);
     double dt, want;
-    if (choose_dt(sim, st, frame_dt, &dt, &want) != 0)
+    if (!dfsph_dist_begin(&st->dist) || choose_dt(sim, st, frame_dt, &dt, &want) != 0)
         return -1;
     /* Forces on solids due at this step's end: the pairs now, the pressure after the solve. */
     bool loads = st->loads.on && sim_loads_due(sim, dt);
     if (loads && !gather_loads(sim, st, 0, dt))
         return -1;
     cl_float dt_f = (cl_float)dt;
-    if (!KARGS(st->k_predict, "dfsph_predict", A(sim->n_u), A(dt_f), A(sim->pred),
+    if (!dfsph_dist_end(&st->dist) ||
+        !KARGS(st->k_predict, "dfsph_predict", A(sim->n_u), A(dt_f), A(sim->pred),
                A(sim->vel)) ||
-        !dfsph_launch_owned(sim, st->k_predict, STAGE_FORCES, "dfsph_predict") ||
-        !dfsph_dist_share(&st->dist, sim->vel, 16))
+        !dfsph_launch_range(sim, st->k_predict, 0, sim->n, STAGE_FORCES, "dfsph_predict"))
         return -1;
     it = dfsph_solve(sim, st, 1, dt, DENSITY_WARM, f->density_tolerance * rho0,
                      DENSITY_MIN_ITERATIONS, &left);

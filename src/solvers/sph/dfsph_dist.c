@@ -15,6 +15,7 @@
 
 #include "dist/dist.h"
 #include "solvers/sph/sph.h"
+#include "util/err.h"
 
 #include <math.h>
 
@@ -56,23 +57,79 @@ int dfsph_dist_after_build(dfsph_dist *d)
     return d->on ? slabs_after_build(&d->slabs) : 0;
 }
 
-bool dfsph_dist_share(dfsph_dist *d, cl_mem buf, size_t elem)
+void dfsph_dist_due(dfsph_dist *d, cl_mem buf, size_t elem)
 {
     if (!d->on)
+        return;
+    for (int i = 0; i < d->n_due; i++)
+        if (d->due[i] == buf)
+            return;
+    if (d->n_due == DFSPH_DIST_MAX_DUE || d->begun) { /* a caller's slip: fail loudly */
+        mz_error("internal: a DFSPH share has no room for another buffer");
+        dist_abort(MZ_EXIT_RUNTIME);
+    }
+    d->due[d->n_due] = buf;
+    d->due_elem[d->n_due++] = elem;
+}
+
+bool dfsph_dist_begin(dfsph_dist *d)
+{
+    if (!d->on || d->begun || d->n_due == 0)
         return true;
-    cl_mem b[1] = {buf};
-    size_t e[1] = {elem};
-    return slabs_share_begin(&d->slabs, b, e, 1) == 0 &&
-           slabs_share_end(&d->slabs, b, e, 1) == 0;
+    d->begun = true;
+    return slabs_share_begin(&d->slabs, d->due, d->due_elem, d->n_due) == 0;
+}
+
+bool dfsph_dist_end(dfsph_dist *d)
+{
+    if (!d->on || !d->begun)
+        return true;
+    d->begun = false;
+    int n = d->n_due;
+    d->n_due = 0;
+    return slabs_share_end(&d->slabs, d->due, d->due_elem, n) == 0;
+}
+
+void dfsph_dist_drop(dfsph_dist *d)
+{
+    if (!d->on || !d->begun)
+        return;
+    slabs_share_drop(&d->slabs);
+    d->begun = false;
+    d->n_due = 0;
+}
+
+bool dfsph_dist_share(dfsph_dist *d, cl_mem buf, size_t elem)
+{
+    dfsph_dist_due(d, buf, elem);
+    return dfsph_dist_begin(d) && dfsph_dist_end(d);
+}
+
+void dfsph_dist_inner(const dfsph_dist *d, size_t begin, size_t end, size_t *ib, size_t *ie)
+{
+    *ib = begin;
+    *ie = end;
+    if (d->on && d->slabs.inner_begin <= d->slabs.inner_end) {
+        *ib = d->slabs.inner_begin;
+        *ie = d->slabs.inner_end;
+    }
+}
+
+bool dfsph_launch_range(mz_sim *sim, cl_kernel k, size_t begin, size_t end, int stage,
+                        const char *name)
+{
+    if (end <= begin)
+        return true;
+    cl_uint end_u = (cl_uint)end; /* the count: the launch's rounding stays out of the halo */
+    return cl_ok(clSetKernelArg(k, 0, sizeof end_u, &end_u), "clSetKernelArg(owned)") &&
+           sim_launch_range(sim, k, begin, end, stage, name);
 }
 
 bool dfsph_launch_owned(mz_sim *sim, cl_kernel k, int stage, const char *name)
 {
     size_t begin, end;
     sim_owned(sim, &begin, &end);
-    cl_uint end_u = (cl_uint)end; /* the count: the launch's rounding stays out of the halo */
-    return cl_ok(clSetKernelArg(k, 0, sizeof end_u, &end_u), "clSetKernelArg(owned)") &&
-           sim_launch_range(sim, k, begin, end, stage, name);
+    return dfsph_launch_range(sim, k, begin, end, stage, name);
 }
 
 double dfsph_dist_average(mz_sim *sim, uint64_t total[2], double unit)

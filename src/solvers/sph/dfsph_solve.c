@@ -78,6 +78,10 @@ static bool error_pass(mz_sim *sim, dfsph_state *st, int density, double dt, dou
                         A(l->grad), A(l->plane), A(st->kq), A(st->gw), A(fill)) &&
              sim_launch_local(sim, st->k_error, begin, groups * local, local, stage,
                               "dfsph_error");
+    /* Distributed: the halo's k/ρ, which the apply after this pass reads, start on their way
+     * (the apply ends the share; a solve that stops here drops it). */
+    dfsph_dist_due(&st->dist, st->kq, 4);
+    ok = ok && dfsph_dist_begin(&st->dist);
     if (!avg) {
         if (!ok && st->dist.on)
             dist_abort(MZ_EXIT_RUNTIME);
@@ -97,7 +101,11 @@ static bool error_pass(mz_sim *sim, dfsph_state *st, int density, double dt, dou
     return ok;
 }
 
-/* weight: scale over the step the pass's impulse belongs to (the forces on walls). */
+/* weight: scale over the step the pass's impulse belongs to (the forces on walls).
+ * Distributed: the halo's k/ρ (begun after the error pass) travel while the device applies the
+ * first half of the inner particles, which read none of the halo's; then the particles beside
+ * the halo; their velocities travel while the second half of the inner ones runs. Each
+ * particle's apply reads only its own velocity: any order gives the same bits. */
 static bool apply_pass(mz_sim *sim, dfsph_state *st, double scale, int first, cl_mem K,
                        int stage, double weight)
 {
@@ -107,15 +115,25 @@ static bool apply_pass(mz_sim *sim, dfsph_state *st, double scale, int first, cl
     cl_int keep_s = st->loads.on, s_first = st->s_first;
     cl_float weight_f = (cl_float)weight;
     st->s_first = false;
-    /* Distributed: the halo's k/ρ from their owners before, its velocities after. */
-    return dfsph_dist_share(&st->dist, st->kq, 4) &&
-           KARGS(st->k_apply, "dfsph_apply", A(sim->n_u), A(scale_f), A(first), A(st->P),
-                 A(sim->pos), A(st->kq), A(st->k), A(l->stride), A(l->fluid),
-                 A(l->fluid_count), A(l->wall), A(l->wall_count), A(b.pos), A(b.mass), A(K),
-                 A(sim->vel), A(keep_s), A(s_first), A(weight_f),
-                 A(*(st->S ? &st->S : &st->k)), A(l->grad), A(l->plane), A(st->gw)) &&
-           dfsph_launch_owned(sim, st->k_apply, stage, "dfsph_apply") &&
-           dfsph_dist_share(&st->dist, sim->vel, 16);
+    cl_kernel k = st->k_apply;
+    const char *name = "dfsph_apply";
+    if (!KARGS(k, name, A(sim->n_u), A(scale_f), A(first), A(st->P), A(sim->pos), A(st->kq),
+               A(st->k), A(l->stride), A(l->fluid), A(l->fluid_count), A(l->wall),
+               A(l->wall_count), A(b.pos), A(b.mass), A(K), A(sim->vel), A(keep_s), A(s_first),
+               A(weight_f), A(*(st->S ? &st->S : &st->k)), A(l->grad), A(l->plane), A(st->gw)))
+        return false;
+    size_t begin, end, ib, ie;
+    sim_owned(sim, &begin, &end);
+    if (!st->dist.on)
+        return dfsph_launch_range(sim, k, begin, end, stage, name);
+    dfsph_dist_inner(&st->dist, begin, end, &ib, &ie);
+    size_t mid = ib + (ie - ib) / 2;
+    bool ok = dfsph_launch_range(sim, k, ib, mid, stage, name) && dfsph_dist_end(&st->dist) &&
+              dfsph_launch_range(sim, k, begin, ib, stage, name) &&
+              dfsph_launch_range(sim, k, ie, end, stage, name);
+    dfsph_dist_due(&st->dist, sim->vel, 16);
+    return ok && dfsph_dist_begin(&st->dist) &&
+           dfsph_launch_range(sim, k, mid, ie, stage, name) && dfsph_dist_end(&st->dist);
 }
 
 /* A solve: the warm pass (warm > 0), then iterations until the average error is below tol (in
@@ -152,8 +170,10 @@ int dfsph_solve(mz_sim *sim, dfsph_state *st, int density, double dt, double war
         bool decides = it >= min_iterations;
         if (!error_pass(sim, st, density, dt, 0, K, stage, decides ? &avg : NULL))
             return -1;
-        if (decides && (avg <= tol || it == MAX_ITERATIONS))
+        if (decides && (avg <= tol || it == MAX_ITERATIONS)) {
+            dfsph_dist_drop(&st->dist); /* no apply follows: its k/ρ are not needed */
             break;
+        }
         if (!apply_pass(sim, st, scale, first, K, stage, scale / dt))
             return -1;
         first = 0;

@@ -351,8 +351,10 @@ static int choose_dt(mz_sim *sim, sph_state *st)
                             STAGE_STEP_SIZE, &v2, &a2) != 0)
         return -1;
     /* Every rank takes the same step: the maxima over all of them (exact). */
-    v2 = dist_max_float(v2);
-    a2 = dist_max_float(a2);
+    float most[2] = {v2, a2};
+    dist_max_floats(most, 2);
+    v2 = most[0];
+    a2 = most[1];
     double h = st->P.h, cfl = scene_cfl(sim->scene);
     double dt = cfl * h / fmax(st->P.c0, sqrt(v2));
     if (a2 > 0)
