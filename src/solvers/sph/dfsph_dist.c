@@ -2,11 +2,13 @@
  *
  * - A rank computes its owned particles only; every pass reads its neighbours' values, and of
  *   the halo's (one layer) those its owners computed: positions and velocities from the step's
- *   exchange, then after each pass that changes them — the densities after the density pass
- *   (the forces and every apply read ρ_j), each pass's stiffnesses k before the apply that reads
- *   k_j, the velocities after each apply and after the prediction (the next error pass and the
- *   forces read v_j). α, the running totals K and the forces on walls' S are read of the
- *   particle's own slot only, and K travels with its owner.
+ *   exchange, then after each pass that changes them — each error pass's k/ρ (the apply reads
+ *   k_j/ρ_j), with the first of them the densities (the forces read ρ_j), the velocities after
+ *   each apply (the next error pass and the forces read v_j), and the forces' accelerations,
+ *   from which each rank predicts its halo's velocities as their owners do. A share's copy to
+ *   the host starts after the pass that made its values and ends while the inner particles'
+ *   apply runs (dfsph_solve.c). α, the running totals K and the forces on walls' S are read of
+ *   the particle's own slot only, and K travels with its owner.
  * - The solves stop on the average error over all particles: the ranks add their integer sums
  *   (MPI_Allreduce), which is one process's sum whatever the split, so every rank takes one
  *   process's iterations.
@@ -97,12 +99,6 @@ void dfsph_dist_drop(dfsph_dist *d)
     slabs_share_drop(&d->slabs);
     d->begun = false;
     d->n_due = 0;
-}
-
-bool dfsph_dist_share(dfsph_dist *d, cl_mem buf, size_t elem)
-{
-    dfsph_dist_due(d, buf, elem);
-    return dfsph_dist_begin(d) && dfsph_dist_end(d);
 }
 
 void dfsph_dist_inner(const dfsph_dist *d, size_t begin, size_t end, size_t *ib, size_t *ie)

@@ -1,7 +1,7 @@
 /* Inside solvers/sph/: DFSPH under mpirun (dfsph_dist.c, docs/distributed.md "DFSPH"). Slabs of
  * the neighbour grid's layers as WCSPH runs them (dist/slabs.h), one halo layer, and the halo's
  * values that the solves' passes read of their neighbours shared from their owners after every
- * pass that changes them. Without mpirun every function here does nothing (or launches over all
+ * pass that changes them, beside the next pass's inner particles. Without mpirun every function here does nothing (or launches over all
  * particles), so one process runs as before. */
 #ifndef MZ_DFSPH_DIST_H
 #define MZ_DFSPH_DIST_H
@@ -41,8 +41,6 @@ bool dfsph_dist_begin(dfsph_dist *d);
 bool dfsph_dist_end(dfsph_dist *d);
 /* A begun share not needed after all (a solve stopped): every rank drops it alike. */
 void dfsph_dist_drop(dfsph_dist *d);
-/* Due, begun and ended at once. */
-bool dfsph_dist_share(dfsph_dist *d, cl_mem buf, size_t elem);
 /* The owned particles [begin, end) no halo particle is within reach of: [*ib, *ie) (all of
  * them in one process). */
 void dfsph_dist_inner(const dfsph_dist *d, size_t begin, size_t end, size_t *ib, size_t *ie);
