@@ -101,16 +101,6 @@ void dfsph_dist_drop(dfsph_dist *d)
     d->n_due = 0;
 }
 
-void dfsph_dist_inner(const dfsph_dist *d, size_t begin, size_t end, size_t *ib, size_t *ie)
-{
-    *ib = begin;
-    *ie = end;
-    if (d->on && d->slabs.inner_begin <= d->slabs.inner_end) {
-        *ib = d->slabs.inner_begin;
-        *ie = d->slabs.inner_end;
-    }
-}
-
 bool dfsph_launch_range(mz_sim *sim, cl_kernel k, size_t begin, size_t end, int stage,
                         const char *name)
 {

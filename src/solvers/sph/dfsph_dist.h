@@ -1,8 +1,8 @@
 /* Inside solvers/sph/: DFSPH under mpirun (dfsph_dist.c, docs/distributed.md "DFSPH"). Slabs of
  * the neighbour grid's layers as WCSPH runs them (dist/slabs.h), one halo layer, and the halo's
  * values that the solves' passes read of their neighbours shared from their owners after every
- * pass that changes them, beside the next pass's inner particles. Without mpirun every function here does nothing (or launches over all
- * particles), so one process runs as before. */
+ * pass that changes them, beside the next pass's inner particles. Without mpirun every function
+ * here does nothing (or launches over all particles), so one process runs as before. */
 #ifndef MZ_DFSPH_DIST_H
 #define MZ_DFSPH_DIST_H
 #include "dist/slabs.h"
@@ -41,9 +41,6 @@ bool dfsph_dist_begin(dfsph_dist *d);
 bool dfsph_dist_end(dfsph_dist *d);
 /* A begun share not needed after all (a solve stopped): every rank drops it alike. */
 void dfsph_dist_drop(dfsph_dist *d);
-/* The owned particles [begin, end) no halo particle is within reach of: [*ib, *ie) (all of
- * them in one process). */
-void dfsph_dist_inner(const dfsph_dist *d, size_t begin, size_t end, size_t *ib, size_t *ie);
 /* Kernel k over the owned particles, or over [begin, end) of them (its argument 0, the count,
  * set to the range's end); an empty range launches nothing. */
 bool dfsph_launch_owned(mz_sim *sim, cl_kernel k, int stage, const char *name);

@@ -122,11 +122,12 @@ static bool apply_pass(mz_sim *sim, dfsph_state *st, double scale, int first, cl
                A(l->wall_count), A(b.pos), A(b.mass), A(K), A(sim->vel), A(keep_s), A(s_first),
                A(weight_f), A(*(st->S ? &st->S : &st->k)), A(l->grad), A(l->plane), A(st->gw)))
         return false;
-    size_t begin, end, ib, ie;
+    size_t begin, end;
     sim_owned(sim, &begin, &end);
     if (!st->dist.on)
         return dfsph_launch_range(sim, k, begin, end, stage, name);
-    dfsph_dist_inner(&st->dist, begin, end, &ib, &ie);
+    /* the owned particles no halo particle is within reach of (slabs.h) */
+    size_t ib = st->dist.slabs.inner_begin, ie = st->dist.slabs.inner_end;
     size_t mid = ib + (ie - ib) / 2;
     bool ok = dfsph_launch_range(sim, k, ib, mid, stage, name) && dfsph_dist_end(&st->dist) &&
               dfsph_launch_range(sim, k, begin, ib, stage, name) &&
